@@ -1,0 +1,1 @@
+//! Backends: where bytes go. Each implements [`crate::engine::Backend`].

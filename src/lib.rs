@@ -1,0 +1,11 @@
+//! storlab: a storage protocol benchmark.
+//!
+//! Data flows spec → plan → runner → engine threads over a [`engine::Backend`]
+//! → interval [`stats::Snapshot`]s merged by addition → reports. See
+//! ARCHITECTURE.md for the homes of each concern.
+#![deny(missing_docs)]
+
+pub mod backends;
+pub mod engine;
+pub mod stats;
+pub mod workload;

@@ -1,0 +1,1 @@
+//! Statistics: latency histograms, interval snapshots, CPU sampling, derived metrics.

@@ -1,0 +1,236 @@
+//! Workload model: what the user asks storlab to do, before anything runs.
+//!
+//! A [`Job`] is a named list of load points ([`Spec`]s). A `Spec` is one fully
+//! resolved load point: groups of "VMs" (Iometer's worker groups), each VM with
+//! its workers and disks, an access pattern per group, the data region, content,
+//! write mode and timing. Specs come from the built-in [`catalogue`], from TOML
+//! job files ([`jobfile`]) or from fio-named CLI flags ([`flags`]); all three are
+//! checked by [`validate`] before anything runs.
+
+pub mod catalogue;
+pub mod flags;
+pub mod jobfile;
+pub mod pattern;
+pub mod pace;
+pub mod units;
+pub mod validate;
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Direction of one I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dir {
+    /// Read from the target.
+    Read,
+    /// Write to the target.
+    Write,
+}
+
+/// Block sizes with relative weights (fio's `bssplit`, Iometer's size mix).
+/// A single size is a one-entry mix with weight 100.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BlockSizes(pub Vec<(u64, u32)>);
+
+impl BlockSizes {
+    /// One block size.
+    pub fn one(bytes: u64) -> Self {
+        BlockSizes(vec![(bytes, 100)])
+    }
+    /// The smallest size in the mix.
+    pub fn min(&self) -> u64 {
+        self.0.iter().map(|(s, _)| *s).min().unwrap_or(0)
+    }
+    /// The largest size in the mix (the buffer size each slot needs).
+    pub fn max(&self) -> u64 {
+        self.0.iter().map(|(s, _)| *s).max().unwrap_or(0)
+    }
+}
+
+/// A rate cap for one worker.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rate {
+    /// I/Os per second.
+    Iops(u64),
+    /// Bytes per second.
+    Bytes(u64),
+}
+
+/// How one group's workers access their disks (an Iometer access specification).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Access {
+    /// Block size mix.
+    pub bs: BlockSizes,
+    /// Share of I/Os that are reads, 0..=100.
+    pub read_pct: u8,
+    /// Share of I/Os at a random offset, 0..=100; the rest continue sequentially.
+    pub random_pct: u8,
+    /// Offset alignment in bytes; `None` means the smallest block size.
+    pub align: Option<u64>,
+    /// Outstanding I/Os per worker, spread round-robin over the VM's disks.
+    pub iodepth: u32,
+    /// Optional rate cap per worker.
+    pub rate: Option<Rate>,
+}
+
+impl Access {
+    /// The effective alignment.
+    pub fn alignment(&self) -> u64 {
+        self.align.unwrap_or_else(|| self.bs.min())
+    }
+}
+
+/// A set of identical "VMs": each VM has `workers_per_vm` workers sharing its
+/// `disks_per_vm` disks, all with the same access pattern.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    /// Name used in output ("readers", "vm").
+    pub name: String,
+    /// Number of VMs in the group.
+    pub vms: u32,
+    /// Workers (Iometer workers, fio numjobs) per VM.
+    pub workers_per_vm: u32,
+    /// Disks (files or LUNs) per VM.
+    pub disks_per_vm: u32,
+    /// The access pattern.
+    pub access: Access,
+}
+
+/// Data written by prepare and by write I/Os.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Content {
+    /// Incompressible, unique per block.
+    Random,
+    /// All zero bytes.
+    Zeros,
+    /// `compress_pct` of each block is zeros (compressible share), and
+    /// `dedupe_pct` of blocks are copies of one block (dedupable share).
+    Mixed {
+        /// Compressible share of each block, 0..=100.
+        compress_pct: u8,
+        /// Share of blocks that repeat one canonical block, 0..=100.
+        dedupe_pct: u8,
+    },
+}
+
+/// Synchronous-write semantics requested for writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncMode {
+    /// No per-write durability.
+    None,
+    /// O_DSYNC: data durable when acknowledged.
+    Dsync,
+    /// O_SYNC: data and metadata durable when acknowledged.
+    Sync,
+}
+
+/// One load point, fully resolved: everything the engine needs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    /// Load point label ("32 VMs", "bs=8k write").
+    pub label: String,
+    /// VM groups; most specs have one.
+    pub groups: Vec<Group>,
+    /// Offset of the region used on each disk, bytes.
+    pub offset: u64,
+    /// Size of the region used on each disk (and of each created file), bytes.
+    pub size: u64,
+    /// Data content.
+    pub content: Content,
+    /// O_DIRECT (bypass the page cache).
+    pub direct: bool,
+    /// Synchronous writes.
+    pub sync: SyncMode,
+    /// Ramp-up: measured but excluded from the summary.
+    #[serde(with = "secs")]
+    pub ramp: Duration,
+    /// Measured duration (an upper bound when `io_limit` is set).
+    #[serde(with = "secs")]
+    pub runtime: Duration,
+    /// Statistics interval.
+    #[serde(with = "secs")]
+    pub interval: Duration,
+    /// Stop each worker after it transferred this many bytes (fio's io_size).
+    pub io_limit: Option<u64>,
+    /// Seed of every pseudo-random choice (offsets, mixes, content).
+    pub seed: u64,
+}
+
+impl Spec {
+    /// Total workers over all groups.
+    pub fn total_workers(&self) -> u64 {
+        self.groups
+            .iter()
+            .map(|g| g.vms as u64 * g.workers_per_vm as u64)
+            .sum()
+    }
+    /// Total VMs over all groups.
+    pub fn total_vms(&self) -> u64 {
+        self.groups.iter().map(|g| g.vms as u64).sum()
+    }
+    /// Total outstanding I/Os over all workers.
+    pub fn total_iodepth(&self) -> u64 {
+        self.groups
+            .iter()
+            .map(|g| g.vms as u64 * g.workers_per_vm as u64 * g.access.iodepth as u64)
+            .sum()
+    }
+    /// Whether any group writes.
+    pub fn writes(&self) -> bool {
+        self.groups.iter().any(|g| g.access.read_pct < 100)
+    }
+}
+
+/// Run length and size profile of a built-in workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// The study's own durations and sizes.
+    Full,
+    /// Same shape in seconds and MiBs.
+    Quick,
+}
+
+/// Where one value of a built-in workload comes from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The field ("iodepth", "size").
+    pub field: String,
+    /// "study 000", or "storlab default: study silent".
+    pub source: String,
+}
+
+/// A named, runnable job: one or more load points run in order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    /// Name (a catalogue name, a job file's stem, or "cli").
+    pub name: String,
+    /// One line of description.
+    pub description: String,
+    /// Profile used to build it.
+    pub profile: Option<Profile>,
+    /// Load points, in order.
+    pub points: Vec<Spec>,
+    /// Where each value comes from (built-ins only).
+    pub provenance: Vec<Provenance>,
+}
+
+/// Serialize durations as fractional seconds.
+pub(crate) mod secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let v = f64::deserialize(d)?;
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(serde::de::Error::custom("duration must be a non-negative number of seconds"));
+        }
+        Ok(Duration::from_secs_f64(v))
+    }
+}
