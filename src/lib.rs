@@ -6,6 +6,10 @@
 #![deny(missing_docs)]
 
 pub mod backends;
+pub mod cli;
 pub mod engine;
+pub mod prepare;
+pub mod report;
+pub mod result;
 pub mod stats;
 pub mod workload;

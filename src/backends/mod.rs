@@ -1,1 +1,42 @@
-//! Backends: where bytes go. Each implements [`crate::engine::Backend`].
+//! Backends: where bytes go. Each implements [`crate::engine::Backend`]; this
+//! module maps a [`target::Target`] to the backend that serves it.
+
+pub mod file;
+pub mod null;
+pub mod target;
+
+use crate::engine::plan::Disk;
+use crate::engine::{Backend, BackendError, OpenOptions};
+use target::Target;
+
+/// Open the backend for `target` over `disks` (the disks one engine thread uses).
+pub fn open(
+    target: &Target,
+    disks: &[&Disk],
+    opts: &OpenOptions,
+) -> Result<Box<dyn Backend>, BackendError> {
+    match target {
+        Target::Null => Ok(Box::new(null::NullBackend::new(opts.depth as usize))),
+        Target::File(_) => {
+            let paths: Vec<_> = disks
+                .iter()
+                .map(|d| {
+                    d.path
+                        .clone()
+                        .ok_or_else(|| BackendError::new(d.name(), "file disk without a path"))
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(Box::new(file::FileBackend::open(&paths, opts)?))
+        }
+    }
+}
+
+/// The backend's name and features, for the run's record.
+pub fn describe(b: &dyn Backend) -> String {
+    let features = b.features();
+    if features.is_empty() {
+        b.name().to_string()
+    } else {
+        format!("{}: {features}", b.name())
+    }
+}

@@ -27,8 +27,17 @@ impl BufferPool {
         let layout = Layout::from_size_align(total, BUF_ALIGN).expect("buffer pool layout");
         // SAFETY: layout has a non-zero size.
         let base = unsafe { alloc_zeroed(layout) };
-        assert!(!base.is_null(), "out of memory allocating {total} bytes of I/O buffers");
-        BufferPool { base, layout, stride, count, size }
+        assert!(
+            !base.is_null(),
+            "out of memory allocating {total} bytes of I/O buffers"
+        );
+        BufferPool {
+            base,
+            layout,
+            stride,
+            count,
+            size,
+        }
     }
 
     /// Number of buffers.
@@ -43,7 +52,11 @@ impl BufferPool {
 
     /// Pointer to buffer `slot`.
     pub fn ptr(&self, slot: usize) -> *mut u8 {
-        assert!(slot < self.count, "buffer slot {slot} out of {}", self.count);
+        assert!(
+            slot < self.count,
+            "buffer slot {slot} out of {}",
+            self.count
+        );
         // SAFETY: slot < count, so the offset stays inside the allocation.
         unsafe { self.base.add(slot * self.stride) }
     }

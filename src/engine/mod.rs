@@ -6,9 +6,10 @@
 //! measured the same way.
 
 pub mod buffers;
-
-
-
+pub mod content;
+pub mod plan;
+pub mod runner;
+pub mod worker;
 
 use crate::workload::Dir;
 use std::fmt;
@@ -70,7 +71,10 @@ pub struct BackendError {
 impl BackendError {
     /// Build an error about `target`.
     pub fn new(target: impl Into<String>, message: impl Into<String>) -> Self {
-        BackendError { target: target.into(), message: message.into() }
+        BackendError {
+            target: target.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -118,6 +122,12 @@ pub trait Backend: Send {
 
     /// How many requests may be outstanding at once.
     fn depth(&self) -> usize;
+
+    /// What the backend uses, for the run's record ("io_uring, registered
+    /// buffers"); empty when there is nothing to say.
+    fn features(&self) -> String {
+        String::new()
+    }
 
     /// Called once, before the first `queue`, with the pool that every
     /// `Request::buf` will point into. Backends that can pin buffers (io_uring's

@@ -10,8 +10,8 @@
 pub mod catalogue;
 pub mod flags;
 pub mod jobfile;
-pub mod pattern;
 pub mod pace;
+pub mod pattern;
 pub mod units;
 pub mod validate;
 
@@ -148,7 +148,8 @@ pub struct Spec {
     /// Ramp-up: measured but excluded from the summary.
     #[serde(with = "secs")]
     pub ramp: Duration,
-    /// Measured duration (an upper bound when `io_limit` is set).
+    /// Measured duration (an upper bound when `io_limit` is set; zero with
+    /// `io_limit` means no time bound: the point ends when the bytes are done).
     #[serde(with = "secs")]
     pub runtime: Duration,
     /// Statistics interval.
@@ -229,7 +230,9 @@ pub(crate) mod secs {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let v = f64::deserialize(d)?;
         if !(v.is_finite() && v >= 0.0) {
-            return Err(serde::de::Error::custom("duration must be a non-negative number of seconds"));
+            return Err(serde::de::Error::custom(
+                "duration must be a non-negative number of seconds",
+            ));
         }
         Ok(Duration::from_secs_f64(v))
     }

@@ -1,1 +1,443 @@
-//! TODO
+//! Checks a [`Spec`] or [`Job`] before anything runs, so a bad value is reported
+//! once, in one line naming the field, instead of as an engine failure minutes later.
+//!
+//! Field names in errors are the user-facing ones (fio's where fio has one:
+//! `bs`, `rwmixread`, `iodepth`, `numjobs`), whatever the spec was built from.
+
+use super::units::{format_duration, format_size};
+use super::{Content, Group, Job, Rate, Spec};
+use std::fmt;
+use std::time::Duration;
+
+/// Largest block size storlab issues: beyond this, buffers per slot get silly
+/// and no study uses more than 8 MiB.
+pub const MAX_BS: u64 = 64 << 20;
+/// Sector size that O_DIRECT I/O must be aligned to.
+pub const DIRECT_ALIGN: u64 = 512;
+
+/// A rejected value, rendered as one line:
+/// `[CONTEXT: ]invalid FIELD = VALUE (allowed: ALLOWED)`.
+///
+/// When `field` starts with "unknown " (see [`SpecError::unknown`]) the value is a
+/// name that was not recognised and the line reads `[CONTEXT: ]unknown key "VALUE"
+/// (allowed: ...)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecError {
+    /// The field or key ("bs", "rwmixread"), or "unknown KIND" for unrecognised names.
+    pub field: String,
+    /// The offending value as the user wrote it, or as storlab formats it.
+    pub value: String,
+    /// What would have been accepted.
+    pub allowed: String,
+    /// Where: "job file jobs/x.toml", "load point \"vms=32\"", "group readers".
+    pub context: Option<String>,
+}
+
+impl SpecError {
+    /// An out-of-range or malformed value.
+    pub fn invalid(
+        field: impl Into<String>,
+        value: impl fmt::Display,
+        allowed: impl Into<String>,
+    ) -> Self {
+        SpecError {
+            field: field.into(),
+            value: value.to_string(),
+            allowed: allowed.into(),
+            context: None,
+        }
+    }
+
+    /// A name that is not recognised: `kind` is what it was meant to be ("workload", "key").
+    pub fn unknown(kind: &str, name: impl Into<String>, allowed: impl Into<String>) -> Self {
+        SpecError {
+            field: format!("unknown {kind}"),
+            value: name.into(),
+            allowed: allowed.into(),
+            context: None,
+        }
+    }
+
+    /// Prefix a context (outermost first: the file, then the point, then the group).
+    pub fn context(mut self, ctx: impl Into<String>) -> Self {
+        let ctx = ctx.into();
+        self.context = Some(match self.context.take() {
+            Some(inner) => format!("{ctx}, {inner}"),
+            None => ctx,
+        });
+        self
+    }
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(c) = &self.context {
+            write!(f, "{c}: ")?;
+        }
+        if self.field.starts_with("unknown ") {
+            write!(f, "{} \"{}\"", self.field, self.value)?;
+        } else {
+            write!(f, "invalid {} = {}", self.field, self.value)?;
+        }
+        write!(f, " (allowed: {})", self.allowed)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+fn check_range(field: &str, v: u64, lo: u64, hi: u64) -> Result<(), SpecError> {
+    if (lo..=hi).contains(&v) {
+        Ok(())
+    } else {
+        Err(SpecError::invalid(field, v, format!("{lo}..={hi}")))
+    }
+}
+
+fn check_pct(field: &str, v: u8) -> Result<(), SpecError> {
+    check_range(field, v as u64, 0, 100)
+}
+
+fn validate_group(g: &Group, spec: &Spec) -> Result<(), SpecError> {
+    check_range("vms", g.vms as u64, 1, 100_000)?;
+    check_range("numjobs", g.workers_per_vm as u64, 1, 4096)?;
+    check_range("disks", g.disks_per_vm as u64, 1, 1024)?;
+    let a = &g.access;
+    let direct = spec.direct;
+    if a.bs.0.is_empty() {
+        return Err(SpecError::invalid(
+            "bs",
+            "(none)",
+            "at least one block size",
+        ));
+    }
+    let bs_allowed = if direct {
+        format!(
+            "{} ..= {}, a multiple of 512 with direct I/O",
+            format_size(DIRECT_ALIGN),
+            format_size(MAX_BS)
+        )
+    } else {
+        format!("1 B ..= {}", format_size(MAX_BS))
+    };
+    for &(size, weight) in &a.bs.0 {
+        if size == 0 || size > MAX_BS || (direct && size % DIRECT_ALIGN != 0) {
+            return Err(SpecError::invalid("bs", size, bs_allowed));
+        }
+        if weight == 0 {
+            return Err(SpecError::invalid(
+                "bssplit",
+                format!("{size}/0"),
+                "weights > 0 (leave a size out instead of giving it weight 0)",
+            ));
+        }
+    }
+    check_pct("rwmixread", a.read_pct)?;
+    check_pct("percentage_random", a.random_pct)?;
+    check_range("iodepth", a.iodepth as u64, 1, 65536)?;
+    if spec.size < a.bs.max() {
+        return Err(SpecError::invalid(
+            "size",
+            format_size(spec.size),
+            format!(
+                "at least the largest block size ({})",
+                format_size(a.bs.max())
+            ),
+        ));
+    }
+    let align = a.alignment();
+    if align == 0 || align > spec.size || (direct && align % DIRECT_ALIGN != 0) {
+        let mut allowed = format!("1 B ..= size ({})", format_size(spec.size));
+        if direct {
+            allowed.push_str(", a multiple of 512 with direct I/O");
+        }
+        return Err(SpecError::invalid("blockalign", align, allowed));
+    }
+    match a.rate {
+        Some(Rate::Iops(0)) => return Err(SpecError::invalid("rate_iops", 0, "> 0")),
+        Some(Rate::Bytes(0)) => return Err(SpecError::invalid("rate", 0, "> 0 bytes per second")),
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Check one load point.
+pub fn validate(spec: &Spec) -> Result<(), SpecError> {
+    if spec.groups.is_empty() {
+        return Err(SpecError::invalid("group", "(none)", "at least one group"));
+    }
+    if spec.size == 0 {
+        return Err(SpecError::invalid("size", 0, "> 0"));
+    }
+    if spec.direct && spec.offset % DIRECT_ALIGN != 0 {
+        return Err(SpecError::invalid(
+            "offset",
+            spec.offset,
+            "a multiple of 512 with direct I/O",
+        ));
+    }
+    if spec.offset.checked_add(spec.size).is_none() {
+        return Err(SpecError::invalid(
+            "offset",
+            spec.offset,
+            "offset + size below 2^64",
+        ));
+    }
+    let several = spec.groups.len() > 1;
+    for g in &spec.groups {
+        validate_group(g, spec).map_err(|e| {
+            if several {
+                e.context(format!("group {}", g.name))
+            } else {
+                e
+            }
+        })?;
+    }
+    if spec.runtime.is_zero() && spec.io_limit.is_none() {
+        return Err(SpecError::invalid(
+            "runtime",
+            "0 s",
+            "> 0, or 0 together with io_size",
+        ));
+    }
+    let (lo, hi) = (Duration::from_millis(10), Duration::from_secs(3600));
+    if !(lo..=hi).contains(&spec.interval) {
+        return Err(SpecError::invalid(
+            "interval",
+            format_duration(spec.interval),
+            "10 ms ..= 1 h",
+        ));
+    }
+    if let Content::Mixed {
+        compress_pct,
+        dedupe_pct,
+    } = spec.content
+    {
+        check_pct("content compress", compress_pct)?;
+        check_pct("content dedupe", dedupe_pct)?;
+    }
+    if spec.io_limit == Some(0) {
+        return Err(SpecError::invalid("io_size", 0, "> 0 when set"));
+    }
+    Ok(())
+}
+
+/// Check every load point of a job; errors name the point when there are several.
+pub fn validate_job(job: &Job) -> Result<(), SpecError> {
+    if job.points.is_empty() {
+        return Err(SpecError::invalid("load points", "(none)", "at least one")
+            .context(format!("job {}", job.name)));
+    }
+    let several = job.points.len() > 1;
+    for p in &job.points {
+        validate(p).map_err(|e| {
+            if several {
+                e.context(format!("load point \"{}\"", p.label))
+            } else {
+                e
+            }
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Access, BlockSizes, SyncMode};
+    use super::*;
+
+    fn spec() -> Spec {
+        Spec {
+            label: "t".into(),
+            groups: vec![Group {
+                name: "vm".into(),
+                vms: 1,
+                workers_per_vm: 1,
+                disks_per_vm: 1,
+                access: Access {
+                    bs: BlockSizes::one(4096),
+                    read_pct: 75,
+                    random_pct: 100,
+                    align: None,
+                    iodepth: 2,
+                    rate: None,
+                },
+            }],
+            offset: 0,
+            size: 1 << 20,
+            content: Content::Random,
+            direct: true,
+            sync: SyncMode::None,
+            ramp: Duration::ZERO,
+            runtime: Duration::from_secs(1),
+            interval: Duration::from_secs(1),
+            io_limit: None,
+            seed: 1,
+        }
+    }
+
+    fn err(f: impl FnOnce(&mut Spec)) -> String {
+        let mut s = spec();
+        f(&mut s);
+        validate(&s).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn good_spec_passes() {
+        validate(&spec()).unwrap();
+    }
+
+    #[test]
+    fn groups() {
+        assert_eq!(
+            err(|s| s.groups.clear()),
+            "invalid group = (none) (allowed: at least one group)"
+        );
+        assert_eq!(
+            err(|s| s.groups[0].vms = 0),
+            "invalid vms = 0 (allowed: 1..=100000)"
+        );
+        assert!(err(|s| s.groups[0].vms = 100_001).contains("vms = 100001"));
+        assert!(
+            err(|s| s.groups[0].workers_per_vm = 0).contains("numjobs = 0 (allowed: 1..=4096)")
+        );
+        assert!(err(|s| s.groups[0].workers_per_vm = 4097).contains("numjobs = 4097"));
+        assert!(err(|s| s.groups[0].disks_per_vm = 0).contains("disks = 0 (allowed: 1..=1024)"));
+        assert!(err(|s| s.groups[0].disks_per_vm = 1025).contains("disks = 1025"));
+    }
+
+    #[test]
+    fn block_sizes() {
+        assert_eq!(
+            err(|s| s.groups[0].access.bs = BlockSizes::one(0)),
+            "invalid bs = 0 (allowed: 512 B ..= 64 MiB, a multiple of 512 with direct I/O)"
+        );
+        assert!(
+            err(|s| s.groups[0].access.bs = BlockSizes::one(MAX_BS + 512)).contains("invalid bs")
+        );
+        assert!(
+            err(|s| s.groups[0].access.bs = BlockSizes::one(1000)).contains("invalid bs = 1000")
+        );
+        assert!(
+            err(|s| s.groups[0].access.bs = BlockSizes(vec![])).contains("at least one block size")
+        );
+        assert!(
+            err(|s| s.groups[0].access.bs = BlockSizes(vec![(4096, 0)]))
+                .contains("invalid bssplit")
+        );
+        let mut s = spec();
+        s.direct = false;
+        s.groups[0].access.bs = BlockSizes::one(1000);
+        validate(&s).unwrap();
+    }
+
+    #[test]
+    fn mixes_and_depth() {
+        assert_eq!(
+            err(|s| s.groups[0].access.read_pct = 150),
+            "invalid rwmixread = 150 (allowed: 0..=100)"
+        );
+        assert!(err(|s| s.groups[0].access.random_pct = 101).contains("percentage_random = 101"));
+        assert!(
+            err(|s| s.groups[0].access.iodepth = 0).contains("iodepth = 0 (allowed: 1..=65536)")
+        );
+        assert!(err(|s| s.groups[0].access.iodepth = 65537).contains("iodepth = 65537"));
+    }
+
+    #[test]
+    fn alignment_and_region() {
+        assert!(err(|s| s.groups[0].access.align = Some(0)).contains("invalid blockalign = 0"));
+        assert!(err(|s| s.groups[0].access.align = Some(2 << 20)).contains("invalid blockalign"));
+        assert!(err(|s| s.groups[0].access.align = Some(1000)).contains("multiple of 512"));
+        assert!(err(|s| s.offset = 100).contains("invalid offset = 100"));
+        assert!(
+            err(|s| s.size = 2048).contains(
+                "invalid size = 2 KiB (allowed: at least the largest block size (4 KiB))"
+            )
+        );
+        assert!(err(|s| s.size = 0).contains("invalid size = 0"));
+        let mut s = spec();
+        s.direct = false;
+        s.offset = 100;
+        s.groups[0].access.align = Some(100);
+        validate(&s).unwrap();
+    }
+
+    #[test]
+    fn timing() {
+        assert!(err(|s| s.runtime = Duration::ZERO).contains("invalid runtime"));
+        let mut s = spec();
+        s.runtime = Duration::ZERO;
+        s.io_limit = Some(1 << 20);
+        validate(&s).unwrap();
+        assert!(err(|s| s.interval = Duration::from_millis(5)).contains("invalid interval = 5 ms"));
+        assert!(err(|s| s.interval = Duration::from_secs(3601)).contains("invalid interval"));
+        assert!(err(|s| s.io_limit = Some(0)).contains("invalid io_size = 0"));
+    }
+
+    #[test]
+    fn rate_and_content() {
+        assert!(
+            err(|s| s.groups[0].access.rate = Some(Rate::Iops(0)))
+                .contains("invalid rate_iops = 0")
+        );
+        assert!(
+            err(|s| s.groups[0].access.rate = Some(Rate::Bytes(0))).contains("invalid rate = 0")
+        );
+        assert!(
+            err(|s| s.content = Content::Mixed {
+                compress_pct: 101,
+                dedupe_pct: 0
+            })
+            .contains("invalid content compress = 101")
+        );
+        assert!(
+            err(|s| s.content = Content::Mixed {
+                compress_pct: 0,
+                dedupe_pct: 200
+            })
+            .contains("content dedupe = 200")
+        );
+    }
+
+    #[test]
+    fn job_and_context() {
+        let mut a = spec();
+        a.label = "vms=32".into();
+        let mut b = spec();
+        b.label = "vms=64".into();
+        b.groups[0].access.iodepth = 0;
+        let job = Job {
+            name: "j".into(),
+            description: String::new(),
+            profile: None,
+            points: vec![a, b],
+            provenance: vec![],
+        };
+        let e = validate_job(&job)
+            .unwrap_err()
+            .context("job file jobs/x.toml");
+        assert_eq!(
+            e.to_string(),
+            "job file jobs/x.toml, load point \"vms=64\": invalid iodepth = 0 (allowed: 1..=65536)"
+        );
+        let empty = Job {
+            points: vec![],
+            ..job
+        };
+        assert!(
+            validate_job(&empty)
+                .unwrap_err()
+                .to_string()
+                .contains("load points")
+        );
+        let u = SpecError::unknown(
+            "workload",
+            "vsphere-4k",
+            "vsphere-shared-4k, vsphere-shared-8k",
+        );
+        assert_eq!(
+            u.to_string(),
+            "unknown workload \"vsphere-4k\" (allowed: vsphere-shared-4k, vsphere-shared-8k)"
+        );
+    }
+}

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""storlab vs fio, side by side in one run, on the same targets.
+
+Cases (4 KiB random reads, queue depth 32, one worker, each tool alternately):
+  null   storlab's null backend   vs fio's null engine
+  cache  a page-cache file        vs fio io_uring (buffered, registered files and buffers)
+  direct O_DIRECT on a disk file  vs fio io_uring (O_DIRECT, registered files and buffers)
+
+Reports IOPS, CPU seconds per million I/Os (user + system of the whole process,
+from getrusage of the child) and mean latency for both, and the ratio of IOPS per
+CPU-second. Run from the repository root after ./setup.sh:
+
+    python3 bench/vs_fio.py [--runtime 10] [--repeat 3] [--dir /var/tmp/storlab-bench] [--cases null,cache,direct]
+"""
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STORLAB = os.path.join(ROOT, "target", "release", "storlab")
+
+
+def timed(cmd):
+    """Run cmd; return (stdout, cpu seconds of the child)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        sys.exit(f"bench: command failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return p.stdout, cpu
+
+
+def warm(path):
+    """Read a file once so its pages are cached."""
+    with open(path, "rb") as f:
+        while f.read(1 << 20):
+            pass
+
+
+def run_storlab(case, args, path, out):
+    cmd = [STORLAB, "run", "--rw", "randread", "--bs", "4k", "--iodepth", "32", "--runtime", str(args.runtime),
+           "--threads", "1", "--json", out, "-q"]
+    if case == "null":
+        cmd += ["--target", "null:", "--size", "1g"]
+    else:
+        cmd += ["--target", f"file:{path}", "--size", args.size]
+        if case == "direct":
+            cmd += ["--direct", "1"]
+    _, cpu = timed(cmd)
+    with open(out) as f:
+        doc = json.load(f)
+    s = doc["jobs"][0]["points"][0]["summary"]
+    return {"iops": s["total"]["iops"], "ios": s["total"]["ios"], "cpu": cpu, "lat_us": s["total"]["lat_mean_us"],
+            "backend": doc["jobs"][0]["points"][0]["backend"]}
+
+
+def run_fio(case, args, path):
+    cmd = ["fio", "--name=bench", "--rw=randread", "--bs=4k", "--iodepth=32", "--numjobs=1", "--time_based",
+           f"--runtime={args.runtime}", "--output-format=json", "--group_reporting"]
+    if case == "null":
+        cmd += ["--ioengine=null", "--size=1g"]
+    else:
+        cmd += ["--ioengine=io_uring", "--registerfiles", "--fixedbufs", f"--filename={path}", f"--size={args.size}",
+                "--direct=" + ("1" if case == "direct" else "0")]
+    stdout, cpu = timed(cmd)
+    job = json.loads(stdout)["jobs"][0]["read"]
+    return {"iops": job["iops"], "ios": job["total_ios"], "cpu": cpu, "lat_us": job["lat_ns"]["mean"] / 1000.0,
+            "backend": cmd[-4] if case != "null" else "null"}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runtime", type=int, default=10, help="seconds per run (default 10)")
+    ap.add_argument("--repeat", type=int, default=3, help="alternating runs per tool; the median is reported")
+    ap.add_argument("--dir", default="/var/tmp/storlab-bench", help="directory on a real disk for the file cases")
+    ap.add_argument("--size", default="1g", help="file size for the file cases (default 1g)")
+    ap.add_argument("--cases", default="null,cache,direct")
+    args = ap.parse_args()
+    if not os.access(STORLAB, os.X_OK):
+        sys.exit(f"bench: {STORLAB} not found: run ./setup.sh first")
+    if shutil.which("fio") is None:
+        sys.exit("bench: fio not found: run ./setup.sh first (it installs Debian's fio)")
+    os.makedirs(args.dir, exist_ok=True)
+    path = os.path.join(args.dir, "bench.dat")
+    tmp = tempfile.mkdtemp(prefix="storlab-bench-")
+    fio_version = subprocess.run(["fio", "--version"], stdout=subprocess.PIPE, text=True).stdout.strip()
+    print(f"storlab vs {fio_version}: 4k random read, QD32, 1 worker, {args.runtime} s x {args.repeat} runs each "
+          f"(median), {os.cpu_count()} CPUs, kernel {os.uname().release}")
+    rows = []
+    for case in args.cases.split(","):
+        if case != "null":
+            # storlab prepares (creates and fills) the file once; fio then reads the same file.
+            _ = timed([STORLAB, "run", "--target", f"file:{path}", "--rw", "randread", "--size", args.size,
+                       "--runtime", "1", "-q"])
+        results = {"storlab": [], "fio": []}
+        for i in range(args.repeat):
+            for tool in ("storlab", "fio") if i % 2 == 0 else ("fio", "storlab"):
+                if case == "cache":
+                    warm(path)
+                out = os.path.join(tmp, f"{case}-{i}.json")
+                r = run_storlab(case, args, path, out) if tool == "storlab" else run_fio(case, args, path)
+                results[tool].append(r)
+        med = {}
+        for tool, rs in results.items():
+            med[tool] = {k: statistics.median(r[k] for r in rs) for k in ("iops", "ios", "cpu", "lat_us")}
+            med[tool]["cpu_per_mio"] = med[tool]["cpu"] / (med[tool]["ios"] / 1e6) if med[tool]["ios"] else 0
+            med[tool]["iops_per_cpu_s"] = med[tool]["ios"] / med[tool]["cpu"] if med[tool]["cpu"] else 0
+        rows.append((case, med))
+    print()
+    print(f"{'case':<7} {'tool':<8} {'IOPS':>10} {'CPU s/MIO':>10} {'I/O per CPU-s':>14} {'mean lat us':>12}")
+    for case, med in rows:
+        for tool in ("storlab", "fio"):
+            m = med[tool]
+            print(f"{case:<7} {tool:<8} {m['iops']:>10.0f} {m['cpu_per_mio']:>10.3f} {m['iops_per_cpu_s']:>14.0f} "
+                  f"{m['lat_us']:>12.2f}")
+    print()
+    print(f"{'case':<7} {'IOPS ratio':>11} {'I/O per CPU-s ratio':>20} {'latency ratio':>14}   (storlab / fio)")
+    for case, med in rows:
+        s, f = med["storlab"], med["fio"]
+        print(f"{case:<7} {s['iops'] / f['iops']:>11.2f} {s['iops_per_cpu_s'] / f['iops_per_cpu_s']:>20.2f} "
+              f"{s['lat_us'] / f['lat_us']:>14.2f}")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

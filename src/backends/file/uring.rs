@@ -1,0 +1,314 @@
+//! The unsafe/FFI boundary of the file backend: a thin io_uring ring wrapper
+//! and the block-device size ioctl. Everything `unsafe` in the file backend
+//! and in prepare lives here; the rest of the crate sees safe functions.
+
+use crate::engine::{BufferPool, Completion};
+use io_uring::{IoUring, opcode, types};
+use std::io;
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+/// Largest number of buffers io_uring accepts in one registration.
+const MAX_REG_BUFFERS: usize = 1 << 14;
+
+/// user_data of the cancel request drop issues (slots are u32, so never equal).
+pub(crate) const CANCEL_TAG: u64 = u64::MAX;
+
+/// Which file a request targets: an index into the registered file table or a
+/// plain descriptor.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Target {
+    /// Registered file index.
+    Fixed(u32),
+    /// Plain file descriptor.
+    Fd(RawFd),
+}
+
+/// What the ring was built with, for the environment report.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RingSetup {
+    /// IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN (bound to the
+    /// first thread that queues).
+    pub single_issuer: bool,
+    /// IORING_SETUP_COOP_TASKRUN.
+    pub coop_taskrun: bool,
+}
+
+/// One io_uring instance, created disabled when the kernel allows it so that
+/// the engine thread that first queues becomes its single issuer.
+pub(crate) struct Ring {
+    ring: IoUring,
+    setup: RingSetup,
+    enabled: bool,
+}
+
+fn is_flag_error(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EINVAL) | Some(libc::EOPNOTSUPP)
+    )
+}
+
+impl Ring {
+    /// A ring with `sq` submission entries (power of two) and `cq` completion entries.
+    pub fn new(sq: u32, cq: u32) -> io::Result<Ring> {
+        // Best: single issuer with deferred task work (Linux 6.1), as fio does.
+        let mut b = IoUring::builder();
+        b.setup_cqsize(cq)
+            .setup_clamp()
+            .setup_submit_all()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_taskrun_flag()
+            .setup_r_disabled();
+        match b.build(sq) {
+            Ok(ring) => {
+                return Ok(Ring {
+                    ring,
+                    setup: RingSetup {
+                        single_issuer: true,
+                        coop_taskrun: false,
+                    },
+                    enabled: false,
+                });
+            }
+            Err(e) if !is_flag_error(&e) => return Err(e),
+            Err(_) => {}
+        }
+        // Cooperative task work (Linux 5.19).
+        let mut b = IoUring::builder();
+        b.setup_cqsize(cq)
+            .setup_clamp()
+            .setup_submit_all()
+            .setup_coop_taskrun()
+            .setup_taskrun_flag();
+        match b.build(sq) {
+            Ok(ring) => {
+                return Ok(Ring {
+                    ring,
+                    setup: RingSetup {
+                        single_issuer: false,
+                        coop_taskrun: true,
+                    },
+                    enabled: true,
+                });
+            }
+            Err(e) if !is_flag_error(&e) => return Err(e),
+            Err(_) => {}
+        }
+        let mut b = IoUring::builder();
+        b.setup_cqsize(cq).setup_clamp();
+        let ring = b.build(sq)?;
+        Ok(Ring {
+            ring,
+            setup: RingSetup::default(),
+            enabled: true,
+        })
+    }
+
+    /// How the ring was set up.
+    pub fn setup(&self) -> RingSetup {
+        self.setup
+    }
+
+    /// Whether the kernel supports timed waits in io_uring_enter (Linux 5.11).
+    pub fn has_ext_arg(&self) -> bool {
+        self.ring.params().is_feature_ext_arg()
+    }
+
+    /// Whether the ring may be used (it is enabled on first use when created disabled).
+    #[inline]
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Enable a ring created disabled; the calling thread becomes its issuer.
+    pub fn enable(&mut self) -> io::Result<()> {
+        if !self.enabled {
+            self.ring.submitter().register_enable_rings()?;
+            self.enabled = true;
+        }
+        Ok(())
+    }
+
+    /// Register `fds` as the fixed file table (index = position).
+    pub fn register_files(&self, fds: &[RawFd]) -> io::Result<()> {
+        self.ring.submitter().register_files(fds)
+    }
+
+    /// Register every slot buffer of `pool`, one iovec per slot (index = slot).
+    pub fn register_buffers(&self, pool: &BufferPool) -> io::Result<()> {
+        if pool.count() == 0 || pool.count() > MAX_REG_BUFFERS {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let iov: Vec<libc::iovec> = (0..pool.count())
+            .map(|slot| libc::iovec {
+                iov_base: pool.ptr(slot).cast(),
+                iov_len: pool.size().max(1),
+            })
+            .collect();
+        // SAFETY: every iovec covers `size` bytes of one slot inside the pool's
+        // live allocation; the kernel pins those pages for as long as they are
+        // registered, and the engine keeps the pool alive while it runs I/O.
+        unsafe { self.ring.submitter().register_buffers(&iov) }
+    }
+
+    /// Number of entries waiting in the submission queue.
+    #[inline]
+    pub fn sq_pending(&mut self) -> usize {
+        self.ring.submission().len()
+    }
+
+    /// Push one read or write. `buf_index` selects ReadFixed/WriteFixed.
+    /// Returns false when the submission queue is full.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn push_rw(
+        &mut self,
+        write: bool,
+        target: Target,
+        buf: *mut u8,
+        len: u32,
+        offset: u64,
+        buf_index: Option<u16>,
+        user_data: u64,
+    ) -> bool {
+        let entry = match (target, buf_index, write) {
+            (Target::Fixed(i), Some(bi), false) => {
+                opcode::ReadFixed::new(types::Fixed(i), buf, len, bi)
+                    .offset(offset)
+                    .build()
+            }
+            (Target::Fixed(i), Some(bi), true) => {
+                opcode::WriteFixed::new(types::Fixed(i), buf, len, bi)
+                    .offset(offset)
+                    .build()
+            }
+            (Target::Fixed(i), None, false) => opcode::Read::new(types::Fixed(i), buf, len)
+                .offset(offset)
+                .build(),
+            (Target::Fixed(i), None, true) => opcode::Write::new(types::Fixed(i), buf, len)
+                .offset(offset)
+                .build(),
+            (Target::Fd(fd), Some(bi), false) => {
+                opcode::ReadFixed::new(types::Fd(fd), buf, len, bi)
+                    .offset(offset)
+                    .build()
+            }
+            (Target::Fd(fd), Some(bi), true) => {
+                opcode::WriteFixed::new(types::Fd(fd), buf, len, bi)
+                    .offset(offset)
+                    .build()
+            }
+            (Target::Fd(fd), None, false) => opcode::Read::new(types::Fd(fd), buf, len)
+                .offset(offset)
+                .build(),
+            (Target::Fd(fd), None, true) => opcode::Write::new(types::Fd(fd), buf, len)
+                .offset(offset)
+                .build(),
+        }
+        .user_data(user_data);
+        // SAFETY: the engine's Request contract keeps `buf` valid for `len` bytes
+        // and untouched until this request's completion is reaped; the backend
+        // waits for in-flight requests before the ring (and the fds) go away.
+        unsafe { self.ring.submission().push(&entry).is_ok() }
+    }
+
+    /// Submit what is queued and wait for `want` completions; `timeout` bounds
+    /// the wait (`Some` requires [`Ring::has_ext_arg`]). ETIME, EINTR, EBUSY and
+    /// EAGAIN are not errors: the caller just drains what is there.
+    pub fn submit_wait(&mut self, want: usize, timeout: Option<Duration>) -> io::Result<()> {
+        let sub = self.ring.submitter();
+        let res = match timeout {
+            None => sub.submit_and_wait(want),
+            Some(t) => {
+                let ts = types::Timespec::from(t);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                sub.submit_with_args(want, &args)
+            }
+        };
+        match res {
+            Ok(_) => Ok(()),
+            Err(e) => match e.raw_os_error() {
+                Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) => {
+                    Ok(())
+                }
+                _ => Err(e),
+            },
+        }
+    }
+
+    /// Whether the kernel has completions it will post only when asked
+    /// (deferred or cooperative task work, or a CQ overflow backlog).
+    #[inline]
+    pub fn needs_getevents(&mut self) -> bool {
+        let sq = self.ring.submission();
+        sq.taskrun() || sq.cq_overflow()
+    }
+
+    /// Move every posted completion into `out`; returns how many.
+    #[inline]
+    pub fn drain(&mut self, out: &mut Vec<Completion>) -> usize {
+        let mut n = 0;
+        for cqe in self.ring.completion() {
+            let res = cqe.result();
+            out.push(Completion {
+                slot: cqe.user_data() as u32,
+                result: if res < 0 { Err(-res) } else { Ok(res as u32) },
+            });
+            n += 1;
+        }
+        n
+    }
+
+    /// Ask the kernel to cancel every request it has not finished (Linux 5.19;
+    /// older kernels fail the cancel itself, which is harmless). Its own
+    /// completion carries [`CANCEL_TAG`].
+    pub fn push_cancel_all(&mut self) -> bool {
+        let entry = opcode::AsyncCancel2::new(types::CancelBuilder::any())
+            .build()
+            .user_data(CANCEL_TAG);
+        // SAFETY: a cancel request refers to no user memory.
+        unsafe { self.ring.submission().push(&entry).is_ok() }
+    }
+
+    /// Discard every posted completion; returns how many were requests (not cancels).
+    pub fn discard(&mut self) -> usize {
+        self.ring
+            .completion()
+            .filter(|c| c.user_data() != CANCEL_TAG)
+            .count()
+    }
+}
+
+/// `_IOR(0x12, 114, u64)`: the generic ioctl encoding (x86, arm, riscv, s390).
+#[cfg(not(any(
+    target_arch = "powerpc",
+    target_arch = "powerpc64",
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "sparc64"
+)))]
+const BLKGETSIZE64: u64 = (2 << 30) | (8 << 16) | (0x12 << 8) | 114;
+/// `_IOR(0x12, 114, u64)` where the read direction is bit 30 and sizes have 13 bits.
+#[cfg(any(
+    target_arch = "powerpc",
+    target_arch = "powerpc64",
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "sparc64"
+))]
+const BLKGETSIZE64: u64 = (2 << 29) | (8 << 16) | (0x12 << 8) | 114;
+
+/// Size in bytes of the block device open as `fd` (ioctl BLKGETSIZE64).
+pub(crate) fn block_device_size(fd: RawFd) -> io::Result<u64> {
+    let mut size: u64 = 0;
+    // SAFETY: BLKGETSIZE64 writes one u64 through the pointer, which points to a
+    // live local; an invalid fd or a non-block file only makes the ioctl fail.
+    let rc = unsafe { libc::ioctl(fd, BLKGETSIZE64 as _, &mut size as *mut u64) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(size)
+    }
+}

@@ -1,0 +1,159 @@
+//! The null backend: every request completes at once with its full length.
+//!
+//! It moves no bytes and makes no system call, so a run against it measures the
+//! engine's own ceiling; it is also the backend of the engine's tests.
+
+use crate::engine::{Backend, Completion, QueueError, Request};
+use std::time::Duration;
+
+/// Completes every request instantly with `Ok(len)`.
+///
+/// Queued requests wait in a fixed-capacity list (allocated once, at `depth`)
+/// until `reap`, which starts and finishes all of them; `commit` has nothing to do.
+#[derive(Debug)]
+pub struct NullBackend {
+    depth: usize,
+    pending: Vec<Completion>,
+}
+
+impl NullBackend {
+    /// A backend accepting `depth` outstanding requests (at least 1).
+    pub fn new(depth: usize) -> Self {
+        let depth = depth.max(1);
+        NullBackend {
+            depth,
+            pending: Vec::with_capacity(depth),
+        }
+    }
+}
+
+impl Backend for NullBackend {
+    fn name(&self) -> &'static str {
+        "null"
+    }
+
+    fn depth(&self) -> usize {
+        self.depth
+    }
+
+    #[inline]
+    fn queue(&mut self, req: Request) -> Result<(), QueueError> {
+        if self.pending.len() >= self.depth {
+            return Err(QueueError::Busy);
+        }
+        self.pending.push(Completion {
+            slot: req.slot,
+            result: Ok(req.len),
+        });
+        Ok(())
+    }
+
+    #[inline]
+    fn commit(&mut self) -> Result<(), crate::engine::BackendError> {
+        Ok(())
+    }
+
+    /// Every request in flight has finished, so this returns all of them at
+    /// once, whatever `min` and `timeout` are, and never blocks.
+    #[inline]
+    fn reap(
+        &mut self,
+        _min: usize,
+        _timeout: Option<Duration>,
+        out: &mut Vec<Completion>,
+    ) -> Result<usize, crate::engine::BackendError> {
+        let n = self.pending.len();
+        out.extend_from_slice(&self.pending);
+        self.pending.clear();
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Dir;
+    use std::time::Instant;
+
+    fn req(slot: u32, len: u32) -> Request {
+        Request {
+            slot,
+            disk: 0,
+            dir: Dir::Read,
+            offset: slot as u64 * 4096,
+            len,
+            buf: std::ptr::null_mut(),
+        }
+    }
+
+    #[test]
+    fn busy_past_depth_then_accepts_after_reap() {
+        let mut b = NullBackend::new(4);
+        assert_eq!(b.depth(), 4);
+        for s in 0..4 {
+            b.queue(req(s, 512)).unwrap();
+        }
+        assert!(matches!(b.queue(req(9, 512)), Err(QueueError::Busy)));
+        b.commit().unwrap();
+        let mut out = Vec::new();
+        assert_eq!(b.reap(1, None, &mut out).unwrap(), 4);
+        let slots: Vec<u32> = out.iter().map(|c| c.slot).collect();
+        assert_eq!(slots, vec![0, 1, 2, 3]);
+        assert!(out.iter().all(|c| c.result == Ok(512)));
+        b.queue(req(9, 4096)).unwrap();
+        b.commit().unwrap();
+        out.clear();
+        assert_eq!(b.reap(1, None, &mut out).unwrap(), 1);
+        assert_eq!(
+            out,
+            vec![Completion {
+                slot: 9,
+                result: Ok(4096)
+            }]
+        );
+    }
+
+    #[test]
+    fn reap_min_is_bounded_by_in_flight_and_never_blocks() {
+        let mut b = NullBackend::new(8);
+        let mut out = Vec::new();
+        let t = Instant::now();
+        // Nothing in flight: min is bounded by 0, timeout None must not hang.
+        assert_eq!(b.reap(8, None, &mut out).unwrap(), 0);
+        b.queue(req(1, 8)).unwrap();
+        b.queue(req(2, 8)).unwrap();
+        b.commit().unwrap();
+        assert_eq!(b.reap(8, None, &mut out).unwrap(), 2);
+        // Polling with nothing left appends nothing.
+        assert_eq!(b.reap(0, Some(Duration::ZERO), &mut out).unwrap(), 0);
+        assert_eq!(
+            b.reap(1, Some(Duration::from_secs(5)), &mut out).unwrap(),
+            0
+        );
+        assert!(t.elapsed() < Duration::from_secs(1));
+        // reap appends, it does not overwrite.
+        b.queue(req(3, 8)).unwrap();
+        assert_eq!(b.reap(1, Some(Duration::ZERO), &mut out).unwrap(), 1);
+        assert_eq!(
+            out.iter().map(|c| c.slot).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
+    }
+
+    #[test]
+    fn no_allocation_per_request() {
+        let mut b = NullBackend::new(16);
+        let cap = b.pending.capacity();
+        let mut out = Vec::with_capacity(16);
+        for round in 0..1000u32 {
+            for s in 0..16 {
+                b.queue(req(s, round)).unwrap();
+            }
+            b.commit().unwrap();
+            out.clear();
+            assert_eq!(b.reap(16, None, &mut out).unwrap(), 16);
+        }
+        assert_eq!(b.pending.capacity(), cap);
+        assert_eq!(out.capacity(), 16);
+    }
+}

@@ -1,0 +1,179 @@
+//! Command-line interface, in two stages: clap parses what the user typed into
+//! the structs here; each command then validates and builds the objects it runs.
+//! Errors become one line on stderr and an exit code (see [`ExitCode`]).
+
+mod run;
+pub mod signals;
+
+use crate::workload::flags::Flags;
+use crate::workload::{Profile, catalogue};
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Exit codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitCode {
+    /// Everything ran.
+    Ok = 0,
+    /// A run failed while measuring (I/O error, target lost); results were saved.
+    Failed = 1,
+    /// Bad input: nothing ran.
+    BadInput = 2,
+    /// Interrupted by SIGINT/SIGTERM; results were saved.
+    Interrupted = 130,
+}
+
+/// A failure the CLI reports as one line.
+#[derive(Debug)]
+pub struct CliError {
+    /// Exit code.
+    pub code: ExitCode,
+    /// The message, naming the thing.
+    pub message: String,
+}
+
+impl CliError {
+    /// Bad input.
+    pub fn input(message: impl Into<String>) -> Self {
+        CliError {
+            code: ExitCode::BadInput,
+            message: message.into(),
+        }
+    }
+    /// Failure while running.
+    pub fn failed(message: impl Into<String>) -> Self {
+        CliError {
+            code: ExitCode::Failed,
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "storlab",
+    version,
+    about = "Storage protocol benchmark: the same VM workloads over every protocol, side by side"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Built-in workload profile.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ProfileArg {
+    /// Same shape in seconds and MiBs.
+    Quick,
+    /// The study's own durations and sizes.
+    Full,
+}
+
+impl From<ProfileArg> for Profile {
+    fn from(p: ProfileArg) -> Profile {
+        match p {
+            ProfileArg::Quick => Profile::Quick,
+            ProfileArg::Full => Profile::Full,
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a built-in workload, a job file, or fio-style flags against targets.
+    Run(Box<RunArgs>),
+    /// List the built-in workloads and suites, or show one in full.
+    Workloads {
+        #[command(subcommand)]
+        sub: Option<WorkloadsCmd>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum WorkloadsCmd {
+    /// Print a workload's full spec and where each value comes from.
+    Show {
+        /// Workload or suite name.
+        name: String,
+        /// Profile to show.
+        #[arg(long, value_enum, default_value = "full")]
+        profile: ProfileArg,
+    },
+}
+
+/// Arguments of `storlab run`.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Built-in workload or suite (see `storlab workloads`).
+    #[arg(long, short = 'w', conflicts_with = "job")]
+    pub workload: Option<String>,
+    /// TOML job file (see examples/jobs/).
+    #[arg(long, short = 'j')]
+    pub job: Option<PathBuf>,
+    /// Profile of a built-in workload.
+    #[arg(long, value_enum, default_value = "quick")]
+    pub profile: ProfileArg,
+    /// Target: file:PATH (directory, file or block device) or null:. Repeat to spread disks over several.
+    #[arg(long = "target", short = 't', value_name = "URL")]
+    pub targets: Vec<String>,
+    /// fio-named overrides.
+    #[command(flatten)]
+    pub flags: Flags,
+    /// Write the full result (spec, environment, every interval, histograms) as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the interval time series as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Most engine threads (default: online CPUs).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Let storlab write into files or devices it did not create (destroys their data).
+    #[arg(long)]
+    pub allow_overwrite: bool,
+    /// Print the SQLIO-style 1 ms latency histogram of every load point.
+    #[arg(long)]
+    pub histogram: bool,
+    /// No progress lines.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// Parse `args` and run the command; returns the exit code.
+pub fn main_with(args: Vec<String>) -> i32 {
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                ExitCode::BadInput as i32
+            } else {
+                0
+            };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Command::Run(a) => run::run(*a, args),
+        Command::Workloads { sub: None } => {
+            print!("{}", catalogue::list_text());
+            Ok(ExitCode::Ok)
+        }
+        Command::Workloads {
+            sub: Some(WorkloadsCmd::Show { name, profile }),
+        } => match catalogue::show_text(&name, profile.into()) {
+            Ok(t) => {
+                print!("{t}");
+                Ok(ExitCode::Ok)
+            }
+            Err(e) => Err(CliError::input(e.to_string())),
+        },
+    };
+    match result {
+        Ok(code) => code as i32,
+        Err(e) => {
+            eprintln!("storlab: error: {}", e.message);
+            e.code as i32
+        }
+    }
+}

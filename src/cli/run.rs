@@ -1,0 +1,182 @@
+//! `storlab run`: build the jobs, run every load point, save as it goes.
+
+use super::{CliError, ExitCode, RunArgs, signals};
+use crate::backends::target::Target;
+use crate::engine::runner::{self, RunError, RunOptions};
+use crate::report::{csv, progress::Progress, text};
+use crate::result::{JobRecord, RunRecord, write_atomic};
+use crate::workload::{Job, catalogue, jobfile};
+use std::sync::atomic::Ordering;
+
+/// The jobs the arguments ask for, validated.
+fn jobs(args: &RunArgs) -> Result<Vec<Job>, CliError> {
+    let base: Vec<Job> = if let Some(name) = &args.workload {
+        catalogue::resolve(name, args.profile.into()).map_err(|e| CliError::input(e.to_string()))?
+    } else if let Some(path) = &args.job {
+        vec![jobfile::load(path).map_err(|e| CliError::input(e.to_string()))?]
+    } else {
+        Vec::new()
+    };
+    if base.is_empty() {
+        return Ok(vec![
+            args.flags
+                .apply(None)
+                .map_err(|e| CliError::input(e.to_string()))?,
+        ]);
+    }
+    base.into_iter()
+        .map(|j| {
+            args.flags
+                .apply(Some(j))
+                .map_err(|e| CliError::input(e.to_string()))
+        })
+        .collect()
+}
+
+/// Save the JSON (if asked) now, so a later failure loses nothing.
+fn save(args: &RunArgs, record: &RunRecord) -> Result<(), CliError> {
+    if let Some(path) = &args.json {
+        let bytes = serde_json::to_vec_pretty(record)
+            .map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
+        write_atomic(path, &bytes)
+            .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if let Some(path) = &args.csv {
+        write_atomic(path, csv::intervals(record).as_bytes())
+            .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// Run `storlab run`.
+pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
+    let jobs = jobs(&args)?;
+    if args.targets.is_empty() {
+        return Err(CliError::input(
+            "no target given: add --target file:DIR (a directory, file or block device) or --target null:",
+        ));
+    }
+    let targets: Vec<Target> = args
+        .targets
+        .iter()
+        .map(|t| Target::parse(t).map_err(|e| CliError::input(e.to_string())))
+        .collect::<Result<_, _>>()?;
+    for t in &targets {
+        if let Target::File(p) = t
+            && let Some(parent) = p.parent().filter(|p| !p.as_os_str().is_empty())
+            && !p.exists()
+            && !parent.is_dir()
+        {
+            return Err(CliError::input(format!(
+                "target {t}: directory {} does not exist (create it, or point --target at an existing directory, file or device)",
+                parent.display()
+            )));
+        }
+    }
+    if args.threads == Some(0) {
+        return Err(CliError::input(
+            "invalid --threads = 0 (allowed: 1 or more)",
+        ));
+    }
+    // Check that the JSON and CSV destinations are writable before measuring.
+    for path in [&args.json, &args.csv].into_iter().flatten() {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        if !dir.is_dir() {
+            return Err(CliError::input(format!(
+                "cannot write {}: directory {} does not exist",
+                path.display(),
+                dir.display()
+            )));
+        }
+    }
+    signals::install();
+    let threads = args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let opts = RunOptions {
+        threads,
+        allow_overwrite: args.allow_overwrite,
+        stop: &signals::STOP,
+    };
+    let mut record = RunRecord::new(argv);
+    let mut progress = Progress::new("", args.quiet);
+    let mut code = ExitCode::Ok;
+    'jobs: for job in &jobs {
+        progress.set_job(&job.name);
+        record.jobs.push(JobRecord {
+            name: job.name.clone(),
+            description: job.description.clone(),
+            profile: job.profile,
+            points: Vec::new(),
+        });
+        for spec in &job.points {
+            if signals::STOP.load(Ordering::SeqCst) {
+                record.interrupted = true;
+                code = ExitCode::Interrupted;
+                break 'jobs;
+            }
+            match runner::run_point(spec, &targets, &opts, &mut progress) {
+                Ok(point) => {
+                    let interrupted = point.interrupted;
+                    let error = point.error.clone();
+                    record
+                        .jobs
+                        .last_mut()
+                        .expect("job pushed")
+                        .points
+                        .push(point);
+                    save(&args, &record)?;
+                    if interrupted {
+                        record.interrupted = true;
+                        code = ExitCode::Interrupted;
+                        break 'jobs;
+                    }
+                    if let Some(e) = error {
+                        record.error = Some(e);
+                        code = ExitCode::Failed;
+                        break 'jobs;
+                    }
+                }
+                Err(e) => {
+                    record.error = Some(e.to_string());
+                    code = match e {
+                        RunError::Prepare(_) | RunError::Setup(_) => ExitCode::BadInput,
+                        RunError::Open(_) => ExitCode::Failed,
+                    };
+                    if signals::STOP.load(Ordering::SeqCst) {
+                        record.interrupted = true;
+                        code = ExitCode::Interrupted;
+                    }
+                    break 'jobs;
+                }
+            }
+        }
+    }
+    record.complete = true;
+    save(&args, &record)?;
+    for job in &record.jobs {
+        if !job.points.is_empty() {
+            print!("{}", text::job_summary(job));
+            if args.histogram {
+                for p in &job.points {
+                    print!("\n{}", text::ms_histogram(p));
+                }
+            }
+        }
+    }
+    if let Some(e) = &record.error {
+        return Err(CliError {
+            code,
+            message: e.clone(),
+        });
+    }
+    if record.interrupted {
+        eprintln!("storlab: interrupted; everything measured so far was saved");
+    }
+    Ok(code)
+}

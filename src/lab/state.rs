@@ -1,0 +1,150 @@
+//! The lab's record, `state.json` in the state directory: written after every
+//! step of `up`, so `down` can undo a half-made lab after a crash.
+
+use super::backing::BackingInfo;
+use super::netns::Netns;
+use super::process::Proc;
+use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+/// The state file's name inside the state directory.
+pub const FILE: &str = "state.json";
+
+/// How far `up` got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// `up` is running (or crashed part-way).
+    Starting,
+    /// Every server passed its readiness probe.
+    Up,
+}
+
+/// One supervised server process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Server {
+    /// `rpcbind`, `ganesha`, `tgtd` or `nbdkit`.
+    pub name: String,
+    /// Debian package it comes from.
+    pub package: String,
+    /// That package's version (dpkg-query).
+    pub version: String,
+    /// Its process.
+    #[serde(flatten)]
+    pub proc: Proc,
+    /// Address it listens on.
+    pub addr: Ipv4Addr,
+    /// TCP ports it listens on.
+    pub ports: Vec<u16>,
+}
+
+/// The target URLs of the lab, one per way of reaching the backing store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Targets {
+    /// `file:BACKING`: the backing file itself.
+    pub local: String,
+    /// `nfs://ADDR:PORT/EXPORT/FILE?version=3`.
+    pub nfs3: String,
+    /// `nfs://ADDR:PORT/EXPORT/FILE?version=4`.
+    pub nfs4: String,
+    /// `iscsi://ADDR:PORT/IQN/1`.
+    pub iscsi: String,
+    /// `nbd://ADDR:PORT/EXPORT`.
+    pub nbd: String,
+}
+
+impl Targets {
+    /// (name, URL) pairs in a fixed order.
+    pub fn list(&self) -> [(&'static str, &str); 5] {
+        [
+            ("local", &self.local),
+            ("nfs3", &self.nfs3),
+            ("nfs4", &self.nfs4),
+            ("iscsi", &self.iscsi),
+            ("nbd", &self.nbd),
+        ]
+    }
+}
+
+/// Everything the lab made.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabState {
+    /// The state directory.
+    pub state_dir: PathBuf,
+    /// `/proc/sys/kernel/random/boot_id` at `up`: PIDs of another boot mean nothing.
+    pub boot_id: String,
+    /// How far `up` got.
+    pub phase: Phase,
+    /// The storage host's network namespace, once made.
+    pub netns: Option<Netns>,
+    /// The backing store, once made.
+    pub backing: Option<BackingInfo>,
+    /// Servers in start order.
+    pub servers: Vec<Server>,
+    /// Target URLs, once every server is ready.
+    pub targets: Option<Targets>,
+}
+
+/// This boot's id.
+pub fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_string()).unwrap_or_default()
+}
+
+impl LabState {
+    /// A fresh record for `state_dir`.
+    pub fn new(state_dir: &Path) -> LabState {
+        LabState {
+            state_dir: state_dir.to_path_buf(),
+            boot_id: boot_id(),
+            phase: Phase::Starting,
+            netns: None,
+            backing: None,
+            servers: Vec::new(),
+            targets: None,
+        }
+    }
+
+    /// Whether the record's PIDs belong to this boot.
+    pub fn this_boot(&self) -> bool {
+        self.boot_id == boot_id()
+    }
+
+    /// Whether server `s` still runs.
+    pub fn running(&self, s: &Server) -> bool {
+        self.this_boot() && s.proc.alive()
+    }
+
+    /// Whether any recorded server still runs.
+    pub fn any_running(&self) -> bool {
+        self.servers.iter().any(|s| self.running(s))
+    }
+
+    /// The server named `name`.
+    pub fn server(&self, name: &str) -> Option<&Server> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+
+    /// Read the record in `state_dir`; None if there is none. An unreadable
+    /// record is an error (down must not guess).
+    pub fn load(state_dir: &Path) -> Result<Option<LabState>, String> {
+        let path = state_dir.join(FILE);
+        match std::fs::read(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| format!("cannot parse {}: {e}", path.display())),
+        }
+    }
+
+    /// Write the record atomically (temporary file + rename).
+    pub fn save(&self) -> Result<(), String> {
+        let path = self.state_dir.join(FILE);
+        let tmp = self.state_dir.join(format!("{FILE}.tmp"));
+        let bytes = serde_json::to_vec_pretty(self).map_err(|e| format!("encoding state: {e}"))?;
+        std::fs::write(&tmp, bytes)
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+}

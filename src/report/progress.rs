@@ -1,0 +1,87 @@
+//! Live progress: one rewritten line on a terminal, plain lines otherwise.
+
+use crate::engine::runner::{IntervalRecord, Observer, Phase};
+use crate::workload::Spec;
+use std::io::{IsTerminal, Write};
+
+/// Prints progress to standard error.
+pub struct Progress {
+    tty: bool,
+    quiet: bool,
+    job: String,
+}
+
+impl Progress {
+    /// Progress for `job`; `quiet` prints nothing.
+    pub fn new(job: &str, quiet: bool) -> Self {
+        Progress {
+            tty: std::io::stderr().is_terminal(),
+            quiet,
+            job: job.to_string(),
+        }
+    }
+
+    /// Switch to another job's name.
+    pub fn set_job(&mut self, job: &str) {
+        self.job = job.to_string();
+    }
+
+    /// End a rewritten line before other output.
+    pub fn finish_line(&mut self) {
+        if self.tty && !self.quiet {
+            eprintln!();
+        }
+    }
+}
+
+/// One progress line for an interval.
+pub fn line(job: &str, spec: &Spec, rec: &IntervalRecord, intervals: u32) -> String {
+    let s = &rec.stats;
+    let secs = if rec.seconds > 0.0 { rec.seconds } else { 1.0 };
+    let ios = (s.read.ios + s.write.ios) as f64;
+    let mb = (s.read.bytes + s.write.bytes) as f64 / 1e6;
+    let elapsed = rec.start_s + rec.seconds;
+    let total = intervals as f64 * spec.interval.as_secs_f64();
+    let phase = if rec.phase == Phase::Ramp {
+        "ramp"
+    } else {
+        "run "
+    };
+    format!(
+        "{job} [{}] {phase} {elapsed:>6.1}/{total:.0} s  {:>9.0} IOPS  {:>8.1} MB/s  mean {:>7.3} ms{}",
+        spec.label,
+        ios / secs,
+        mb / secs,
+        s.total_lat().mean_ns() / 1e6,
+        if s.read.errors + s.write.errors > 0 {
+            format!("  {} errors", s.read.errors + s.write.errors)
+        } else {
+            String::new()
+        }
+    )
+}
+
+impl Observer for Progress {
+    fn interval(&mut self, spec: &Spec, rec: &IntervalRecord, intervals: u32) {
+        if self.quiet {
+            return;
+        }
+        let l = line(&self.job, spec, rec, intervals);
+        let mut err = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(err, "\r\x1b[2K{l}");
+            if rec.index + 1 >= intervals {
+                let _ = writeln!(err);
+            }
+        } else {
+            let _ = writeln!(err, "{l}");
+        }
+        let _ = err.flush();
+    }
+
+    fn note(&mut self, msg: &str) {
+        if !self.quiet {
+            eprintln!("{}{msg}", if self.tty { "\r\x1b[2K" } else { "" });
+        }
+    }
+}

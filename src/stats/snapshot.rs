@@ -1,0 +1,319 @@
+//! Interval snapshots (the mergeable unit of measurement) and the per-worker
+//! [`Recorder`] that produces them.
+
+use super::histogram::{Histogram, LatHist};
+use crate::workload::Dir;
+use serde::{Deserialize, Serialize};
+use std::ops::{Add, AddAssign};
+
+/// Counters and latency histogram for one direction.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirStats {
+    /// Completed I/Os (successful only; failed ones are in `errors`).
+    pub ios: u64,
+    /// Bytes moved by the completed I/Os.
+    pub bytes: u64,
+    /// Failed I/Os; they contribute no bytes and no latency sample.
+    pub errors: u64,
+    /// Latency of the completed I/Os.
+    pub lat: LatHist,
+}
+
+impl DirStats {
+    /// True when nothing completed or failed.
+    pub fn is_empty(&self) -> bool {
+        self.ios == 0 && self.errors == 0 && self.lat.is_empty()
+    }
+}
+
+impl AddAssign<&DirStats> for DirStats {
+    fn add_assign(&mut self, rhs: &DirStats) {
+        self.ios += rhs.ios;
+        self.bytes += rhs.bytes;
+        self.errors += rhs.errors;
+        self.lat += &rhs.lat;
+    }
+}
+
+impl AddAssign for DirStats {
+    fn add_assign(&mut self, rhs: DirStats) {
+        *self += &rhs;
+    }
+}
+
+impl Add for DirStats {
+    type Output = DirStats;
+    fn add(mut self, rhs: DirStats) -> DirStats {
+        self += &rhs;
+        self
+    }
+}
+
+impl Add<&DirStats> for &DirStats {
+    type Output = DirStats;
+    fn add(self, rhs: &DirStats) -> DirStats {
+        let mut out = self.clone();
+        out += rhs;
+        out
+    }
+}
+
+/// What one worker (or a set of workers) did during one interval (or a set of
+/// intervals). `a + b` is the union: the stats of both intervals or workers
+/// as if they had been recorded together.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Reads.
+    pub read: DirStats,
+    /// Writes.
+    pub write: DirStats,
+}
+
+impl Snapshot {
+    /// The stats for one direction.
+    pub fn dir(&self, dir: Dir) -> &DirStats {
+        match dir {
+            Dir::Read => &self.read,
+            Dir::Write => &self.write,
+        }
+    }
+
+    /// Completed reads plus writes.
+    pub fn total_ios(&self) -> u64 {
+        self.read.ios + self.write.ios
+    }
+
+    /// Bytes read plus written.
+    pub fn total_bytes(&self) -> u64 {
+        self.read.bytes + self.write.bytes
+    }
+
+    /// Failed reads plus writes.
+    pub fn total_errors(&self) -> u64 {
+        self.read.errors + self.write.errors
+    }
+
+    /// True when nothing completed or failed in either direction.
+    pub fn is_empty(&self) -> bool {
+        self.read.is_empty() && self.write.is_empty()
+    }
+
+    /// Latency of reads and writes together.
+    pub fn total_lat(&self) -> LatHist {
+        &self.read.lat + &self.write.lat
+    }
+
+    /// Reads and writes folded into one direction-less `DirStats`.
+    pub fn total(&self) -> DirStats {
+        &self.read + &self.write
+    }
+}
+
+impl AddAssign<&Snapshot> for Snapshot {
+    fn add_assign(&mut self, rhs: &Snapshot) {
+        self.read += &rhs.read;
+        self.write += &rhs.write;
+    }
+}
+
+impl AddAssign for Snapshot {
+    fn add_assign(&mut self, rhs: Snapshot) {
+        *self += &rhs;
+    }
+}
+
+impl Add for Snapshot {
+    type Output = Snapshot;
+    fn add(mut self, rhs: Snapshot) -> Snapshot {
+        self += &rhs;
+        self
+    }
+}
+
+impl Add<&Snapshot> for &Snapshot {
+    type Output = Snapshot;
+    fn add(self, rhs: &Snapshot) -> Snapshot {
+        let mut out = self.clone();
+        out += rhs;
+        out
+    }
+}
+
+impl std::iter::Sum for Snapshot {
+    fn sum<I: Iterator<Item = Snapshot>>(iter: I) -> Snapshot {
+        iter.fold(Snapshot::default(), |acc, s| acc + s)
+    }
+}
+
+impl<'a> std::iter::Sum<&'a Snapshot> for Snapshot {
+    fn sum<I: Iterator<Item = &'a Snapshot>>(iter: I) -> Snapshot {
+        iter.fold(Snapshot::default(), |mut acc, s| {
+            acc += s;
+            acc
+        })
+    }
+}
+
+/// Hot-path state for one direction.
+#[derive(Clone, Debug, Default)]
+struct DirRecorder {
+    ios: u64,
+    bytes: u64,
+    errors: u64,
+    hist: Histogram,
+}
+
+impl DirRecorder {
+    fn take(&mut self) -> DirStats {
+        let out = DirStats {
+            ios: self.ios,
+            bytes: self.bytes,
+            errors: self.errors,
+            lat: self.hist.take(),
+        };
+        self.ios = 0;
+        self.bytes = 0;
+        self.errors = 0;
+        out
+    }
+}
+
+/// The per-worker recorder an engine thread owns and writes on every
+/// completion; the runner periodically calls [`Recorder::take`] to cut an
+/// interval. Not shared between threads, so no atomics on the hot path.
+#[derive(Clone, Debug, Default)]
+pub struct Recorder {
+    read: DirRecorder,
+    write: DirRecorder,
+}
+
+impl Recorder {
+    /// An empty recorder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    #[inline(always)]
+    fn side(&mut self, dir: Dir) -> &mut DirRecorder {
+        match dir {
+            Dir::Read => &mut self.read,
+            Dir::Write => &mut self.write,
+        }
+    }
+
+    /// Records one completed I/O.
+    #[inline]
+    pub fn record(&mut self, dir: Dir, bytes: u64, lat_ns: u64) {
+        let s = self.side(dir);
+        s.ios += 1;
+        s.bytes += bytes;
+        s.hist.record(lat_ns);
+    }
+
+    /// Records one failed I/O.
+    #[inline]
+    pub fn record_error(&mut self, dir: Dir) {
+        self.side(dir).errors += 1;
+    }
+
+    /// True when nothing was recorded since the last `take`.
+    pub fn is_empty(&self) -> bool {
+        self.read.ios == 0 && self.read.errors == 0 && self.write.ios == 0 && self.write.errors == 0
+    }
+
+    /// This interval's snapshot; the recorder starts a new interval. Only
+    /// histogram buckets that were touched are scanned and cleared.
+    pub fn take(&mut self) -> Snapshot {
+        Snapshot {
+            read: self.read.take(),
+            write: self.write.take(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recorder_take_resets() {
+        let mut r = Recorder::new();
+        assert!(r.is_empty());
+        r.record(Dir::Read, 4096, 100_000);
+        r.record(Dir::Read, 4096, 300_000);
+        r.record(Dir::Write, 8192, 2_000_000);
+        r.record_error(Dir::Write);
+        assert!(!r.is_empty());
+        let s = r.take();
+        assert_eq!(s.read.ios, 2);
+        assert_eq!(s.read.bytes, 8192);
+        assert_eq!(s.read.lat.count(), 2);
+        assert_eq!(s.read.lat.min_ns(), 100_000);
+        assert_eq!(s.write.ios, 1);
+        assert_eq!(s.write.errors, 1);
+        assert_eq!(s.dir(Dir::Write).bytes, 8192);
+        assert_eq!(s.total_ios(), 3);
+        assert_eq!(s.total_bytes(), 16384);
+        assert_eq!(s.total_errors(), 1);
+        assert_eq!(s.total_lat().count(), 3);
+        assert_eq!(s.total_lat().max_ns(), 2_000_000);
+        assert_eq!(s.total().ios, 3);
+
+        assert!(r.is_empty());
+        let empty = r.take();
+        assert!(empty.is_empty());
+        assert_eq!(empty, Snapshot::default());
+
+        r.record(Dir::Read, 512, 7);
+        let s = r.take();
+        assert_eq!(s.read.lat.min_ns(), 7);
+        assert_eq!(s.read.lat.max_ns(), 7);
+        assert!(s.write.is_empty());
+    }
+
+    fn workload(seed: u64, n: usize) -> Vec<(Dir, u64, u64)> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let dir = if x & 1 == 0 { Dir::Read } else { Dir::Write };
+                (dir, 512 << (x % 5), (x >> 20) % 50_000_000)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn addition_matches_recording_into_one_and_is_associative() {
+        let ops = workload(42, 30_000);
+        let mut all = Recorder::new();
+        let mut parts = [Recorder::new(), Recorder::new(), Recorder::new()];
+        for (i, &(d, b, l)) in ops.iter().enumerate() {
+            all.record(d, b, l);
+            parts[i % 3].record(d, b, l);
+            if i % 101 == 0 {
+                all.record_error(d);
+                parts[(i + 1) % 3].record_error(d);
+            }
+        }
+        let [a, b, c] = parts.map(|mut r| r.take());
+        let whole = all.take();
+        assert_eq!((a.clone() + b.clone()) + c.clone(), whole);
+        assert_eq!(a.clone() + (b.clone() + c.clone()), whole);
+        assert_eq!(&(&c + &a) + &b, whole);
+        assert_eq!([a.clone(), b, c].iter().sum::<Snapshot>(), whole);
+        assert_eq!(a.clone() + Snapshot::default(), a);
+    }
+
+    #[test]
+    fn json_round_trip() {
+        let mut r = Recorder::new();
+        for (d, b, l) in workload(7, 1000) {
+            r.record(d, b, l);
+        }
+        let s = r.take();
+        let back: Snapshot = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
+    }
+}

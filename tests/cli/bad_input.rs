@@ -1,0 +1,147 @@
+use crate::common::*;
+
+/// Exit code 2 and one line on stderr that contains every `needle`.
+fn rejects(args: &[&str], needles: &[&str]) {
+    let o = storlab(args);
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "args {args:?} should be refused; stderr: {err}"
+    );
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line expected, got: {err}");
+    for n in needles {
+        assert!(err.contains(n), "error for {args:?} lacks {n:?}: {err}");
+    }
+}
+
+#[test]
+fn unknown_workload_is_named() {
+    rejects(
+        &["run", "--workload", "vsphere-4k", "--target", "null:"],
+        &["vsphere-4k", "vsphere-shared-4k"],
+    );
+}
+
+#[test]
+fn zero_block_size() {
+    rejects(&["run", "--target", "null:", "--bs", "0"], &["bs", "0"]);
+}
+
+#[test]
+fn read_percentage_out_of_range() {
+    rejects(
+        &[
+            "run",
+            "--target",
+            "null:",
+            "--rwmixread",
+            "150",
+            "--rw",
+            "randrw",
+        ],
+        &["rwmixread", "150", "100"],
+    );
+}
+
+#[test]
+fn missing_directory() {
+    rejects(
+        &[
+            "run",
+            "--target",
+            "file:/nonexistent-storlab/dir/x",
+            "--runtime",
+            "1",
+        ],
+        &["/nonexistent-storlab/dir"],
+    );
+}
+
+#[test]
+fn bad_target_scheme() {
+    rejects(
+        &["run", "--target", "nfs5://x/y"],
+        &["nfs5://x/y", "file:PATH"],
+    );
+}
+
+#[test]
+fn no_target() {
+    rejects(&["run", "--runtime", "1"], &["--target"]);
+}
+
+#[test]
+fn foreign_file_is_never_written_without_permission() {
+    let dir = TempDir::new("foreign");
+    let f = dir.join("precious.db");
+    let content: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&f, &content).unwrap();
+    let target = format!("file:{}", f.display());
+    rejects(
+        &[
+            "run",
+            "--target",
+            &target,
+            "--rw",
+            "randwrite",
+            "--size",
+            "1m",
+            "--runtime",
+            "1",
+        ],
+        &["precious.db", "--allow-overwrite"],
+    );
+    assert_eq!(std::fs::read(&f).unwrap(), content, "the file was modified");
+    // Reading it is fine and leaves it intact.
+    let o = storlab(&[
+        "run",
+        "--target",
+        &target,
+        "--rw",
+        "randread",
+        "--size",
+        "1m",
+        "--runtime",
+        "1",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(&f).unwrap(),
+        content,
+        "a read-only run modified the file"
+    );
+    // With the explicit flag, storlab writes.
+    let o = storlab(&[
+        "run",
+        "--target",
+        &target,
+        "--rw",
+        "randwrite",
+        "--size",
+        "1m",
+        "--runtime",
+        "1",
+        "-q",
+        "--allow-overwrite",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_ne!(std::fs::read(&f).unwrap(), content);
+}
+
+#[test]
+fn bad_job_file_names_the_file() {
+    let dir = TempDir::new("job");
+    let f = dir.join("bad.toml");
+    std::fs::write(&f, "bs = \"4k\"\nrwmixread = 150\nrw = \"randrw\"\n").unwrap();
+    rejects(
+        &["run", "--job", f.to_str().unwrap(), "--target", "null:"],
+        &["bad.toml", "rwmixread", "150"],
+    );
+    rejects(
+        &["run", "--job", "/nonexistent/job.toml", "--target", "null:"],
+        &["/nonexistent/job.toml"],
+    );
+}

@@ -1,0 +1,8 @@
+//! Integration tests: the real binary, run on the null backend and on temp files.
+
+mod bad_input;
+mod common;
+mod interrupt;
+mod run_file;
+mod run_null;
+mod workloads;

@@ -1,0 +1,171 @@
+use crate::common::*;
+
+#[test]
+fn file_run_prepares_files_once_and_counts_bytes() {
+    let dir = TempDir::new("file");
+    let json = dir.join("out.json");
+    let data = TempDir::new("filedata");
+    let args = |json: &str| {
+        vec![
+            "run".to_string(),
+            "--target".into(),
+            data.target(),
+            "--vms".into(),
+            "2".into(),
+            "--disks".into(),
+            "2".into(),
+            "--size".into(),
+            "4m".into(),
+            "--rw".into(),
+            "randrw".into(),
+            "--rwmixread".into(),
+            "75".into(),
+            "--bs".into(),
+            "8k".into(),
+            "--iodepth".into(),
+            "4".into(),
+            "--runtime".into(),
+            "1".into(),
+            "--json".into(),
+            json.to_string(),
+            "-q".into(),
+        ]
+    };
+    let a = args(json.to_str().unwrap());
+    let o = bin().args(&a).output().unwrap();
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let p = &points(&read_json(&json))[0];
+    check_point(p, Some(8192));
+    assert!(u(&p["summary"]["write"]["ios"]) > 0 && u(&p["summary"]["read"]["ios"]) > 0);
+    // One file per VM disk, each 4 MiB, each with storlab's marker.
+    for vm in 0..2 {
+        for d in 0..2 {
+            let f = data.join(&format!("storlab-vm{vm:03}-d{d}.dat"));
+            assert_eq!(
+                std::fs::metadata(&f).unwrap().len(),
+                4 << 20,
+                "{}",
+                f.display()
+            );
+            assert!(
+                data.join(&format!(".storlab-vm{vm:03}-d{d}.dat.storlab"))
+                    .exists()
+            );
+        }
+    }
+    let prepared = p["prepared"].as_array().unwrap();
+    assert_eq!(prepared.len(), 4);
+    assert!(
+        prepared
+            .iter()
+            .all(|f| f["created"] == true && u(&f["filled_bytes"]) == 4 << 20)
+    );
+    // A second run reuses the prepared files without filling them again.
+    let json2 = dir.join("out2.json");
+    let o = bin().args(args(json2.to_str().unwrap())).output().unwrap();
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let p = &points(&read_json(&json2))[0];
+    assert!(
+        p["prepared"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["created"] == false && u(&f["filled_bytes"]) == 0)
+    );
+}
+
+#[test]
+fn direct_sequential_read_on_a_file() {
+    let data = TempDir::new("direct");
+    let json = data.join("out.json");
+    let target = format!("file:{}", data.join("one.dat").display());
+    let o = storlab(&[
+        "run",
+        "--target",
+        &target,
+        "--rw",
+        "read",
+        "--bs",
+        "64k",
+        "--iodepth",
+        "4",
+        "--size",
+        "8m",
+        "--direct",
+        "1",
+        "--runtime",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+        "-q",
+    ]);
+    let err = stderr(&o);
+    if !o.status.success() {
+        // Some file systems (tmpfs before 6.6) refuse O_DIRECT: that must be said clearly.
+        assert!(
+            err.contains("O_DIRECT") || err.contains("direct"),
+            "unclear error: {err}"
+        );
+        eprintln!(
+            "note: O_DIRECT not supported on {}: {err}",
+            data.path().display()
+        );
+        return;
+    }
+    let p = &points(&read_json(&json))[0];
+    check_point(p, Some(65536));
+    assert!(u(&p["summary"]["read"]["ios"]) > 0);
+    assert_eq!(u(&p["summary"]["write"]["ios"]), 0);
+}
+
+#[test]
+fn vsphere_shared_4k_quick_runs_all_four_load_points() {
+    let data = TempDir::new("vsphere");
+    let json = data.join("out.json");
+    let o = storlab(&[
+        "run",
+        "--workload",
+        "vsphere-shared-4k",
+        "--profile",
+        "quick",
+        "--target",
+        &data.target(),
+        "--ramp_time",
+        "0",
+        "--runtime",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let doc = read_json(&json);
+    let pts = points(&doc);
+    let vms: Vec<u64> = pts
+        .iter()
+        .map(|p| u(&p["spec"]["groups"][0]["vms"]))
+        .collect();
+    assert_eq!(vms, [32, 64, 96, 128]);
+    for p in &pts {
+        check_point(p, Some(4096));
+        let total = u(&p["summary"]["total"]["ios"]) as f64;
+        let reads = u(&p["summary"]["read"]["ios"]) as f64;
+        assert!(total > 0.0);
+        assert!(
+            (reads / total - 0.75).abs() < 0.03,
+            "75% reads, got {}",
+            reads / total
+        );
+        assert_eq!(
+            p["workers"].as_array().unwrap().len() as u64,
+            u(&p["spec"]["groups"][0]["vms"])
+        );
+    }
+    let out = stdout(&o);
+    for label in ["32", "64", "96", "128"] {
+        assert!(
+            out.lines().any(|l| l.contains(label)),
+            "summary lacks load point {label}:\n{out}"
+        );
+    }
+}
