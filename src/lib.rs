@@ -13,3 +13,4 @@ pub mod report;
 pub mod result;
 pub mod stats;
 pub mod workload;
+pub mod lab;

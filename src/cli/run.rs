@@ -17,20 +17,29 @@ fn jobs(args: &RunArgs) -> Result<Vec<Job>, CliError> {
     } else {
         Vec::new()
     };
-    if base.is_empty() {
-        return Ok(vec![
+    let mut jobs = if base.is_empty() {
+        vec![
             args.flags
                 .apply(None)
                 .map_err(|e| CliError::input(e.to_string()))?,
-        ]);
+        ]
+    } else {
+        base.into_iter()
+            .map(|j| {
+                args.flags
+                    .apply(Some(j))
+                    .map_err(|e| CliError::input(e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    for j in &mut jobs {
+        if j.description.is_empty()
+            && let Some(p) = j.points.first()
+        {
+            j.description = p.describe();
+        }
     }
-    base.into_iter()
-        .map(|j| {
-            args.flags
-                .apply(Some(j))
-                .map_err(|e| CliError::input(e.to_string()))
-        })
-        .collect()
+    Ok(jobs)
 }
 
 /// Save the JSON (if asked) now, so a later failure loses nothing.

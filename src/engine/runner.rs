@@ -11,7 +11,7 @@ use super::worker::{self, Msg, ThreadCtx, Timing};
 use crate::backends::{self, target::Target};
 use crate::prepare::{self, PrepareRequest};
 use crate::stats::{CpuMeter, CpuSample, Snapshot, Summary};
-use crate::workload::Spec;
+use crate::workload::{Spec, units};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -155,6 +155,7 @@ fn prepare_disks(
 ) -> Result<Vec<PreparedFile>, RunError> {
     let mut done: Vec<PreparedFile> = Vec::new();
     let writes = spec.writes();
+    let started = Instant::now();
     for disk in &plan.disks {
         let Some(path) = &disk.path else { continue };
         if done.iter().any(|p| p.path == path.display().to_string()) {
@@ -169,13 +170,6 @@ fn prepare_disks(
             allow_foreign_writes: opts.allow_overwrite,
         };
         let p = prepare::prepare(&req).map_err(|e| RunError::Prepare(e.to_string()))?;
-        if p.filled_bytes > 0 {
-            obs.note(&format!(
-                "prepared {} ({} bytes written)",
-                path.display(),
-                p.filled_bytes
-            ));
-        }
         done.push(PreparedFile {
             path: path.display().to_string(),
             created: p.created,
@@ -186,6 +180,17 @@ fn prepare_disks(
                 "interrupted while preparing data files".into(),
             ));
         }
+    }
+    let filled: Vec<&PreparedFile> = done.iter().filter(|p| p.filled_bytes > 0).collect();
+    if !filled.is_empty() {
+        let bytes: u64 = filled.iter().map(|p| p.filled_bytes).sum();
+        obs.note(&format!(
+            "prepared {} data file(s), {} written in {:.1} s ({} reused)",
+            filled.len(),
+            units::format_size(bytes),
+            started.elapsed().as_secs_f64(),
+            done.len() - filled.len()
+        ));
     }
     Ok(done)
 }

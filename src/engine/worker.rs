@@ -200,6 +200,7 @@ pub fn run(
         });
     };
 
+    let dedupe = matches!(ctx.content, Content::Mixed { dedupe_pct, .. } if dedupe_pct > 0);
     let mut now = now_ns();
     loop {
         if ctx.stop.load(Ordering::Relaxed)
@@ -232,11 +233,19 @@ pub fn run(
             if io.dir == Dir::Write {
                 w.write_seq += 1;
                 // The slot is not in flight, so its buffer is ours to change.
-                content::stamp(
-                    &mut pool.slice_mut(s as usize)[..io.len as usize],
-                    ctx.content,
-                    w.write_seq,
-                );
+                let data = &mut pool.slice_mut(s as usize)[..io.len as usize];
+                if dedupe {
+                    // A stamp would make every block unique; refill so the
+                    // dedupable share repeats the canonical block.
+                    content::fill(
+                        data,
+                        ctx.content,
+                        ctx.seed,
+                        w.write_seq ^ ((w.index as u64) << 40),
+                    );
+                } else {
+                    content::stamp(data, ctx.content, w.write_seq);
+                }
             }
             let req = Request {
                 slot: s,

@@ -61,8 +61,9 @@ pub fn job_summary(job: &JobRecord) -> String {
     if let Some(p) = job.points.first() {
         let _ = writeln!(
             out,
-            "target {} · backend {} · {} engine thread(s)",
+            "target {} · {} I/O · backend {} · {} engine thread(s)",
             p.targets.join(", "),
+            p.spec.io_mode(),
             p.backend,
             p.threads
         );

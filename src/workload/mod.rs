@@ -184,6 +184,40 @@ impl Spec {
     pub fn writes(&self) -> bool {
         self.groups.iter().any(|g| g.access.read_pct < 100)
     }
+
+    /// The I/O mode in a few words: "direct", "buffered", "direct, O_DSYNC".
+    pub fn io_mode(&self) -> String {
+        let mut m = String::from(if self.direct { "direct" } else { "buffered" });
+        match self.sync {
+            SyncMode::None => {}
+            SyncMode::Dsync => m.push_str(", O_DSYNC"),
+            SyncMode::Sync => m.push_str(", O_SYNC"),
+        }
+        m
+    }
+
+    /// One line describing the access of every group, for jobs without a description.
+    pub fn describe(&self) -> String {
+        let groups: Vec<String> = self
+            .groups
+            .iter()
+            .map(|g| {
+                let a = &g.access;
+                let bs: Vec<String> = a.bs.0.iter().map(|(s, _)| units::format_size(*s)).collect();
+                format!(
+                    "{} {}% read {}% random, {} VM x {} worker x {} disk, iodepth {} per worker",
+                    bs.join("/"),
+                    a.read_pct,
+                    a.random_pct,
+                    g.vms,
+                    g.workers_per_vm,
+                    g.disks_per_vm,
+                    a.iodepth
+                )
+            })
+            .collect();
+        format!("{} ({})", groups.join(" + "), self.io_mode())
+    }
 }
 
 /// Run length and size profile of a built-in workload.

@@ -1,0 +1,166 @@
+//! `storlab lab up|status|down`: the protocol lab (see docs/lab.md).
+
+use super::{CliError, ExitCode};
+use crate::lab::{self, Backing, LabConfig, LabError, LabState, Ports};
+use crate::workload::units::{format_size, parse_size};
+use clap::ValueEnum;
+use std::path::PathBuf;
+
+/// Where the backing store lives.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum BackingArg {
+    /// /dev/shm: never evicted, no disk in the path.
+    Ram,
+    /// A file on disk, in --backing-dir.
+    Disk,
+}
+
+/// `storlab lab` subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum LabCmd {
+    /// Build the backing store and export it over NFSv3, NFSv4, iSCSI and NBD.
+    Up {
+        /// Where the backing store lives.
+        #[arg(long, value_enum, default_value = "ram")]
+        backing: BackingArg,
+        /// Directory for --backing disk.
+        #[arg(long, value_name = "DIR", default_value = "/var/tmp")]
+        backing_dir: PathBuf,
+        /// Backing store size (k, m, g suffixes: binary).
+        #[arg(long, default_value = "1g", value_parser = parse_size)]
+        size: u64,
+        /// ganesha's NFS port.
+        #[arg(long, default_value_t = Ports::default().nfs)]
+        nfs_port: u16,
+        /// ganesha's MOUNT (NFSv3) port.
+        #[arg(long, default_value_t = Ports::default().mountd)]
+        mountd_port: u16,
+        /// tgtd's iSCSI port.
+        #[arg(long, default_value_t = Ports::default().iscsi)]
+        iscsi_port: u16,
+        /// nbdkit's NBD port.
+        #[arg(long, default_value_t = Ports::default().nbd)]
+        nbd_port: u16,
+        /// State directory (state.json, configs, server logs).
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
+    /// Show the lab: servers, PIDs, versions, addresses and target URLs.
+    Status {
+        /// Print the state as JSON.
+        #[arg(long)]
+        json: bool,
+        /// State directory.
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
+    /// Stop every server, remove the namespace, backing store and state.
+    Down {
+        /// State directory.
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
+}
+
+fn failed(e: LabError) -> CliError {
+    match e {
+        LabError::BadConfig(_) | LabError::PortInUse { .. } | LabError::AlreadyUp(_) => CliError::input(e.to_string()),
+        _ => CliError::failed(e.to_string()),
+    }
+}
+
+/// An absolute state directory (relative ones are taken from the current directory).
+fn state_dir(dir: Option<PathBuf>) -> Result<PathBuf, CliError> {
+    match dir {
+        None => Ok(lab::default_state_dir()),
+        Some(d) if d.is_absolute() => Ok(d),
+        Some(d) => std::env::current_dir()
+            .map(|c| c.join(d))
+            .map_err(|e| CliError::input(format!("cannot resolve the state dir: {e}"))),
+    }
+}
+
+/// The human-readable status.
+fn status_text(st: &LabState) -> String {
+    let mut out = String::new();
+    let state = match st.phase {
+        lab::Phase::Up => "up",
+        lab::Phase::Starting => "starting (or left half-made: run `storlab lab down`)",
+    };
+    out.push_str(&format!("lab {state} (state in {})\n", st.state_dir.display()));
+    if let Some(ns) = &st.netns {
+        out.push_str(&format!(
+            "storage host: netns {} at {} (veth {} {} in the root namespace)\n",
+            ns.name, ns.ns_addr, ns.host_if, ns.host_addr
+        ));
+    }
+    if let Some(b) = &st.backing {
+        out.push_str(&format!("backing: {} {} ({})\n", b.kind, b.path.display(), format_size(b.size)));
+    }
+    out.push_str("servers:\n");
+    for s in &st.servers {
+        let ports: Vec<String> = s.ports.iter().map(|p| p.to_string()).collect();
+        out.push_str(&format!(
+            "  {:<8} pid {:<7} {:<7} {} {}  {}:{}\n",
+            s.name,
+            s.proc.pid,
+            if st.running(s) { "running" } else { "DEAD" },
+            s.package,
+            s.version,
+            s.addr,
+            ports.join(",")
+        ));
+    }
+    if let Some(t) = &st.targets {
+        out.push_str("targets:\n");
+        for (name, url) in t.list() {
+            out.push_str(&format!("  {name:<6} {url}\n"));
+        }
+    }
+    out
+}
+
+/// Run a `storlab lab` subcommand.
+pub fn run(cmd: LabCmd) -> Result<ExitCode, CliError> {
+    match cmd {
+        LabCmd::Up { backing, backing_dir, size, nfs_port, mountd_port, iscsi_port, nbd_port, state_dir: dir } => {
+            let cfg = LabConfig {
+                backing: match backing {
+                    BackingArg::Ram => Backing::Ram,
+                    BackingArg::Disk => Backing::Disk(backing_dir),
+                },
+                size,
+                ports: Ports { nfs: nfs_port, mountd: mountd_port, iscsi: iscsi_port, nbd: nbd_port },
+                state_dir: state_dir(dir)?,
+            };
+            let st = lab::up(&cfg).map_err(failed)?;
+            print!("{}", status_text(&st));
+            Ok(ExitCode::Ok)
+        }
+        LabCmd::Status { json, state_dir: dir } => {
+            let dir = state_dir(dir)?;
+            let st = lab::status(&dir);
+            if json {
+                let text = serde_json::to_string_pretty(&st).map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
+                println!("{text}");
+            }
+            let Some(st) = st else {
+                if !json {
+                    println!("no lab (nothing recorded in {})", dir.display());
+                }
+                return Ok(ExitCode::Ok);
+            };
+            if !json {
+                print!("{}", status_text(&st));
+            }
+            let healthy = st.phase == lab::Phase::Up && st.servers.iter().all(|s| st.running(s));
+            Ok(if healthy { ExitCode::Ok } else { ExitCode::Failed })
+        }
+        LabCmd::Down { state_dir: dir } => {
+            let dir = state_dir(dir)?;
+            lab::down(&dir).map_err(failed)?;
+            println!("lab down");
+            Ok(ExitCode::Ok)
+        }
+    }
+}

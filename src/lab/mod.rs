@@ -1,0 +1,369 @@
+//! The protocol lab: one backing store exported at the same time over NFSv3,
+//! NFSv4 (nfs-ganesha), iSCSI (tgt) and NBD (nbdkit), by real servers that
+//! storlab starts, probes and stops.
+//!
+//! The servers run on a "storage host": a network namespace `storlabN` joined
+//! to the root namespace by a veth pair (10.99.N.1 ↔ 10.99.N.2), plus a mount
+//! namespace with its own /run, anchored by rpcbind (see [`rpcbind`]). Clients
+//! in the root namespace reach the targets at 10.99.N.2. Every process is
+//! recorded by PID and start time in `state.json` ([`LabState`]) and stopped
+//! by PID. See docs/lab.md.
+
+pub mod backing;
+pub mod ganesha;
+pub mod nbdkit;
+pub mod netns;
+pub mod process;
+pub mod ready;
+pub mod rpcbind;
+pub mod state;
+pub mod tgt;
+pub mod tools;
+
+pub use backing::Backing;
+pub use state::{LabState, Phase, Server, Targets};
+
+use netns::Netns;
+use process::Proc;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tools::Tools;
+
+/// TCP ports the servers listen on (inside the storage host).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ports {
+    /// ganesha's NFS port (v3 and v4).
+    pub nfs: u16,
+    /// ganesha's MOUNT protocol port (NFSv3).
+    pub mountd: u16,
+    /// tgtd's iSCSI portal.
+    pub iscsi: u16,
+    /// nbdkit's NBD port.
+    pub nbd: u16,
+}
+
+impl Default for Ports {
+    fn default() -> Ports {
+        Ports { nfs: 12049, mountd: 12050, iscsi: 13260, nbd: 10810 }
+    }
+}
+
+/// rpcbind's fixed port.
+pub const RPCBIND_PORT: u16 = 111;
+
+/// Where the lab's state lives unless told otherwise.
+pub fn default_state_dir() -> PathBuf {
+    PathBuf::from("/var/lib/storlab/lab")
+}
+
+/// What `lab up` builds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LabConfig {
+    /// Where the backing store lives.
+    pub backing: Backing,
+    /// Backing store size in bytes.
+    pub size: u64,
+    /// Server ports.
+    pub ports: Ports,
+    /// Directory for state.json, configs and server logs (not under /run).
+    pub state_dir: PathBuf,
+}
+
+/// Why the lab could not be brought up or down.
+#[derive(Debug)]
+pub enum LabError {
+    /// A lab with running servers is recorded in this state directory.
+    AlreadyUp(PathBuf),
+    /// A Debian package is not installed.
+    MissingPackage {
+        /// The package.
+        package: String,
+        /// The program (or library) of it that was looked for.
+        binary: String,
+    },
+    /// A port is taken.
+    PortInUse {
+        /// The port.
+        port: u16,
+        /// The server that was to listen on it.
+        server: String,
+        /// What holds it.
+        by: String,
+    },
+    /// The configuration cannot work.
+    BadConfig(String),
+    /// A server failed to start or to become ready.
+    Server {
+        /// The server.
+        server: String,
+        /// What went wrong.
+        message: String,
+        /// Its log file.
+        log: PathBuf,
+        /// The last lines of its log.
+        log_tail: String,
+    },
+    /// A system step (namespace, file, command) failed.
+    System(String),
+}
+
+impl fmt::Display for LabError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LabError::AlreadyUp(dir) => {
+                let hint = if *dir == default_state_dir() {
+                    "storlab lab down".to_string()
+                } else {
+                    format!("storlab lab down --state-dir {}", dir.display())
+                };
+                write!(f, "lab already up (state in {}); run `{hint}` first", dir.display())
+            }
+            LabError::MissingPackage { package, binary } => {
+                write!(f, "Debian package {package} is not installed ({binary} not found); run ./setup.sh")
+            }
+            LabError::PortInUse { port, server, by } => {
+                write!(f, "port {port} for {server} is already in use ({by}); choose another port")
+            }
+            LabError::BadConfig(m) | LabError::System(m) => f.write_str(m),
+            LabError::Server { server, message, log, log_tail } => {
+                write!(f, "{server}: {message}")?;
+                if !log_tail.is_empty() {
+                    write!(f, "\n--- last lines of {} ---\n{log_tail}", log.display())?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for LabError {}
+
+/// A lab by its state directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lab {
+    /// The state directory.
+    pub state_dir: PathBuf,
+}
+
+impl Lab {
+    /// The lab recorded in `state_dir`.
+    pub fn at(state_dir: impl Into<PathBuf>) -> Lab {
+        Lab { state_dir: state_dir.into() }
+    }
+    /// Bring a lab up as `cfg` says.
+    pub fn up(cfg: &LabConfig) -> Result<(Lab, LabState), LabError> {
+        up(cfg).map(|s| (Lab::at(&cfg.state_dir), s))
+    }
+    /// See [`status`].
+    pub fn status(&self) -> Option<LabState> {
+        status(&self.state_dir)
+    }
+    /// See [`down`].
+    pub fn down(&self) -> Result<(), LabError> {
+        down(&self.state_dir)
+    }
+}
+
+/// Whether `p` is /run or below it (hidden by the storage host's private /run).
+fn under_run(p: &Path) -> bool {
+    let p = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    p.starts_with("/run") || p.starts_with("/var/run")
+}
+
+/// Check what can be checked before anything is made.
+fn validate(cfg: &LabConfig) -> Result<(), LabError> {
+    if cfg.size < 1 << 20 || cfg.size % 512 != 0 {
+        return Err(LabError::BadConfig(format!(
+            "backing size {} bytes: must be at least 1 MiB and a multiple of 512",
+            cfg.size
+        )));
+    }
+    if !cfg.state_dir.is_absolute() {
+        return Err(LabError::BadConfig(format!("state dir {}: must be an absolute path", cfg.state_dir.display())));
+    }
+    let parent_of_state = cfg.state_dir.parent().unwrap_or(Path::new("/"));
+    if under_run(&cfg.state_dir) || under_run(parent_of_state) {
+        return Err(LabError::BadConfig(format!(
+            "state dir {}: must not be under /run (the storage host has a private /run and could not see it)",
+            cfg.state_dir.display()
+        )));
+    }
+    if let Backing::Disk(d) = &cfg.backing
+        && under_run(d)
+    {
+        return Err(LabError::BadConfig(format!("backing dir {}: must not be under /run", d.display())));
+    }
+    let named = port_names(&cfg.ports);
+    for (i, (port, server)) in named.iter().enumerate() {
+        if *port == 0 {
+            return Err(LabError::BadConfig(format!("port 0 for {server}: give a real port")));
+        }
+        if let Some((_, other)) = named[..i].iter().find(|(p, _)| p == port) {
+            return Err(LabError::PortInUse { port: *port, server: server.to_string(), by: format!("also given to {other}") });
+        }
+    }
+    Ok(())
+}
+
+/// Every port with the server that listens on it.
+fn port_names(p: &Ports) -> [(u16, &'static str); 5] {
+    [
+        (RPCBIND_PORT, "rpcbind"),
+        (p.nfs, "ganesha (NFS)"),
+        (p.mountd, "ganesha (MOUNT)"),
+        (p.iscsi, "tgtd (iSCSI)"),
+        (p.nbd, "nbdkit (NBD)"),
+    ]
+}
+
+/// Bring the lab up. On any failure, everything made so far is torn down
+/// before the error is returned.
+pub fn up(cfg: &LabConfig) -> Result<LabState, LabError> {
+    validate(cfg)?;
+    let dir = &cfg.state_dir;
+    match LabState::load(dir).map_err(LabError::System)? {
+        Some(s) if s.any_running() => {
+            return Err(LabError::AlreadyUp(dir.clone()));
+        }
+        // Left over from a crash or a reboot: clean it first.
+        Some(_) => down(dir)?,
+        None => {}
+    }
+    let tools = Tools::find()?;
+    std::fs::create_dir_all(dir).map_err(|e| LabError::System(format!("cannot create {}: {e}", dir.display())))?;
+    let mut st = LabState::new(dir);
+    st.save().map_err(LabError::System)?;
+    match build(cfg, &tools, &mut st) {
+        Ok(()) => Ok(st),
+        Err(e) => {
+            if let Err(d) = down(dir) {
+                return Err(LabError::System(format!("{e}\n(and tearing down failed: {d})")));
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Record a started server.
+fn record(st: &mut LabState, name: &str, package: &str, proc: Proc, ns: &Netns, ports: Vec<u16>) -> Result<(), LabError> {
+    st.servers.push(Server {
+        name: name.into(),
+        package: package.into(),
+        version: tools::version(package),
+        proc,
+        addr: ns.ns_addr,
+        ports,
+    });
+    st.save().map_err(LabError::System)
+}
+
+/// The steps of `up`, saving the record after each.
+fn build(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabError> {
+    let dir = &cfg.state_dir;
+    let p = cfg.ports;
+    let ns = netns::create(&tools.ip).map_err(LabError::System)?;
+    st.netns = Some(ns.clone());
+    st.save().map_err(LabError::System)?;
+
+    let all: Vec<u16> = port_names(&p).iter().map(|(port, _)| *port).collect();
+    if let Some(port) = netns::first_port_in_use(&ns, &all).map_err(LabError::System)? {
+        let server = port_names(&p).iter().find(|(q, _)| *q == port).map(|(_, s)| *s).unwrap_or("?");
+        return Err(LabError::PortInUse { port, server: server.into(), by: format!("on {} in {}", ns.ns_addr, ns.name) });
+    }
+
+    let b = backing::create(&cfg.backing, cfg.size, ns.slot).map_err(LabError::System)?;
+    st.backing = Some(b.clone());
+    st.save().map_err(LabError::System)?;
+
+    let anchor = rpcbind::start(tools, &ns, dir)?;
+    record(st, "rpcbind", "rpcbind", anchor.clone(), &ns, vec![RPCBIND_PORT])?;
+    rpcbind::wait_ready(tools, &ns, &anchor)?;
+
+    let g = ganesha::start(tools, &anchor, &b.dir, p.nfs, p.mountd, dir)?;
+    record(st, "ganesha", "nfs-ganesha", g.clone(), &ns, vec![p.nfs, p.mountd])?;
+    ganesha::wait_ready(tools, &ns, &g, p.nfs, backing::FILE)?;
+
+    let t = tgt::start(tools, &anchor, &ns, p.iscsi, dir)?;
+    record(st, "tgtd", "tgt", t.clone(), &ns, vec![p.iscsi])?;
+    tgt::configure_and_wait(tools, &ns, &t, p.iscsi, &b.path)?;
+
+    let n = nbdkit::start(tools, &anchor, &ns, p.nbd, &b.path, dir)?;
+    record(st, "nbdkit", "nbdkit", n.clone(), &ns, vec![p.nbd])?;
+    nbdkit::wait_ready(tools, &ns, &n, p.nbd, b.size)?;
+
+    let nfs = |v: u8| format!("nfs://{}:{}{}/{}?version={v}", ns.ns_addr, p.nfs, ganesha::EXPORT, backing::FILE);
+    st.targets = Some(Targets {
+        local: format!("file:{}", b.path.display()),
+        nfs3: nfs(3),
+        nfs4: nfs(4),
+        iscsi: tgt::url(&ns, p.iscsi),
+        nbd: nbdkit::url(&ns, p.nbd),
+    });
+    st.phase = Phase::Up;
+    st.save().map_err(LabError::System)
+}
+
+/// The lab recorded in `state_dir`, if any (running or not: see [`LabState::running`]).
+pub fn status(state_dir: &Path) -> Option<LabState> {
+    LabState::load(state_dir).ok().flatten()
+}
+
+/// Files the lab writes in the state directory.
+const STATE_FILES: &[&str] = &[
+    state::FILE,
+    "state.json.tmp",
+    "rpcbind.log",
+    "ganesha.log",
+    "ganesha.conf",
+    "ganesha.pid",
+    "tgtd.log",
+    "nbdkit.log",
+];
+
+/// Stop every recorded process, delete the target, remove the namespace, the
+/// backing store and the state. Works on half-made or stale state; idempotent.
+pub fn down(state_dir: &Path) -> Result<(), LabError> {
+    let st = LabState::load(state_dir).map_err(LabError::System)?;
+    let mut errors: Vec<String> = Vec::new();
+    if let Some(st) = &st {
+        if st.this_boot() {
+            for s in st.servers.iter().rev() {
+                let gone = if s.name == "tgtd" { tgt::stop(&s.proc) } else { s.proc.stop(Duration::from_secs(10)) };
+                if !gone {
+                    errors.push(format!("{} (pid {}) would not stop", s.name, s.proc.pid));
+                }
+            }
+        }
+        if let Some(ns) = &st.netns {
+            let ip = Tools::teardown("ip");
+            // Anything else inside our namespace was started by `up` but not yet recorded.
+            for pid in netns::pids(&ip, ns) {
+                process::kill_pid(pid);
+            }
+            if let Err(e) = netns::destroy(&ip, ns) {
+                errors.push(e);
+            }
+        }
+        if let Some(b) = &st.backing
+            && let Err(e) = backing::remove(b)
+        {
+            errors.push(e);
+        }
+    }
+    if errors.is_empty() {
+        remove_state_dir(state_dir);
+        Ok(())
+    } else {
+        Err(LabError::System(format!("lab down: {}", errors.join("; "))))
+    }
+}
+
+/// Remove the files the lab wrote, then the directory if that left it empty.
+fn remove_state_dir(dir: &Path) {
+    for f in STATE_FILES {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
+    let _ = std::fs::remove_dir_all(dir.join("ganesha-recovery"));
+    let _ = std::fs::remove_dir(dir);
+}
