@@ -28,6 +28,10 @@ pub fn open(
                 .collect::<Result<_, _>>()?;
             Ok(Box::new(file::FileBackend::open(&paths, opts)?))
         }
+        Target::Nfs { .. } | Target::Iscsi { .. } | Target::Nbd { .. } => Err(BackendError::new(
+            target.to_string(),
+            format!("the {} backend is not built yet", target.backend_name()),
+        )),
     }
 }
 

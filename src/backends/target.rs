@@ -3,13 +3,30 @@
 //! `file:PATH` is a directory (storlab creates one file per VM disk in it), a
 //! regular file, or a block device; kernel-attached storage of any protocol (FC,
 //! FCoE, a kernel iSCSI LUN, an NFS mount, NVMe-oF) is reached this way through
-//! its device or mount path. `null:` completes every I/O at once.
+//! its device or mount path. `null:` completes every I/O at once. The protocol
+//! schemes reach servers from user space:
+//!
+//! * `nfs://HOST[:PORT]/EXPORT/PATH?version=3|4` — a file on an NFS export;
+//!   without `version`, 3. The export is the first path component unless
+//!   `export=/A/B` is given (`nfs://h/ignored?export=/a/b&file=f` is not
+//!   supported: the path after the export is the file).
+//! * `iscsi://HOST[:PORT]/IQN/LUN` — a LUN of an iSCSI target.
+//! * `nbd://HOST[:PORT][/EXPORT]` and `nbd+unix:///EXPORT?socket=PATH` — an
+//!   NBD export over TCP or a Unix socket (the NBD URI standard).
 
 use std::fmt;
 use std::path::PathBuf;
 
 /// The schemes a target may use, for error messages.
-pub const ALLOWED_SCHEMES: &str = "file:PATH, null:";
+pub const ALLOWED_SCHEMES: &str = "file:PATH, null:, nfs://HOST[:PORT]/EXPORT/FILE?version=3|4, \
+     iscsi://HOST[:PORT]/IQN/LUN, nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH";
+
+/// Default ports of the protocols.
+pub const NFS_PORT: u16 = 2049;
+/// iSCSI's registered port.
+pub const ISCSI_PORT: u16 = 3260;
+/// NBD's registered port.
+pub const NBD_PORT: u16 = 10809;
 
 /// A parsed target.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,6 +35,54 @@ pub enum Target {
     Null,
     /// A local path: directory, regular file or block device, through io_uring.
     File(PathBuf),
+    /// A file on an NFS export.
+    Nfs {
+        /// Server host name or address.
+        host: String,
+        /// Server port (NFS; for v3 the MOUNT port is asked of the server's portmapper
+        /// unless `mount_port` is given).
+        port: u16,
+        /// MOUNT protocol port for v3 (`?mountport=N`), when no portmapper runs.
+        mount_port: Option<u16>,
+        /// Export path, e.g. "/export".
+        export: String,
+        /// File path inside the export, e.g. "data/disk0.img".
+        path: String,
+        /// 3 or 4.
+        version: u8,
+    },
+    /// A LUN of an iSCSI target.
+    Iscsi {
+        /// Portal host.
+        host: String,
+        /// Portal port.
+        port: u16,
+        /// Target IQN.
+        iqn: String,
+        /// Logical unit number.
+        lun: u32,
+    },
+    /// An NBD export.
+    Nbd {
+        /// Host and port, or a Unix socket.
+        addr: NbdAddr,
+        /// Export name ("" is the default export).
+        export: String,
+    },
+}
+
+/// Where an NBD server listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NbdAddr {
+    /// TCP.
+    Tcp {
+        /// Host name or address.
+        host: String,
+        /// Port.
+        port: u16,
+    },
+    /// A Unix domain socket.
+    Unix(PathBuf),
 }
 
 /// A target string that could not be parsed.
@@ -41,13 +106,59 @@ impl fmt::Display for TargetError {
 
 impl std::error::Error for TargetError {}
 
+/// Split `host[:port]` (with `[v6]` brackets) into host and port.
+fn host_port(authority: &str, default: u16) -> Result<(String, u16), String> {
+    if authority.is_empty() {
+        return Err("no host".into());
+    }
+    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+        let (h, after) = rest.split_once(']').ok_or("unclosed [ in host")?;
+        (h, after.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return Err("no host".into());
+    }
+    let port = match port {
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or(format!("invalid port {p:?} (allowed: 1..=65535)"))?,
+        None => default,
+    };
+    Ok((host.to_string(), port))
+}
+
+/// Split a URL's rest (after `scheme://`) into authority, path and query pairs.
+fn split_url(rest: &str) -> (&str, &str, Vec<(&str, &str)>) {
+    let (before_q, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (authority, path) = match before_q.find('/') {
+        Some(i) => (&before_q[..i], &before_q[i..]),
+        None => (before_q, ""),
+    };
+    let pairs = query
+        .split('&')
+        .filter(|s| !s.is_empty())
+        .map(|kv| kv.split_once('=').unwrap_or((kv, "")))
+        .collect();
+    (authority, path, pairs)
+}
+
 impl Target {
-    /// Parse `file:PATH`, `file://PATH` or `null:`.
+    /// Parse a target URL; the error names the input and the allowed forms.
     pub fn parse(s: &str) -> Result<Target, TargetError> {
         let err = |reason: &str| TargetError {
             input: s.to_string(),
             reason: reason.to_string(),
         };
+        if s.contains('\0') {
+            return Err(err("contains a NUL byte"));
+        }
         let Some((scheme, rest)) = s.split_once(':') else {
             return Err(err("no scheme"));
         };
@@ -64,14 +175,139 @@ impl Target {
                 if path.is_empty() {
                     return Err(err("file: needs a path"));
                 }
-                if path.contains('\0') {
-                    return Err(err("path contains a NUL byte"));
-                }
                 Ok(Target::File(PathBuf::from(path)))
+            }
+            "nfs" | "iscsi" | "nbd" | "nbd+unix" => {
+                let rest = rest
+                    .strip_prefix("//")
+                    .ok_or_else(|| err(&format!("{scheme}: needs {scheme}://")))?;
+                let (authority, path, query) = split_url(rest);
+                match scheme {
+                    "nfs" => Self::parse_nfs(authority, path, &query).map_err(|r| err(&r)),
+                    "iscsi" => Self::parse_iscsi(authority, path, &query).map_err(|r| err(&r)),
+                    "nbd" => {
+                        let (host, port) = host_port(authority, NBD_PORT).map_err(|r| err(&r))?;
+                        no_query(&query).map_err(|r| err(&r))?;
+                        let export = path.strip_prefix('/').unwrap_or(path).to_string();
+                        Ok(Target::Nbd {
+                            addr: NbdAddr::Tcp { host, port },
+                            export,
+                        })
+                    }
+                    _ => {
+                        if !authority.is_empty() {
+                            return Err(err(
+                                "nbd+unix:// takes no host: nbd+unix:///EXPORT?socket=PATH",
+                            ));
+                        }
+                        let mut socket = None;
+                        for (k, v) in &query {
+                            match *k {
+                                "socket" if !v.is_empty() => socket = Some(PathBuf::from(v)),
+                                other => {
+                                    return Err(err(&format!(
+                                        "unknown query parameter {other:?} (allowed: socket)"
+                                    )));
+                                }
+                            }
+                        }
+                        let socket = socket.ok_or_else(|| err("nbd+unix:// needs ?socket=PATH"))?;
+                        let export = path.strip_prefix('/').unwrap_or(path).to_string();
+                        Ok(Target::Nbd {
+                            addr: NbdAddr::Unix(socket),
+                            export,
+                        })
+                    }
+                }
             }
             "" => Err(err("empty scheme")),
             other => Err(err(&format!("unknown scheme {other:?}"))),
         }
+    }
+
+    fn parse_nfs(authority: &str, path: &str, query: &[(&str, &str)]) -> Result<Target, String> {
+        let (host, port) = host_port(authority, NFS_PORT)?;
+        let mut version = 3u8;
+        let mut mount_port = None;
+        let mut export_override = None;
+        for (k, v) in query {
+            match *k {
+                "version" => {
+                    version = match *v {
+                        "3" => 3,
+                        "4" => 4,
+                        _ => return Err(format!("invalid version={v:?} (allowed: 3, 4)")),
+                    }
+                }
+                "mountport" => {
+                    mount_port = Some(
+                        v.parse::<u16>()
+                            .ok()
+                            .filter(|p| *p > 0)
+                            .ok_or(format!("invalid mountport={v:?} (allowed: 1..=65535)"))?,
+                    )
+                }
+                "export" => export_override = Some(v.to_string()),
+                other => {
+                    return Err(format!(
+                        "unknown query parameter {other:?} (allowed: version, mountport, export)"
+                    ));
+                }
+            }
+        }
+        let (export, file) = match export_override {
+            Some(e) => {
+                let e = format!("/{}", e.trim_matches('/'));
+                let file = path
+                    .strip_prefix(&e)
+                    .unwrap_or(path)
+                    .trim_start_matches('/')
+                    .to_string();
+                (e, file)
+            }
+            None => {
+                let trimmed = path.trim_start_matches('/');
+                match trimmed.split_once('/') {
+                    Some((e, f)) => (format!("/{e}"), f.to_string()),
+                    None => return Err("nfs:// needs /EXPORT/FILE".into()),
+                }
+            }
+        };
+        if file.is_empty() || file.ends_with('/') {
+            return Err("nfs:// needs a file after the export: /EXPORT/FILE".into());
+        }
+        if file.split('/').any(|c| c == ".." || c == ".") {
+            return Err("the file path may not contain . or .. components".into());
+        }
+        Ok(Target::Nfs {
+            host,
+            port,
+            mount_port,
+            export,
+            path: file,
+            version,
+        })
+    }
+
+    fn parse_iscsi(authority: &str, path: &str, query: &[(&str, &str)]) -> Result<Target, String> {
+        let (host, port) = host_port(authority, ISCSI_PORT)?;
+        no_query(query)?;
+        let trimmed = path.trim_start_matches('/');
+        let (iqn, lun) = trimmed.rsplit_once('/').ok_or("iscsi:// needs /IQN/LUN")?;
+        if !(iqn.starts_with("iqn.") || iqn.starts_with("eui.") || iqn.starts_with("naa.")) {
+            return Err(format!(
+                "{iqn:?} is not an iSCSI name (iqn.…, eui.… or naa.…)"
+            ));
+        }
+        let lun = lun
+            .parse::<u32>()
+            .map_err(|_| format!("invalid LUN {lun:?} (allowed: a number)"))?;
+        Ok(Target::Iscsi {
+            host,
+            port,
+            iqn: iqn.to_string(),
+            lun,
+        })
     }
 
     /// The backend that serves this target.
@@ -79,7 +315,25 @@ impl Target {
         match self {
             Target::Null => "null",
             Target::File(_) => "file",
+            Target::Nfs { .. } => "nfs",
+            Target::Iscsi { .. } => "iscsi",
+            Target::Nbd { .. } => "nbd",
         }
+    }
+}
+
+fn no_query(query: &[(&str, &str)]) -> Result<(), String> {
+    match query.first() {
+        Some((k, _)) => Err(format!("unknown query parameter {k:?} (allowed: none)")),
+        None => Ok(()),
+    }
+}
+
+fn fmt_host(host: &str) -> String {
+    if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
     }
 }
 
@@ -88,6 +342,42 @@ impl fmt::Display for Target {
         match self {
             Target::Null => write!(f, "null:"),
             Target::File(p) => write!(f, "file:{}", p.display()),
+            Target::Nfs {
+                host,
+                port,
+                mount_port,
+                export,
+                path,
+                version,
+            } => {
+                write!(
+                    f,
+                    "nfs://{}:{port}{export}/{path}?version={version}",
+                    fmt_host(host)
+                )?;
+                if let Some(m) = mount_port {
+                    write!(f, "&mountport={m}")?;
+                }
+                Ok(())
+            }
+            Target::Iscsi {
+                host,
+                port,
+                iqn,
+                lun,
+            } => write!(f, "iscsi://{}:{port}/{iqn}/{lun}", fmt_host(host)),
+            Target::Nbd {
+                addr: NbdAddr::Tcp { host, port },
+                export,
+            } => {
+                write!(f, "nbd://{}:{port}/{export}", fmt_host(host))
+            }
+            Target::Nbd {
+                addr: NbdAddr::Unix(p),
+                export,
+            } => {
+                write!(f, "nbd+unix:///{export}?socket={}", p.display())
+            }
         }
     }
 }
@@ -114,17 +404,86 @@ mod tests {
     }
 
     #[test]
+    fn parses_protocol_urls() {
+        assert_eq!(
+            Target::parse("nfs://127.0.0.1:12049/export/data/disk.img?version=4").unwrap(),
+            Target::Nfs {
+                host: "127.0.0.1".into(),
+                port: 12049,
+                mount_port: None,
+                export: "/export".into(),
+                path: "data/disk.img".into(),
+                version: 4
+            }
+        );
+        let t = Target::parse("nfs://h/a/b/f?export=/a/b&mountport=20048").unwrap();
+        assert!(
+            matches!(&t, Target::Nfs { export, path, mount_port: Some(20048), version: 3, port: 2049, .. }
+            if export == "/a/b" && path == "f")
+        );
+        assert_eq!(
+            Target::parse("iscsi://[::1]:3261/iqn.2026-11.lab.storlab:store/1").unwrap(),
+            Target::Iscsi {
+                host: "::1".into(),
+                port: 3261,
+                iqn: "iqn.2026-11.lab.storlab:store".into(),
+                lun: 1
+            }
+        );
+        assert_eq!(
+            Target::parse("nbd://localhost/store").unwrap(),
+            Target::Nbd {
+                addr: NbdAddr::Tcp {
+                    host: "localhost".into(),
+                    port: 10809
+                },
+                export: "store".into()
+            }
+        );
+        assert_eq!(
+            Target::parse("nbd+unix:///store?socket=/run/x.sock").unwrap(),
+            Target::Nbd {
+                addr: NbdAddr::Unix("/run/x.sock".into()),
+                export: "store".into()
+            }
+        );
+    }
+
+    #[test]
     fn errors_name_input_and_allowed_schemes() {
-        for bad in ["/tmp/x", "nfs3:/x", "file:", "null:/x", ":x"] {
+        for bad in [
+            "/tmp/x",
+            "nfs3:/x",
+            "file:",
+            "null:/x",
+            ":x",
+            "nfs://h/export",
+            "nfs://h/e/f?version=5",
+            "nfs://h:0/e/f",
+            "nfs://h/e/../f",
+            "iscsi://h/notaname/1",
+            "iscsi://h/iqn.x/lun",
+            "nbd+unix:///e",
+            "nbd://h/e?x=1",
+            "nbd:/h",
+        ] {
             let e = Target::parse(bad).unwrap_err().to_string();
-            assert!(e.contains(bad), "{e}");
+            assert!(e.contains(&format!("{bad:?}")), "{e}");
             assert!(e.contains("allowed: file:PATH, null:"), "{e}");
         }
     }
 
     #[test]
     fn display_round_trips() {
-        for s in ["null:", "file:/a/b"] {
+        for s in [
+            "null:",
+            "file:/a/b",
+            "nfs://h:2049/export/f?version=3",
+            "nfs://h:12049/e/d/f?version=4&mountport=20048",
+            "iscsi://10.99.0.1:3260/iqn.2026-11.lab.storlab:store/1",
+            "nbd://h:10809/e",
+            "nbd+unix:///e?socket=/s",
+        ] {
             assert_eq!(Target::parse(s).unwrap().to_string(), s);
         }
     }

@@ -162,4 +162,7 @@ pub struct OpenOptions {
     pub write: bool,
     /// Requests in flight the backend must accept (sum of its workers' iodepth).
     pub depth: u32,
+    /// Bytes every disk must hold (region offset + size): a backend that can
+    /// learn a disk's size refuses to open a smaller one, naming both sizes.
+    pub size_needed: u64,
 }

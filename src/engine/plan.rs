@@ -99,6 +99,8 @@ pub fn target_kind(target: &Target) -> TargetKind {
                 TargetKind::Single
             }
         }
+        // A protocol target is one file, LUN or export shared by every disk.
+        Target::Nfs { .. } | Target::Iscsi { .. } | Target::Nbd { .. } => TargetKind::Single,
     }
 }
 
@@ -126,7 +128,7 @@ pub fn build(spec: &Spec, targets: &[(Target, TargetKind)], max_threads: usize) 
                         Some(dir.join(disk_file_name(vm, d)))
                     }
                     (Target::File(p), _) => Some(p.clone()),
-                    (Target::Null, _) => None,
+                    _ => None,
                 };
                 vm_disks.push(disks.len() as u32);
                 disks.push(Disk {
@@ -178,16 +180,16 @@ pub fn build(spec: &Spec, targets: &[(Target, TargetKind)], max_threads: usize) 
     Plan { disks, threads }
 }
 
-/// Merge disks that are the same file (a single-file target mapped to many VM
-/// disks), keeping indices consistent. Null disks stay distinct: they cost nothing.
+/// Merge disks that are the same file, LUN or export (a single target mapped to
+/// many VM disks), keeping indices consistent. Null disks stay distinct: they
+/// cost nothing and keep per-disk sequential streams apart.
 fn dedupe_shared_disks(disks: &mut Vec<Disk>, workers: &mut [WorkerPlan]) {
     let mut remap = Vec::with_capacity(disks.len());
     let mut kept: Vec<Disk> = Vec::new();
     for d in disks.drain(..) {
-        let existing = d
-            .path
-            .as_ref()
-            .and_then(|p| kept.iter().position(|k| k.path.as_ref() == Some(p)));
+        let existing = (d.target != "null:")
+            .then(|| kept.iter().position(|k| k.target == d.target && k.path == d.path))
+            .flatten();
         match existing {
             Some(i) => remap.push(i as u32),
             None => {

@@ -239,6 +239,7 @@ pub fn run_point(
         sync: Some(spec.sync),
         write: spec.writes(),
         depth: 0,
+        size_needed: spec.offset + spec.size,
     };
     let internal_stop = AtomicBool::new(false);
     let abort = AtomicBool::new(false);

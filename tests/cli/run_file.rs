@@ -169,3 +169,39 @@ fn vsphere_shared_4k_quick_runs_all_four_load_points() {
         );
     }
 }
+
+#[test]
+fn io_error_mid_run_names_the_file_and_keeps_what_was_measured() {
+    let data = TempDir::new("ioerr");
+    let json = data.join("out.json");
+    let file = data.join("shrinks.dat");
+    let target = format!("file:{}", file.display());
+    let mut child = bin()
+        .args([
+            "run", "--target", &target, "--rw", "randread", "--bs", "4k", "--iodepth", "4", "--size", "8m",
+            "--runtime", "30", "--json", json.to_str().unwrap(), "-q",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let it prepare the file and measure at least one interval, then cut the file short.
+    let start = std::time::Instant::now();
+    while !file.exists() || std::fs::metadata(&file).unwrap().len() < 8 << 20 {
+        assert!(start.elapsed().as_secs() < 20, "file never prepared");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1800));
+    std::fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(0).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert!(err.contains("shrinks.dat") && err.contains("short read"), "error must name file and cause: {err}");
+    let doc = read_json(&json);
+    assert_eq!(doc["complete"], true);
+    assert!(doc["error"].as_str().unwrap().contains("shrinks.dat"));
+    let p = &points(&doc)[0];
+    assert!(p["intervals"].as_array().unwrap().len() >= 1);
+    assert!(u(&p["summary"]["read"]["ios"]) > 0, "reads before the failure are kept");
+    assert!(u(&p["summary"]["read"]["errors"]) >= 1);
+}
