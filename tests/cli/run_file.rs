@@ -176,7 +176,7 @@ fn io_error_mid_run_names_the_file_and_keeps_what_was_measured() {
     let json = data.join("out.json");
     let file = data.join("shrinks.dat");
     let target = format!("file:{}", file.display());
-    let mut child = bin()
+    let child = bin()
         .args([
             "run", "--target", &target, "--rw", "randread", "--bs", "4k", "--iodepth", "4", "--size", "8m",
             "--runtime", "30", "--json", json.to_str().unwrap(), "-q",

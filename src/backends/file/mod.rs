@@ -419,6 +419,7 @@ mod tests {
             sync: None,
             write,
             depth,
+            size_needed: 0,
         }
     }
 
@@ -705,6 +706,7 @@ mod tests {
             sync: None,
             write: false,
             depth: 4,
+            size_needed: 0,
         };
         match FileBackend::open(std::slice::from_ref(&t.0), &o) {
             Err(e) => {
