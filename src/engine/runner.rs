@@ -98,6 +98,9 @@ pub struct PointResult {
     pub intervals: Vec<IntervalRecord>,
     /// Per-worker measured totals.
     pub workers: Vec<WorkerResult>,
+    /// Counters and merged latency histograms of the measured intervals (the
+    /// sum of every measured interval; percentiles derive from these).
+    pub measured: Snapshot,
     /// Derived metrics over the measured intervals.
     pub summary: Summary,
     /// Ended early by the user.
@@ -443,6 +446,7 @@ pub fn run_point(
             .map(|r| (r.stats.clone(), r.seconds, r.cpu.clone()))
             .collect();
         let summary = Summary::compute(&measured);
+        let measured: Snapshot = measured.into_iter().map(|(s, _, _)| s).sum();
         features.sort();
         features.dedup();
         let workers = worker_ids
@@ -460,6 +464,7 @@ pub fn run_point(
             prepared,
             intervals,
             workers,
+            measured,
             summary,
             interrupted,
             error: if errors.is_empty() {

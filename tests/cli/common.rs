@@ -126,3 +126,12 @@ pub fn check_point(p: &serde_json::Value, bs: Option<u64>) {
         "per-worker totals add up to the summary"
     );
 }
+
+/// The point's merged measured histograms agree with its summary.
+pub fn check_measured(p: &serde_json::Value) {
+    for dir in ["read", "write"] {
+        let m = &p["measured"][dir];
+        assert_eq!(u(&m["ios"]), u(&p["summary"][dir]["ios"]));
+        assert_eq!(u(&m["lat"]["count"]), u(&m["ios"]));
+    }
+}

@@ -178,8 +178,22 @@ fn io_error_mid_run_names_the_file_and_keeps_what_was_measured() {
     let target = format!("file:{}", file.display());
     let child = bin()
         .args([
-            "run", "--target", &target, "--rw", "randread", "--bs", "4k", "--iodepth", "4", "--size", "8m",
-            "--runtime", "30", "--json", json.to_str().unwrap(), "-q",
+            "run",
+            "--target",
+            &target,
+            "--rw",
+            "randread",
+            "--bs",
+            "4k",
+            "--iodepth",
+            "4",
+            "--size",
+            "8m",
+            "--runtime",
+            "30",
+            "--json",
+            json.to_str().unwrap(),
+            "-q",
         ])
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -192,16 +206,27 @@ fn io_error_mid_run_names_the_file_and_keeps_what_was_measured() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     std::thread::sleep(std::time::Duration::from_millis(1800));
-    std::fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(0).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "stderr: {err}");
-    assert!(err.contains("shrinks.dat") && err.contains("short read"), "error must name file and cause: {err}");
+    assert!(
+        err.contains("shrinks.dat") && err.contains("short read"),
+        "error must name file and cause: {err}"
+    );
     let doc = read_json(&json);
     assert_eq!(doc["complete"], true);
     assert!(doc["error"].as_str().unwrap().contains("shrinks.dat"));
     let p = &points(&doc)[0];
     assert!(p["intervals"].as_array().unwrap().len() >= 1);
-    assert!(u(&p["summary"]["read"]["ios"]) > 0, "reads before the failure are kept");
+    assert!(
+        u(&p["summary"]["read"]["ios"]) > 0,
+        "reads before the failure are kept"
+    );
     assert!(u(&p["summary"]["read"]["errors"]) >= 1);
 }
