@@ -2,6 +2,9 @@
 //! module maps a [`target::Target`] to the backend that serves it.
 
 pub mod file;
+pub mod iscsi;
+pub mod nbd;
+pub mod nfs;
 pub mod null;
 pub mod target;
 
@@ -28,11 +31,26 @@ pub fn open(
                 .collect::<Result<_, _>>()?;
             Ok(Box::new(file::FileBackend::open(&paths, opts)?))
         }
-        Target::Nfs { .. } | Target::Iscsi { .. } | Target::Nbd { .. } => Err(BackendError::new(
+        Target::Nbd { .. } => Ok(Box::new(nbd::NbdBackend::open(
+            &disk_targets(disks)?,
+            opts,
+        )?)),
+        Target::Nfs { .. } | Target::Iscsi { .. } => Err(BackendError::new(
             target.to_string(),
             format!("the {} backend is not built yet", target.backend_name()),
         )),
     }
+}
+
+/// The target of each disk, in the disks' order (protocol backends open one
+/// connection per disk).
+fn disk_targets(disks: &[&Disk]) -> Result<Vec<Target>, BackendError> {
+    disks
+        .iter()
+        .map(|d| {
+            Target::parse(&d.target).map_err(|e| BackendError::new(d.target.clone(), e.to_string()))
+        })
+        .collect()
 }
 
 /// The backend's name and features, for the run's record.

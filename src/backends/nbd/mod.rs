@@ -1,0 +1,936 @@
+//! The NBD backend: exports of NBD servers through libnbd's asynchronous API.
+//!
+//! One libnbd handle (one connection) per target; disk `i` of the requests is
+//! `targets[i]`. `queue` only records a request; `commit` hands every recorded
+//! request to libnbd (`nbd_aio_pread` / `nbd_aio_pwrite`), which sends it
+//! without blocking; `reap` polls the sockets with `ppoll`, tells libnbd which
+//! are ready (`nbd_aio_notify_read` / `_write`), and collects what the
+//! completion callbacks recorded. Every request holds one of `depth` tickets
+//! allocated at open, so the hot path allocates nothing.
+//!
+//! **Durability.** With `sync` set to `dsync` or `sync`, writes carry the FUA
+//! flag when the server supports it (`nbd_can_fua`); otherwise each write is
+//! followed by a flush, and completes only when the flush has. A server with
+//! neither is refused at open. **Direct I/O** has no meaning over NBD (the
+//! client has no cache; the server decides how it reaches its storage), so
+//! `OpenOptions::direct` is ignored.
+//!
+//! A connection that dies makes `commit` or `reap` fail: the requests still in
+//! flight are lost, as the [`Backend`] contract allows; dropping the backend
+//! closes the handles, after which libnbd touches neither buffers nor callbacks.
+
+mod sys;
+
+use super::target::{NbdAddr, Target};
+use crate::engine::{Backend, BackendError, Completion, OpenOptions, QueueError, Request};
+use crate::workload::units::format_size;
+use crate::workload::{Dir, SyncMode};
+use std::time::{Duration, Instant};
+use sys::{Handle, NbdError};
+
+/// Where a ticket stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// Unused.
+    Free,
+    /// Queued, not yet handed to libnbd.
+    Queued,
+    /// Read or write in flight.
+    Running,
+    /// Write done, its flush in flight (sync writes without FUA).
+    Flushing,
+}
+
+/// One request the backend holds.
+#[derive(Clone, Copy, Debug)]
+struct Ticket {
+    req: Request,
+    stage: Stage,
+}
+
+/// One connection.
+struct Conn {
+    h: Handle,
+    /// The target's URL, for errors.
+    url: String,
+    /// Sync writes use FUA (else a flush after each write).
+    fua: bool,
+    /// Commands libnbd holds for us on this connection.
+    running: usize,
+}
+
+/// NBD exports through libnbd: asynchronous, `depth` requests in flight.
+pub struct NbdBackend {
+    conns: Vec<Conn>,
+    tickets: Vec<Ticket>,
+    /// Free ticket numbers.
+    free: Vec<u32>,
+    /// Tickets queued since the last commit.
+    queued: Vec<u32>,
+    /// (ticket, errno) of requests libnbd refused at submission.
+    refused: Vec<(u32, i32)>,
+    /// (ticket, errno) being processed by `collect`.
+    scratch: Vec<(u32, i32)>,
+    pollfds: Vec<libc::pollfd>,
+    /// The connection of each entry of `pollfds`.
+    poll_conn: Vec<usize>,
+    /// Writes must be durable before they complete.
+    sync: bool,
+    features: String,
+}
+
+/// The message of a failed connection attempt.
+fn connect_message(e: &NbdError, export: &str) -> String {
+    const HINT: &str = "is the server running? (storlab lab up starts one)";
+    let lower = e.message.to_lowercase();
+    if e.errno == libc::ECONNREFUSED || lower.contains("connection refused") {
+        format!("connection refused: {HINT}")
+    } else if e.errno == libc::ENOENT && lower.contains("connect") && !lower.contains("export") {
+        format!("no socket there: {HINT}")
+    } else if lower.contains("no export named") {
+        format!("the server has no export named {export:?}: check the export in the URL")
+    } else if lower.contains("export") || lower.contains("opt_go") {
+        format!("the server refused the export {export:?}: {}", e.message)
+    } else {
+        format!("cannot connect: {}", e.message)
+    }
+}
+
+fn connect(
+    target: &Target,
+    opts: &OpenOptions,
+    depth: u32,
+    sync: bool,
+) -> Result<Conn, BackendError> {
+    let url = target.to_string();
+    let Target::Nbd { addr, export } = target else {
+        return Err(BackendError::new(url, "not an NBD target"));
+    };
+    let lib = |what: &str, e: NbdError| BackendError::new(&url, format!("{what}: {}", e.message));
+    let mut h = Handle::new(depth).map_err(|e| lib("cannot create a libnbd handle", e))?;
+    h.set_export_name(export)
+        .map_err(|e| lib("invalid export name", e))?;
+    // The engine never looks at a failed read's buffer: skip libnbd's memset.
+    h.set_pread_initialize(false)
+        .map_err(|e| lib("libnbd", e))?;
+    let r = match addr {
+        NbdAddr::Tcp { host, port } => h.connect_tcp(host, *port),
+        NbdAddr::Unix(path) => h.connect_unix(path),
+    };
+    r.map_err(|e| BackendError::new(&url, connect_message(&e, export)))?;
+    let size = h
+        .size()
+        .map_err(|e| lib("cannot read the export's size", e))?;
+    if size < opts.size_needed {
+        return Err(BackendError::new(
+            &url,
+            format!(
+                "export is {}, the workload needs {} (offset + size)",
+                format_size(size),
+                format_size(opts.size_needed)
+            ),
+        ));
+    }
+    if opts.write && h.is_read_only().map_err(|e| lib("libnbd", e))? {
+        return Err(BackendError::new(
+            &url,
+            "the export is read-only and the workload writes (serve it writable, e.g. nbdkit without -r)",
+        ));
+    }
+    let fua = h.can_fua().map_err(|e| lib("libnbd", e))?;
+    let flush = h.can_flush().map_err(|e| lib("libnbd", e))?;
+    if sync && opts.write && !fua && !flush {
+        return Err(BackendError::new(
+            &url,
+            "the server supports neither FUA nor flush, so sync writes cannot be made durable (drop sync)",
+        ));
+    }
+    Ok(Conn {
+        h,
+        url,
+        fua,
+        running: 0,
+    })
+}
+
+impl NbdBackend {
+    /// One connection per target; disk i of requests = targets\[i\].
+    ///
+    /// Connects and negotiates with every server (blocking), and refuses, in
+    /// one line naming the URL: an unreachable server, an unknown export, an
+    /// export smaller than `opts.size_needed`, a read-only export when
+    /// `opts.write`, and sync writes on a server with neither FUA nor flush.
+    /// `opts.direct` is ignored: NBD has no client cache to bypass.
+    pub fn open(targets: &[Target], opts: &OpenOptions) -> Result<NbdBackend, BackendError> {
+        if targets.is_empty() {
+            return Err(BackendError::new("nbd", "no targets to open"));
+        }
+        let depth = opts.depth.max(1);
+        let sync = matches!(opts.sync, Some(SyncMode::Dsync | SyncMode::Sync));
+        let conns = targets
+            .iter()
+            .map(|t| connect(t, opts, depth, sync))
+            .collect::<Result<Vec<_>, _>>()?;
+        let first = &conns[0].h;
+        let mut features = format!("libnbd {}", first.version());
+        if conns.iter().all(|c| c.h.structured_replies()) {
+            features.push_str(", structured replies");
+        }
+        if sync {
+            features.push_str(
+                match (conns.iter().all(|c| c.fua), conns.iter().any(|c| c.fua)) {
+                    (true, _) => ", FUA",
+                    (false, true) => ", FUA or flush after write",
+                    (false, false) => ", flush after write",
+                },
+            );
+        }
+        if conns.len() > 1 {
+            features.push_str(&format!(", {} connections", conns.len()));
+        }
+        let n = depth as usize;
+        let idle = Request {
+            slot: 0,
+            disk: 0,
+            dir: Dir::Read,
+            offset: 0,
+            len: 0,
+            buf: std::ptr::null_mut(),
+        };
+        Ok(NbdBackend {
+            tickets: vec![
+                Ticket {
+                    req: idle,
+                    stage: Stage::Free
+                };
+                n
+            ],
+            free: (0..depth).rev().collect(),
+            queued: Vec::with_capacity(n),
+            refused: Vec::with_capacity(n),
+            scratch: Vec::with_capacity(n),
+            pollfds: Vec::with_capacity(conns.len()),
+            poll_conn: Vec::with_capacity(conns.len()),
+            conns,
+            sync,
+            features,
+        })
+    }
+
+    /// Requests held (queued or running) that have not been reaped.
+    pub fn in_flight(&self) -> usize {
+        self.tickets.len() - self.free.len()
+    }
+
+    fn lost(&self, c: usize, e: &NbdError) -> BackendError {
+        let conn = &self.conns[c];
+        BackendError::new(
+            &conn.url,
+            format!(
+                "connection lost: {} ({} requests in flight on it are lost)",
+                e.message, conn.running
+            ),
+        )
+    }
+
+    /// Hand one queued ticket to libnbd.
+    fn start(&mut self, t: u32) -> Result<(), BackendError> {
+        let tk = self.tickets[t as usize];
+        let c = tk.req.disk as usize;
+        let conn = &mut self.conns[c];
+        let r = match tk.req.dir {
+            Dir::Read => conn.h.pread(t, tk.req.buf, tk.req.len, tk.req.offset),
+            Dir::Write => {
+                let fua = self.sync && conn.fua;
+                conn.h.pwrite(t, tk.req.buf, tk.req.len, tk.req.offset, fua)
+            }
+        };
+        match r {
+            Ok(()) => {
+                conn.running += 1;
+                self.tickets[t as usize].stage = Stage::Running;
+            }
+            Err(e) if conn.h.is_broken() => return Err(self.lost(c, &e)),
+            // Refused by libnbd (bounds, alignment): this request fails, the
+            // connection goes on.
+            Err(e) => self
+                .refused
+                .push((t, if e.errno > 0 { e.errno } else { libc::EIO })),
+        }
+        Ok(())
+    }
+
+    fn submit(&mut self) -> Result<(), BackendError> {
+        let mut queued = std::mem::take(&mut self.queued);
+        let r = queued.iter().try_for_each(|&t| self.start(t));
+        queued.clear();
+        self.queued = queued;
+        r
+    }
+
+    /// A command of ticket `t` ended with `err`: complete the request into
+    /// `out`, or start its flush. Returns whether a completion was appended.
+    fn finish(
+        &mut self,
+        t: u32,
+        mut err: i32,
+        out: &mut Vec<Completion>,
+    ) -> Result<bool, BackendError> {
+        let tk = self.tickets[t as usize];
+        let c = tk.req.disk as usize;
+        let conn = &mut self.conns[c];
+        if matches!(tk.stage, Stage::Running | Stage::Flushing) {
+            conn.running -= 1;
+        }
+        if err == 0
+            && tk.stage == Stage::Running
+            && tk.req.dir == Dir::Write
+            && self.sync
+            && !conn.fua
+        {
+            match conn.h.flush(t) {
+                Ok(()) => {
+                    conn.running += 1;
+                    self.tickets[t as usize].stage = Stage::Flushing;
+                    return Ok(false);
+                }
+                Err(e) if conn.h.is_broken() => return Err(self.lost(c, &e)),
+                Err(e) => err = if e.errno > 0 { e.errno } else { libc::EIO },
+            }
+        }
+        out.push(Completion {
+            slot: tk.req.slot,
+            result: if err == 0 { Ok(tk.req.len) } else { Err(err) },
+        });
+        self.tickets[t as usize].stage = Stage::Free;
+        self.free.push(t);
+        Ok(true)
+    }
+
+    /// Collect everything the callbacks (and refused submissions) recorded.
+    fn collect(&mut self, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
+        let mut got = 0;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        // A flush started by `finish` may complete inside libnbd at once: loop
+        // until nothing new is recorded, so that nothing waits while we poll.
+        loop {
+            scratch.append(&mut self.refused);
+            for conn in &mut self.conns {
+                conn.h.take_done(&mut scratch);
+            }
+            if scratch.is_empty() {
+                break;
+            }
+            for &(t, err) in &scratch {
+                if self.finish(t, err, out)? {
+                    got += 1;
+                }
+            }
+            scratch.clear();
+        }
+        self.scratch = scratch;
+        Ok(got)
+    }
+
+    /// Wait up to `timeout` for a socket to be ready and let libnbd act on it.
+    /// Returns false when no connection has a command to wait for.
+    fn poll_once(&mut self, timeout: Option<Duration>) -> Result<bool, BackendError> {
+        self.pollfds.clear();
+        self.poll_conn.clear();
+        for (i, conn) in self.conns.iter().enumerate() {
+            if conn.running == 0 {
+                continue;
+            }
+            if conn.h.is_broken() {
+                let e = NbdError {
+                    message: "the connection is dead".into(),
+                    errno: libc::ENOTCONN,
+                };
+                return Err(self.lost(i, &e));
+            }
+            self.pollfds.push(libc::pollfd {
+                fd: conn.h.fd(),
+                events: conn.h.poll_events(),
+                revents: 0,
+            });
+            self.poll_conn.push(i);
+        }
+        if self.pollfds.is_empty() {
+            return Ok(false);
+        }
+        sys::poll(&mut self.pollfds, timeout).map_err(|e| {
+            BackendError::new(
+                &self.conns[self.poll_conn[0]].url,
+                format!("poll failed: {e}"),
+            )
+        })?;
+        for k in 0..self.pollfds.len() {
+            let rev = self.pollfds[k].revents;
+            if rev == 0 {
+                continue;
+            }
+            let c = self.poll_conn[k];
+            let conn = &mut self.conns[c];
+            // Direction may have changed since the poll was set up: ask again.
+            let want = conn.h.poll_events();
+            let bad = libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
+            let mut r = Ok(());
+            if want & libc::POLLIN != 0 && rev & (libc::POLLIN | bad) != 0 {
+                r = conn.h.notify_read();
+            }
+            let want = conn.h.poll_events();
+            if r.is_ok() && want & libc::POLLOUT != 0 && rev & (libc::POLLOUT | bad) != 0 {
+                r = conn.h.notify_write();
+            }
+            let r = match r {
+                Ok(()) if conn.h.is_broken() || rev & libc::POLLNVAL != 0 => Err(NbdError {
+                    message: "the server closed the connection".into(),
+                    errno: libc::ENOTCONN,
+                }),
+                r => r,
+            };
+            if let Err(e) = r {
+                return Err(self.lost(c, &e));
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl Backend for NbdBackend {
+    fn name(&self) -> &'static str {
+        "nbd"
+    }
+
+    fn depth(&self) -> usize {
+        self.tickets.len()
+    }
+
+    fn features(&self) -> String {
+        self.features.clone()
+    }
+
+    fn queue(&mut self, req: Request) -> Result<(), QueueError> {
+        if req.disk as usize >= self.conns.len() {
+            return Err(QueueError::Fatal(BackendError::new(
+                "nbd",
+                format!(
+                    "request for disk {}, but {} targets are open",
+                    req.disk,
+                    self.conns.len()
+                ),
+            )));
+        }
+        let Some(t) = self.free.pop() else {
+            return Err(QueueError::Busy);
+        };
+        self.tickets[t as usize] = Ticket {
+            req,
+            stage: Stage::Queued,
+        };
+        self.queued.push(t);
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), BackendError> {
+        self.submit()
+    }
+
+    fn reap(
+        &mut self,
+        min: usize,
+        timeout: Option<Duration>,
+        out: &mut Vec<Completion>,
+    ) -> Result<usize, BackendError> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        // Requests queued without a commit must still make progress.
+        self.submit()?;
+        let want = min.min(self.in_flight());
+        let mut got = 0;
+        let mut polled = false;
+        loop {
+            got += self.collect(out)?;
+            // With min = 0, poll once anyway so that the call makes progress.
+            if got >= want && (polled || want > 0) {
+                return Ok(got);
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if polled && left == Some(Duration::ZERO) {
+                return Ok(got);
+            }
+            let wait = if got >= want {
+                Some(Duration::ZERO)
+            } else {
+                left
+            };
+            if !self.poll_once(wait)? {
+                // Nothing is waiting on a socket: everything was collected.
+                return Ok(got);
+            }
+            polled = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::os::unix::net::UnixStream;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    const MIB: u64 = 1 << 20;
+
+    /// An nbdkit child in a temp dir, killed by its PID on drop.
+    struct Nbdkit {
+        child: Child,
+        dir: PathBuf,
+        target: Target,
+    }
+
+    fn temp_dir() -> PathBuf {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "storlab-nbd-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn spawn_nbdkit(args: &[String], dir: &Path) -> Child {
+        Command::new("nbdkit")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("nbdkit.log")).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start nbdkit ({e}): run ./setup.sh, which installs nbdkit and libnbd-dev")
+            })
+    }
+
+    impl Nbdkit {
+        /// `nbdkit -f [--unix SOCK | -i 127.0.0.1 -p PORT] -e store ARGS…`,
+        /// ready once its socket accepts a connection.
+        fn start(tcp: bool, args: &[&str]) -> Nbdkit {
+            let dir = temp_dir();
+            let mut argv: Vec<String> = vec!["-f".into(), "-e".into(), "store".into()];
+            let (target, port) = if tcp {
+                let port = free_port();
+                argv.extend([
+                    "-i".into(),
+                    "127.0.0.1".into(),
+                    "-p".into(),
+                    port.to_string(),
+                ]);
+                (
+                    Target::parse(&format!("nbd://127.0.0.1:{port}/store")).unwrap(),
+                    Some(port),
+                )
+            } else {
+                let sock = dir.join("nbd.sock");
+                argv.extend(["--unix".into(), sock.display().to_string()]);
+                let t = Target::Nbd {
+                    addr: NbdAddr::Unix(sock),
+                    export: "store".into(),
+                };
+                (t, None)
+            };
+            argv.extend(args.iter().map(|s| s.to_string()));
+            let child = spawn_nbdkit(&argv, &dir);
+            let mut s = Nbdkit { child, dir, target };
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                let up = match (&s.target, port) {
+                    (_, Some(p)) => std::net::TcpStream::connect(("127.0.0.1", p)).is_ok(),
+                    (
+                        Target::Nbd {
+                            addr: NbdAddr::Unix(p),
+                            ..
+                        },
+                        None,
+                    ) => UnixStream::connect(p).is_ok(),
+                    _ => unreachable!(),
+                };
+                if up {
+                    return s;
+                }
+                if let Some(st) = s.child.try_wait().unwrap() {
+                    let log = std::fs::read_to_string(s.dir.join("nbdkit.log")).unwrap_or_default();
+                    panic!("nbdkit exited ({st}) before it was ready: {log}");
+                }
+                assert!(Instant::now() < deadline, "nbdkit not ready after 20 s");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+
+        fn kill(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    impl Drop for Nbdkit {
+        fn drop(&mut self) {
+            self.kill();
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    fn free_port() -> u16 {
+        TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    fn opts(write: bool, depth: u32, size_needed: u64) -> OpenOptions {
+        OpenOptions {
+            direct: true,
+            sync: None,
+            write,
+            depth,
+            size_needed,
+        }
+    }
+
+    /// The byte at `i` of the block at `offset`.
+    fn pattern(offset: u64, i: usize) -> u8 {
+        (offset / 4096).wrapping_mul(31).wrapping_add(i as u64) as u8
+    }
+
+    /// Run `ios` (dir, offset) of `bs` bytes at the backend's depth; buffers of
+    /// writes hold the pattern, reads are checked against it.
+    fn run(b: &mut NbdBackend, ios: &[(Dir, u64)], bs: usize) {
+        let depth = b.depth();
+        let mut bufs = vec![0u8; depth * bs];
+        let mut slot_io: Vec<Option<(Dir, u64)>> = vec![None; depth];
+        let mut free: Vec<u32> = (0..depth as u32).collect();
+        let mut next = 0;
+        let mut done = Vec::new();
+        let mut left = ios.len();
+        while left > 0 {
+            while next < ios.len() {
+                let Some(s) = free.pop() else { break };
+                let (dir, offset) = ios[next];
+                let buf = &mut bufs[s as usize * bs..][..bs];
+                for (i, x) in buf.iter_mut().enumerate() {
+                    *x = if dir == Dir::Write {
+                        pattern(offset, i)
+                    } else {
+                        0
+                    };
+                }
+                let req = Request {
+                    slot: s,
+                    disk: 0,
+                    dir,
+                    offset,
+                    len: bs as u32,
+                    buf: buf.as_mut_ptr(),
+                };
+                match b.queue(req) {
+                    Ok(()) => {
+                        slot_io[s as usize] = Some((dir, offset));
+                        next += 1;
+                    }
+                    Err(QueueError::Busy) => {
+                        free.push(s);
+                        break;
+                    }
+                    Err(QueueError::Fatal(e)) => panic!("{e}"),
+                }
+            }
+            b.commit().unwrap();
+            b.reap(1, Some(Duration::from_secs(10)), &mut done).unwrap();
+            assert!(!done.is_empty(), "no completion within 10 s");
+            for c in done.drain(..) {
+                assert_eq!(c.result, Ok(bs as u32), "slot {}", c.slot);
+                let (dir, offset) = slot_io[c.slot as usize].take().unwrap();
+                if dir == Dir::Read {
+                    let buf = &bufs[c.slot as usize * bs..][..bs];
+                    for (i, &x) in buf.iter().enumerate() {
+                        assert_eq!(x, pattern(offset, i), "byte {i} of block at {offset}");
+                    }
+                }
+                free.push(c.slot);
+                left -= 1;
+            }
+        }
+        assert_eq!(b.in_flight(), 0);
+    }
+
+    /// 512 distinct 4 KiB blocks of a 64 MiB export, in scattered order.
+    fn offsets() -> Vec<u64> {
+        (0..512u64).map(|i| (i * 7919 % 16384) * 4096).collect()
+    }
+
+    fn write_read_back(server_args: &[&str], sync: Option<SyncMode>, want_feature: &str) {
+        let srv = Nbdkit::start(false, server_args);
+        let mut o = opts(true, 16, 64 * MIB);
+        o.sync = sync;
+        let mut b = NbdBackend::open(std::slice::from_ref(&srv.target), &o).unwrap();
+        assert_eq!(b.name(), "nbd");
+        assert_eq!(b.depth(), 16);
+        assert!(b.features().starts_with("libnbd 1."), "{}", b.features());
+        assert!(b.features().contains(want_feature), "{}", b.features());
+        let offs = offsets();
+        let writes: Vec<_> = offs.iter().map(|&o| (Dir::Write, o)).collect();
+        run(&mut b, &writes, 4096);
+        drop(b);
+        // A new connection sees the data: it reached the server.
+        let mut b =
+            NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 16, 0)).unwrap();
+        let reads: Vec<_> = offs.iter().rev().map(|&o| (Dir::Read, o)).collect();
+        run(&mut b, &reads, 4096);
+    }
+
+    #[test]
+    fn writes_a_pattern_at_qd16_and_reads_it_back() {
+        write_read_back(&["memory", "64M"], None, "structured replies");
+    }
+
+    #[test]
+    fn sync_writes_use_fua() {
+        write_read_back(&["memory", "64M"], Some(SyncMode::Dsync), ", FUA");
+    }
+
+    #[test]
+    fn sync_writes_flush_when_the_server_has_no_fua() {
+        // The fua filter's default mode (none) hides FUA from clients.
+        let args = ["--filter=fua", "memory", "64M"];
+        write_read_back(&args, Some(SyncMode::Sync), "flush after write");
+    }
+
+    #[test]
+    fn busy_past_depth_and_reap_polls() {
+        let srv = Nbdkit::start(false, &["memory", "64M"]);
+        let mut b =
+            NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 4, 0)).unwrap();
+        let mut bufs = vec![0u8; 5 * 512];
+        let mut req = |s: u32| Request {
+            slot: s,
+            disk: 0,
+            dir: Dir::Read,
+            offset: s as u64 * 512,
+            len: 512,
+            buf: bufs[s as usize * 512..].as_mut_ptr(),
+        };
+        let reqs: Vec<_> = (0..5).map(&mut req).collect();
+        for r in &reqs[..4] {
+            b.queue(*r).unwrap();
+        }
+        assert!(matches!(b.queue(reqs[4]), Err(QueueError::Busy)));
+        let mut out = Vec::new();
+        // Nothing committed: reap still starts the queued requests.
+        let t = Instant::now();
+        let mut n = 0;
+        while n < 4 {
+            n += b.reap(0, Some(Duration::ZERO), &mut out).unwrap();
+            assert!(t.elapsed() < Duration::from_secs(10));
+        }
+        assert_eq!(out.len(), 4);
+        assert!(out.iter().all(|c| c.result == Ok(512)));
+        // Nothing in flight: min is bounded by 0, no hang without a timeout.
+        assert_eq!(b.reap(4, None, &mut out).unwrap(), 0);
+        // A read past the end fails alone; the backend goes on.
+        let mut past = reqs[4];
+        past.offset = 64 * MIB;
+        b.queue(past).unwrap();
+        b.commit().unwrap();
+        out.clear();
+        assert_eq!(
+            b.reap(1, Some(Duration::from_secs(10)), &mut out).unwrap(),
+            1
+        );
+        assert!(matches!(out[0].result, Err(e) if e > 0), "{out:?}");
+        b.queue(reqs[4]).unwrap();
+        b.commit().unwrap();
+        out.clear();
+        assert_eq!(b.reap(1, None, &mut out).unwrap(), 1);
+        assert_eq!(
+            out[0],
+            Completion {
+                slot: 4,
+                result: Ok(512)
+            }
+        );
+    }
+
+    #[test]
+    fn export_smaller_than_needed_fails_at_open() {
+        let srv = Nbdkit::start(false, &["memory", "64M"]);
+        let e = NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 1, 1 << 30))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.starts_with(&srv.target.to_string()), "{e}");
+        assert!(
+            e.contains("export is 64 MiB, the workload needs 1 GiB (offset + size)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn read_only_export_refuses_writes() {
+        let srv = Nbdkit::start(false, &["-r", "memory", "64M"]);
+        let e = NbdBackend::open(std::slice::from_ref(&srv.target), &opts(true, 1, 0))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("read-only"), "{e}");
+        NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 1, 0)).unwrap();
+    }
+
+    #[test]
+    fn unknown_export_is_named() {
+        let args = [
+            "--filter=exportname",
+            "memory",
+            "64M",
+            "exportname=store",
+            "exportname-strict=true",
+        ];
+        let srv = Nbdkit::start(false, &args);
+        NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 1, 0)).unwrap();
+        let Target::Nbd { addr, .. } = &srv.target else {
+            unreachable!()
+        };
+        let other = Target::Nbd {
+            addr: addr.clone(),
+            export: "nope".into(),
+        };
+        let e = NbdBackend::open(&[other], &opts(false, 1, 0))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.ends_with(
+                "/nbd.sock: the server has no export named \"nope\": check the export in the URL"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn connection_refused_names_the_url() {
+        let port = free_port();
+        let t = Target::parse(&format!("nbd://127.0.0.1:{port}/store")).unwrap();
+        let e = NbdBackend::open(&[t], &opts(false, 1, 0))
+            .err()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "nbd://127.0.0.1:{port}/store: connection refused: is the server running? (storlab lab up starts one)"
+            )
+        );
+        let dir = temp_dir();
+        let t = Target::Nbd {
+            addr: NbdAddr::Unix(dir.join("none.sock")),
+            export: "store".into(),
+        };
+        let e = NbdBackend::open(std::slice::from_ref(&t), &opts(false, 1, 0))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.starts_with(&format!("{t}: ")), "{e}");
+        assert!(e.contains("is the server running?"), "{e}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn server_death_mid_flight_fails_reap() {
+        // Every read waits 2 s in the server, so all 16 are in flight at the kill.
+        let mut srv = Nbdkit::start(true, &["--filter=delay", "memory", "64M", "rdelay=2"]);
+        let mut b =
+            NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 16, 0)).unwrap();
+        let mut bufs = vec![0u8; 16 * 4096];
+        for s in 0..16u32 {
+            let req = Request {
+                slot: s,
+                disk: 0,
+                dir: Dir::Read,
+                offset: s as u64 * 4096,
+                len: 4096,
+                buf: bufs[s as usize * 4096..].as_mut_ptr(),
+            };
+            b.queue(req).unwrap();
+        }
+        b.commit().unwrap();
+        let mut out = Vec::new();
+        assert_eq!(
+            b.reap(0, Some(Duration::from_millis(50)), &mut out)
+                .unwrap(),
+            0
+        );
+        srv.kill();
+        let t = Instant::now();
+        let e = b
+            .reap(16, Some(Duration::from_secs(30)), &mut out)
+            .unwrap_err()
+            .to_string();
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        assert!(e.starts_with(&srv.target.to_string()), "{e}");
+        assert!(e.contains("connection lost"), "{e}");
+        drop(b);
+        // The buffers are ours again once the backend is gone.
+        bufs.fill(1);
+    }
+
+    /// 4 KiB random reads at QD32 for 3 s against nbdkit's memory plugin, over
+    /// a Unix socket and over TCP 127.0.0.1. Run with
+    /// `cargo test --release --lib backends::nbd::tests::iops -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn iops_4k_random_read_qd32() {
+        for tcp in [false, true] {
+            let srv = Nbdkit::start(tcp, &["memory", "1G"]);
+            let mut b =
+                NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 32, 0)).unwrap();
+            let mut bufs = vec![0u8; 32 * 4096];
+            let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+            let mut out = Vec::with_capacity(32);
+            let mut free: Vec<u32> = (0..32).collect();
+            let mut n = 0u64;
+            let t = Instant::now();
+            let run_for = Duration::from_secs(3);
+            while t.elapsed() < run_for {
+                while let Some(s) = free.pop() {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    let req = Request {
+                        slot: s,
+                        disk: 0,
+                        dir: Dir::Read,
+                        offset: (rng % (262_144)) * 4096,
+                        len: 4096,
+                        buf: bufs[s as usize * 4096..].as_mut_ptr(),
+                    };
+                    b.queue(req).unwrap();
+                }
+                b.commit().unwrap();
+                b.reap(1, Some(Duration::from_secs(1)), &mut out).unwrap();
+                for c in out.drain(..) {
+                    assert_eq!(c.result, Ok(4096));
+                    free.push(c.slot);
+                    n += 1;
+                }
+            }
+            let secs = t.elapsed().as_secs_f64();
+            println!(
+                "nbd {} QD32 4k randread: {:.0} IOPS ({n} I/Os in {secs:.2} s)",
+                if tcp { "tcp 127.0.0.1" } else { "unix socket" },
+                n as f64 / secs
+            );
+        }
+    }
+}
