@@ -35,7 +35,11 @@ pub fn open(
             &disk_targets(disks)?,
             opts,
         )?)),
-        Target::Nfs { .. } | Target::Iscsi { .. } => Err(BackendError::new(
+        Target::Nfs { .. } => Ok(Box::new(nfs::NfsBackend::open(
+            &disk_targets(disks)?,
+            opts,
+        )?)),
+        Target::Iscsi { .. } => Err(BackendError::new(
             target.to_string(),
             format!("the {} backend is not built yet", target.backend_name()),
         )),
