@@ -39,10 +39,11 @@ pub fn open(
             &disk_targets(disks)?,
             opts,
         )?)),
-        Target::Iscsi { .. } => Err(BackendError::new(
-            target.to_string(),
-            format!("the {} backend is not built yet", target.backend_name()),
-        )),
+        Target::Iscsi { .. } => Ok(Box::new(iscsi::IscsiBackend::open(
+            &disk_targets(disks)?,
+            opts,
+            &iscsi::default_initiator(),
+        )?)),
     }
 }
 
