@@ -5,7 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # fio: the peer that bench/ compares against. time: CPU accounting in bench/.
-PACKAGES=(fio time)
+# The protocol lab (storlab lab): nfs-ganesha + nfs-ganesha-vfs (NFSv3/v4), rpcbind (NFSv3),
+# tgt (iSCSI), nbdkit (NBD), iproute2 + util-linux (namespaces); its readiness probes and
+# tests use qemu-utils (qemu-img/qemu-io), libiscsi-bin (iscsi-inq), libnfs-utils (nfs-ls/nfs-cat).
+# libsqlite3-dev: the results database (rusqlite links the system SQLite). chromium: the HTML report test.
+PACKAGES=(fio time nfs-ganesha nfs-ganesha-vfs libiscsi-dev libiscsi-bin tgt libnbd-dev nbdkit rpcbind iproute2 util-linux qemu-utils libnfs-utils libsqlite3-dev chromium)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -293,6 +293,26 @@ fn fill_range(
     Ok(to.saturating_sub(start))
 }
 
+/// Rewrite a file storlab prepared back to its initial content (the studies'
+/// "restore from snapshot" between tests): the content is a pure function of
+/// seed and offset, so no copy of the file is kept. Refuses files storlab did
+/// not create. Returns bytes written.
+pub fn restore(path: &Path) -> Result<u64, PrepareError> {
+    let marker = match ownership(path).map_err(io_err(path, "inspect"))? {
+        Ownership::Ours(m) if m.complete => m,
+        _ => {
+            return Err(PrepareError::Refused {
+                path: path.to_path_buf(),
+            });
+        }
+    };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(io_err(path, "open"))?;
+    fill_range(&file, path, 0, marker.size, marker.content, marker.seed)
+}
+
 fn size_of(file: &File, path: &Path, block: bool) -> Result<u64, PrepareError> {
     if block {
         crate::backends::file::block_device_size(file.as_raw_fd())

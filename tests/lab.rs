@@ -12,9 +12,20 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_storlab")
 }
 
-fn is_root() -> bool {
+/// The lab needs root and the `lab` command: fail (never skip) without them.
+fn can_run() -> bool {
     // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "the lab tests need root (network namespaces)"
+    );
+    let wired = Command::new(bin())
+        .args(["lab", "--help"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(wired, "this storlab binary has no `lab` command");
+    true
 }
 
 /// Runs `storlab lab down` on drop, whatever happened.
@@ -24,7 +35,8 @@ struct LabGuard {
 
 impl LabGuard {
     fn new(tag: &str) -> LabGuard {
-        let dir = std::env::temp_dir().join(format!("storlab-labtest-{tag}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("storlab-labtest-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         LabGuard { dir }
     }
@@ -32,7 +44,10 @@ impl LabGuard {
         let mut all = vec!["lab"];
         all.extend_from_slice(args);
         all.extend(["--state-dir", self.dir.to_str().unwrap()]);
-        Command::new(bin()).args(&all).output().expect("run storlab")
+        Command::new(bin())
+            .args(&all)
+            .output()
+            .expect("run storlab")
     }
     fn up(&self, extra: &[&str]) -> Output {
         let mut args = vec!["up", "--size", "32m"];
@@ -52,7 +67,11 @@ impl Drop for LabGuard {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 fn ok(o: Output, what: &str) -> String {
@@ -61,7 +80,10 @@ fn ok(o: Output, what: &str) -> String {
 }
 
 fn run(program: &str, args: &[&str]) -> Output {
-    Command::new(program).args(args).output().unwrap_or_else(|e| panic!("{program}: {e}"))
+    Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"))
 }
 
 /// Running and not a zombie.
@@ -69,7 +91,11 @@ fn pid_alive(pid: u64) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => false,
         Ok(s) => {
-            let state = s[s.rfind(')').unwrap() + 1..].split_whitespace().next().unwrap_or("").to_string();
+            let state = s[s.rfind(')').unwrap() + 1..]
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_string();
             state != "Z" && state != "X"
         }
     }
@@ -80,7 +106,12 @@ fn pids(state: &serde_json::Value) -> Vec<(String, u64)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| (s["name"].as_str().unwrap().to_string(), s["pid"].as_u64().unwrap()))
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["pid"].as_u64().unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -105,28 +136,42 @@ fn libnfs_url(url: &str) -> String {
 /// After `down`: no PID, namespace, backing file or state left.
 fn assert_all_gone(state: &serde_json::Value, dir: &Path) {
     for (name, pid) in pids(state) {
-        assert!(!pid_alive(pid), "{name} (pid {pid}) still runs after lab down");
+        assert!(
+            !pid_alive(pid),
+            "{name} (pid {pid}) still runs after lab down"
+        );
     }
     let ns = state["netns"]["name"].as_str().unwrap();
-    assert!(!storlab_netns().iter().any(|n| n == ns), "namespace {ns} left behind");
+    assert!(
+        !storlab_netns().iter().any(|n| n == ns),
+        "namespace {ns} left behind"
+    );
     let host_if = state["netns"]["host_if"].as_str().unwrap();
-    assert!(!Path::new("/sys/class/net").join(host_if).exists(), "veth {host_if} left behind");
+    assert!(
+        !Path::new("/sys/class/net").join(host_if).exists(),
+        "veth {host_if} left behind"
+    );
     let backing = state["backing"]["path"].as_str().unwrap();
-    assert!(!Path::new(backing).exists(), "backing file {backing} left behind");
+    assert!(
+        !Path::new(backing).exists(),
+        "backing file {backing} left behind"
+    );
     assert!(!dir.exists(), "state dir {} left behind", dir.display());
 }
 
 #[test]
 fn lab_serves_every_protocol_and_cleans_up() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !is_root() {
-        eprintln!("skipped: the lab needs root");
+    if !can_run() {
         return;
     }
     let lab = LabGuard::new("main");
     let out = ok(lab.up(&[]), "lab up");
     for name in ["local", "nfs3", "nfs4", "iscsi", "nbd"] {
-        assert!(out.contains(&format!("  {name} ")), "lab up output lacks {name}: {out}");
+        assert!(
+            out.contains(&format!("  {name} ")),
+            "lab up output lacks {name}: {out}"
+        );
     }
     let status = ok(lab.lab(&["status"]), "lab status");
     assert_eq!(status.matches("running").count(), 4, "{status}");
@@ -135,7 +180,12 @@ fn lab_serves_every_protocol_and_cleans_up() {
     for name in ["local", "nfs3", "nfs4", "iscsi", "nbd"] {
         assert!(t[name].is_string(), "target {name} missing: {st}");
     }
-    assert!(t["nfs3"].as_str().unwrap().ends_with("/storlab/disk.img?version=3"));
+    assert!(
+        t["nfs3"]
+            .as_str()
+            .unwrap()
+            .ends_with("/storlab/disk.img?version=3")
+    );
     let size = st["backing"]["size"].as_u64().unwrap();
     assert_eq!(size, 32 << 20);
     for s in st["servers"].as_array().unwrap() {
@@ -144,24 +194,47 @@ fn lab_serves_every_protocol_and_cleans_up() {
 
     // A real client of each server.
     let nbd = t["nbd"].as_str().unwrap();
-    let info = ok(run("qemu-img", &["info", "--output=json", nbd]), "qemu-img info over NBD");
-    assert!(info.contains(&format!("\"virtual-size\": {size}")), "{info}");
-    let inq = ok(run("iscsi-inq", &[t["iscsi"].as_str().unwrap()]), "iscsi-inq");
+    let info = ok(
+        run("qemu-img", &["info", "--output=json", nbd]),
+        "qemu-img info over NBD",
+    );
+    assert!(
+        info.contains(&format!("\"virtual-size\": {size}")),
+        "{info}"
+    );
+    let inq = ok(
+        run("iscsi-inq", &[t["iscsi"].as_str().unwrap()]),
+        "iscsi-inq",
+    );
     assert!(inq.contains("DIRECT_ACCESS"), "{inq}");
     for v in ["nfs3", "nfs4"] {
         let url = libnfs_url(t[v].as_str().unwrap()).replace("disk.img?", "?");
         let ls = ok(run("nfs-ls", &[&url]), &format!("nfs-ls {url}"));
-        assert!(ls.contains("disk.img") && ls.contains(&size.to_string()), "{ls}");
+        assert!(
+            ls.contains("disk.img") && ls.contains(&size.to_string()),
+            "{ls}"
+        );
     }
 
     // Written over NBD, read back over NFSv3 and from the backing file.
-    ok(run("qemu-io", &["-f", "raw", "-c", "write -P 0x5a 1M 64k", nbd]), "qemu-io write over NBD");
+    ok(
+        run("qemu-io", &["-f", "raw", "-c", "write -P 0x5a 1M 64k", nbd]),
+        "qemu-io write over NBD",
+    );
     let nfs3 = libnfs_url(t["nfs3"].as_str().unwrap());
     let cat = run("nfs-cat", &[&nfs3]);
     assert!(cat.status.success(), "nfs-cat: {}", text(&cat));
     assert_eq!(cat.stdout.len() as u64, size);
-    assert!(cat.stdout[1 << 20..(1 << 20) + 65536].iter().all(|&b| b == 0x5a), "NBD write not seen over NFSv3");
-    assert!(cat.stdout[..1 << 20].iter().all(|&b| b == 0), "bytes before the write changed");
+    assert!(
+        cat.stdout[1 << 20..(1 << 20) + 65536]
+            .iter()
+            .all(|&b| b == 0x5a),
+        "NBD write not seen over NFSv3"
+    );
+    assert!(
+        cat.stdout[..1 << 20].iter().all(|&b| b == 0),
+        "bytes before the write changed"
+    );
     let local = std::fs::read(t["local"].as_str().unwrap().strip_prefix("file:").unwrap()).unwrap();
     assert_eq!(local[1 << 20], 0x5a);
 
@@ -178,8 +251,7 @@ fn lab_serves_every_protocol_and_cleans_up() {
 #[test]
 fn down_cleans_up_after_killed_servers() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !is_root() {
-        eprintln!("skipped: the lab needs root");
+    if !can_run() {
         return;
     }
     let lab = LabGuard::new("kill");
@@ -201,7 +273,12 @@ fn down_cleans_up_after_killed_servers() {
     }
     // Zombies not yet reaped by init count as dead.
     let status = lab.lab(&["status"]);
-    assert_eq!(status.status.code(), Some(1), "status of a broken lab: {}", text(&status));
+    assert_eq!(
+        status.status.code(),
+        Some(1),
+        "status of a broken lab: {}",
+        text(&status)
+    );
     assert!(text(&status).contains("DEAD"), "{}", text(&status));
     ok(lab.lab(&["down"]), "lab down after SIGKILL");
     assert_all_gone(&st, &lab.dir);
@@ -210,17 +287,29 @@ fn down_cleans_up_after_killed_servers() {
 #[test]
 fn failed_up_tears_down_what_it_made() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !is_root() {
-        eprintln!("skipped: the lab needs root");
+    if !can_run() {
         return;
     }
     let before = storlab_netns();
     let lab = LabGuard::new("fail");
     // The namespace is made, then the backing directory is found missing.
-    let out = lab.up(&["--backing", "disk", "--backing-dir", "/nonexistent-storlab-dir"]);
+    let out = lab.up(&[
+        "--backing",
+        "disk",
+        "--backing-dir",
+        "/nonexistent-storlab-dir",
+    ]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("/nonexistent-storlab-dir"), "{}", text(&out));
-    assert_eq!(storlab_netns(), before, "namespace left behind by a failed up");
+    assert!(
+        text(&out).contains("/nonexistent-storlab-dir"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        storlab_netns(),
+        before,
+        "namespace left behind by a failed up"
+    );
     assert!(!lab.dir.exists(), "state dir left behind by a failed up");
 
     let out = lab.up(&["--nfs-port", "13260"]);

@@ -64,7 +64,9 @@ pub enum LabCmd {
 
 fn failed(e: LabError) -> CliError {
     match e {
-        LabError::BadConfig(_) | LabError::PortInUse { .. } | LabError::AlreadyUp(_) => CliError::input(e.to_string()),
+        LabError::BadConfig(_) | LabError::PortInUse { .. } | LabError::AlreadyUp(_) => {
+            CliError::input(e.to_string())
+        }
         _ => CliError::failed(e.to_string()),
     }
 }
@@ -87,7 +89,10 @@ fn status_text(st: &LabState) -> String {
         lab::Phase::Up => "up",
         lab::Phase::Starting => "starting (or left half-made: run `storlab lab down`)",
     };
-    out.push_str(&format!("lab {state} (state in {})\n", st.state_dir.display()));
+    out.push_str(&format!(
+        "lab {state} (state in {})\n",
+        st.state_dir.display()
+    ));
     if let Some(ns) = &st.netns {
         out.push_str(&format!(
             "storage host: netns {} at {} (veth {} {} in the root namespace)\n",
@@ -95,7 +100,12 @@ fn status_text(st: &LabState) -> String {
         ));
     }
     if let Some(b) = &st.backing {
-        out.push_str(&format!("backing: {} {} ({})\n", b.kind, b.path.display(), format_size(b.size)));
+        out.push_str(&format!(
+            "backing: {} {} ({})\n",
+            b.kind,
+            b.path.display(),
+            format_size(b.size)
+        ));
     }
     out.push_str("servers:\n");
     for s in &st.servers {
@@ -123,25 +133,43 @@ fn status_text(st: &LabState) -> String {
 /// Run a `storlab lab` subcommand.
 pub fn run(cmd: LabCmd) -> Result<ExitCode, CliError> {
     match cmd {
-        LabCmd::Up { backing, backing_dir, size, nfs_port, mountd_port, iscsi_port, nbd_port, state_dir: dir } => {
+        LabCmd::Up {
+            backing,
+            backing_dir,
+            size,
+            nfs_port,
+            mountd_port,
+            iscsi_port,
+            nbd_port,
+            state_dir: dir,
+        } => {
             let cfg = LabConfig {
                 backing: match backing {
                     BackingArg::Ram => Backing::Ram,
                     BackingArg::Disk => Backing::Disk(backing_dir),
                 },
                 size,
-                ports: Ports { nfs: nfs_port, mountd: mountd_port, iscsi: iscsi_port, nbd: nbd_port },
+                ports: Ports {
+                    nfs: nfs_port,
+                    mountd: mountd_port,
+                    iscsi: iscsi_port,
+                    nbd: nbd_port,
+                },
                 state_dir: state_dir(dir)?,
             };
             let st = lab::up(&cfg).map_err(failed)?;
             print!("{}", status_text(&st));
             Ok(ExitCode::Ok)
         }
-        LabCmd::Status { json, state_dir: dir } => {
+        LabCmd::Status {
+            json,
+            state_dir: dir,
+        } => {
             let dir = state_dir(dir)?;
             let st = lab::status(&dir);
             if json {
-                let text = serde_json::to_string_pretty(&st).map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
+                let text = serde_json::to_string_pretty(&st)
+                    .map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
                 println!("{text}");
             }
             let Some(st) = st else {
@@ -154,7 +182,11 @@ pub fn run(cmd: LabCmd) -> Result<ExitCode, CliError> {
                 print!("{}", status_text(&st));
             }
             let healthy = st.phase == lab::Phase::Up && st.servers.iter().all(|s| st.running(s));
-            Ok(if healthy { ExitCode::Ok } else { ExitCode::Failed })
+            Ok(if healthy {
+                ExitCode::Ok
+            } else {
+                ExitCode::Failed
+            })
         }
         LabCmd::Down { state_dir: dir } => {
             let dir = state_dir(dir)?;

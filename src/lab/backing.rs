@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
-use std::io::Write;
+use crate::prepare::{self, PrepareRequest};
+use crate::workload::Content;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -53,12 +54,21 @@ pub fn dir_for(backing: &Backing, slot: u8) -> PathBuf {
     parent.join(format!("storlab-lab{slot}"))
 }
 
-/// Make the directory and write `size` bytes into the file.
-pub fn create(backing: &Backing, size: u64, slot: u8) -> Result<BackingInfo, String> {
+/// Make the directory and write `size` bytes into the file. `made` is called
+/// as soon as the directory exists (to record it before the long write).
+pub fn create(
+    backing: &Backing,
+    size: u64,
+    slot: u8,
+    mut made: impl FnMut(&BackingInfo) -> Result<(), String>,
+) -> Result<BackingInfo, String> {
     let dir = dir_for(backing, slot);
     let parent = dir.parent().unwrap_or(Path::new("/"));
     if !parent.is_dir() {
-        return Err(format!("backing directory {} does not exist", parent.display()));
+        return Err(format!(
+            "backing directory {} does not exist",
+            parent.display()
+        ));
     }
     if let Some(free) = free_bytes(parent)
         && free < size
@@ -69,36 +79,54 @@ pub fn create(backing: &Backing, size: u64, slot: u8) -> Result<BackingInfo, Str
         ));
     }
     std::fs::create_dir(&dir).map_err(|e| {
-        format!("cannot create {}: {e} (left over from an earlier lab? run `storlab lab down`)", dir.display())
+        format!(
+            "cannot create {}: {e} (left over from an earlier lab? run `storlab lab down`)",
+            dir.display()
+        )
     })?;
     let path = dir.join(FILE);
     let info = BackingInfo {
-        kind: if matches!(backing, Backing::Ram) { "ram" } else { "disk" }.into(),
+        kind: if matches!(backing, Backing::Ram) {
+            "ram"
+        } else {
+            "disk"
+        }
+        .into(),
         dir,
         path,
         size,
     };
-    write_full(&info.path, size).map_err(|e| format!("cannot write backing file {}: {e}", info.path.display()))?;
+    made(&info)?;
+    // Prepared like any storlab data file: written in full with incompressible
+    // content (never sparse, so reads never hit a hole) and marked as
+    // storlab's, so workloads may write to it and `restore` can reset it.
+    let req = PrepareRequest {
+        path: &info.path,
+        size,
+        content: Content::Random,
+        seed: SEED,
+        writes: true,
+        allow_foreign_writes: false,
+    };
+    prepare::prepare(&req).map_err(|e| format!("cannot write backing file: {e}"))?;
     Ok(info)
 }
 
-/// Write every byte, so reads never hit a hole or an unwritten extent.
-fn write_full(path: &Path, size: u64) -> std::io::Result<()> {
-    let mut f = std::fs::File::create(path)?;
-    let chunk = vec![0u8; 1 << 20];
-    let mut left = size;
-    while left > 0 {
-        let n = left.min(chunk.len() as u64) as usize;
-        f.write_all(&chunk[..n])?;
-        left -= n as u64;
-    }
-    f.sync_all()
+/// Seed of the backing store's content.
+pub const SEED: u64 = 0x5702_1ab;
+
+/// Reset the backing store to its initial content, in place (the servers keep
+/// their open files). Returns bytes written.
+pub fn restore(info: &BackingInfo) -> Result<u64, String> {
+    prepare::restore(&info.path).map_err(|e| format!("cannot restore the backing store: {e}"))
 }
 
 /// Remove the file and its directory; what is already gone is fine.
 pub fn remove(info: &BackingInfo) -> Result<(), String> {
     match std::fs::remove_dir_all(&info.dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("cannot remove {}: {e}", info.dir.display())),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("cannot remove {}: {e}", info.dir.display()))
+        }
         _ => Ok(()),
     }
 }

@@ -81,7 +81,13 @@ pub fn start(
 
 /// Ready when `nfs-ls` lists `file` in the export over NFSv3 (mount protocol
 /// found through rpcbind) and over NFSv4.
-pub fn wait_ready(tools: &Tools, ns: &Netns, proc: &Proc, nfs_port: u16, file: &str) -> Result<(), LabError> {
+pub fn wait_ready(
+    tools: &Tools,
+    ns: &Netns,
+    proc: &Proc,
+    nfs_port: u16,
+    file: &str,
+) -> Result<(), LabError> {
     let addr = ns.ns_addr;
     let v3 = format!("nfs://{addr}{EXPORT}/?version=3&nfsport={nfs_port}");
     let v4 = format!("nfs://{addr}{EXPORT}/?version=4&nfsport={nfs_port}");

@@ -45,7 +45,12 @@ pub struct Ports {
 
 impl Default for Ports {
     fn default() -> Ports {
-        Ports { nfs: 12049, mountd: 12050, iscsi: 13260, nbd: 10810 }
+        Ports {
+            nfs: 12049,
+            mountd: 12050,
+            iscsi: 13260,
+            nbd: 10810,
+        }
     }
 }
 
@@ -117,16 +122,31 @@ impl fmt::Display for LabError {
                 } else {
                     format!("storlab lab down --state-dir {}", dir.display())
                 };
-                write!(f, "lab already up (state in {}); run `{hint}` first", dir.display())
+                write!(
+                    f,
+                    "lab already up (state in {}); run `{hint}` first",
+                    dir.display()
+                )
             }
             LabError::MissingPackage { package, binary } => {
-                write!(f, "Debian package {package} is not installed ({binary} not found); run ./setup.sh")
+                write!(
+                    f,
+                    "Debian package {package} is not installed ({binary} not found); run ./setup.sh"
+                )
             }
             LabError::PortInUse { port, server, by } => {
-                write!(f, "port {port} for {server} is already in use ({by}); choose another port")
+                write!(
+                    f,
+                    "port {port} for {server} is already in use ({by}); choose another port"
+                )
             }
             LabError::BadConfig(m) | LabError::System(m) => f.write_str(m),
-            LabError::Server { server, message, log, log_tail } => {
+            LabError::Server {
+                server,
+                message,
+                log,
+                log_tail,
+            } => {
                 write!(f, "{server}: {message}")?;
                 if !log_tail.is_empty() {
                     write!(f, "\n--- last lines of {} ---\n{log_tail}", log.display())?;
@@ -149,7 +169,9 @@ pub struct Lab {
 impl Lab {
     /// The lab recorded in `state_dir`.
     pub fn at(state_dir: impl Into<PathBuf>) -> Lab {
-        Lab { state_dir: state_dir.into() }
+        Lab {
+            state_dir: state_dir.into(),
+        }
     }
     /// Bring a lab up as `cfg` says.
     pub fn up(cfg: &LabConfig) -> Result<(Lab, LabState), LabError> {
@@ -180,7 +202,10 @@ fn validate(cfg: &LabConfig) -> Result<(), LabError> {
         )));
     }
     if !cfg.state_dir.is_absolute() {
-        return Err(LabError::BadConfig(format!("state dir {}: must be an absolute path", cfg.state_dir.display())));
+        return Err(LabError::BadConfig(format!(
+            "state dir {}: must be an absolute path",
+            cfg.state_dir.display()
+        )));
     }
     let parent_of_state = cfg.state_dir.parent().unwrap_or(Path::new("/"));
     if under_run(&cfg.state_dir) || under_run(parent_of_state) {
@@ -192,15 +217,24 @@ fn validate(cfg: &LabConfig) -> Result<(), LabError> {
     if let Backing::Disk(d) = &cfg.backing
         && under_run(d)
     {
-        return Err(LabError::BadConfig(format!("backing dir {}: must not be under /run", d.display())));
+        return Err(LabError::BadConfig(format!(
+            "backing dir {}: must not be under /run",
+            d.display()
+        )));
     }
     let named = port_names(&cfg.ports);
     for (i, (port, server)) in named.iter().enumerate() {
         if *port == 0 {
-            return Err(LabError::BadConfig(format!("port 0 for {server}: give a real port")));
+            return Err(LabError::BadConfig(format!(
+                "port 0 for {server}: give a real port"
+            )));
         }
         if let Some((_, other)) = named[..i].iter().find(|(p, _)| p == port) {
-            return Err(LabError::PortInUse { port: *port, server: server.to_string(), by: format!("also given to {other}") });
+            return Err(LabError::PortInUse {
+                port: *port,
+                server: server.to_string(),
+                by: format!("also given to {other}"),
+            });
         }
     }
     Ok(())
@@ -231,14 +265,17 @@ pub fn up(cfg: &LabConfig) -> Result<LabState, LabError> {
         None => {}
     }
     let tools = Tools::find()?;
-    std::fs::create_dir_all(dir).map_err(|e| LabError::System(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| LabError::System(format!("cannot create {}: {e}", dir.display())))?;
     let mut st = LabState::new(dir);
     st.save().map_err(LabError::System)?;
     match build(cfg, &tools, &mut st) {
         Ok(()) => Ok(st),
         Err(e) => {
             if let Err(d) = down(dir) {
-                return Err(LabError::System(format!("{e}\n(and tearing down failed: {d})")));
+                return Err(LabError::System(format!(
+                    "{e}\n(and tearing down failed: {d})"
+                )));
             }
             Err(e)
         }
@@ -246,7 +283,14 @@ pub fn up(cfg: &LabConfig) -> Result<LabState, LabError> {
 }
 
 /// Record a started server.
-fn record(st: &mut LabState, name: &str, package: &str, proc: Proc, ns: &Netns, ports: Vec<u16>) -> Result<(), LabError> {
+fn record(
+    st: &mut LabState,
+    name: &str,
+    package: &str,
+    proc: Proc,
+    ns: &Netns,
+    ports: Vec<u16>,
+) -> Result<(), LabError> {
     st.servers.push(Server {
         name: name.into(),
         package: package.into(),
@@ -262,26 +306,52 @@ fn record(st: &mut LabState, name: &str, package: &str, proc: Proc, ns: &Netns, 
 fn build(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabError> {
     let dir = &cfg.state_dir;
     let p = cfg.ports;
-    let ns = netns::create(&tools.ip).map_err(LabError::System)?;
-    st.netns = Some(ns.clone());
-    st.save().map_err(LabError::System)?;
+    let ns = netns::create_with(&tools.ip, |ns| {
+        st.netns = Some(ns.clone());
+        st.save()
+    })
+    .map_err(LabError::System)?;
 
     let all: Vec<u16> = port_names(&p).iter().map(|(port, _)| *port).collect();
     if let Some(port) = netns::first_port_in_use(&ns, &all).map_err(LabError::System)? {
-        let server = port_names(&p).iter().find(|(q, _)| *q == port).map(|(_, s)| *s).unwrap_or("?");
-        return Err(LabError::PortInUse { port, server: server.into(), by: format!("on {} in {}", ns.ns_addr, ns.name) });
+        let server = port_names(&p)
+            .iter()
+            .find(|(q, _)| *q == port)
+            .map(|(_, s)| *s)
+            .unwrap_or("?");
+        return Err(LabError::PortInUse {
+            port,
+            server: server.into(),
+            by: format!("on {} in {}", ns.ns_addr, ns.name),
+        });
     }
 
-    let b = backing::create(&cfg.backing, cfg.size, ns.slot).map_err(LabError::System)?;
-    st.backing = Some(b.clone());
-    st.save().map_err(LabError::System)?;
+    let b = backing::create(&cfg.backing, cfg.size, ns.slot, |b| {
+        st.backing = Some(b.clone());
+        st.save()
+    })
+    .map_err(LabError::System)?;
 
     let anchor = rpcbind::start(tools, &ns, dir)?;
-    record(st, "rpcbind", "rpcbind", anchor.clone(), &ns, vec![RPCBIND_PORT])?;
+    record(
+        st,
+        "rpcbind",
+        "rpcbind",
+        anchor.clone(),
+        &ns,
+        vec![RPCBIND_PORT],
+    )?;
     rpcbind::wait_ready(tools, &ns, &anchor)?;
 
     let g = ganesha::start(tools, &anchor, &b.dir, p.nfs, p.mountd, dir)?;
-    record(st, "ganesha", "nfs-ganesha", g.clone(), &ns, vec![p.nfs, p.mountd])?;
+    record(
+        st,
+        "ganesha",
+        "nfs-ganesha",
+        g.clone(),
+        &ns,
+        vec![p.nfs, p.mountd],
+    )?;
     ganesha::wait_ready(tools, &ns, &g, p.nfs, backing::FILE)?;
 
     let t = tgt::start(tools, &anchor, &ns, p.iscsi, dir)?;
@@ -292,7 +362,15 @@ fn build(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabErr
     record(st, "nbdkit", "nbdkit", n.clone(), &ns, vec![p.nbd])?;
     nbdkit::wait_ready(tools, &ns, &n, p.nbd, b.size)?;
 
-    let nfs = |v: u8| format!("nfs://{}:{}{}/{}?version={v}", ns.ns_addr, p.nfs, ganesha::EXPORT, backing::FILE);
+    let nfs = |v: u8| {
+        format!(
+            "nfs://{}:{}{}/{}?version={v}",
+            ns.ns_addr,
+            p.nfs,
+            ganesha::EXPORT,
+            backing::FILE
+        )
+    };
     st.targets = Some(Targets {
         local: format!("file:{}", b.path.display()),
         nfs3: nfs(3),
@@ -319,6 +397,7 @@ const STATE_FILES: &[&str] = &[
     "ganesha.pid",
     "tgtd.log",
     "nbdkit.log",
+    "nbdkit.pid",
 ];
 
 /// Stop every recorded process, delete the target, remove the namespace, the
@@ -329,7 +408,11 @@ pub fn down(state_dir: &Path) -> Result<(), LabError> {
     if let Some(st) = &st {
         if st.this_boot() {
             for s in st.servers.iter().rev() {
-                let gone = if s.name == "tgtd" { tgt::stop(&s.proc) } else { s.proc.stop(Duration::from_secs(10)) };
+                let gone = if s.name == "tgtd" {
+                    tgt::stop(&s.proc)
+                } else {
+                    s.proc.stop(Duration::from_secs(10))
+                };
                 if !gone {
                     errors.push(format!("{} (pid {}) would not stop", s.name, s.proc.pid));
                 }

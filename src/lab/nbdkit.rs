@@ -1,5 +1,8 @@
 //! nbdkit with the file plugin: export [`EXPORT`] of the backing file on the
-//! storage host's address.
+//! storage host's address. nbdkit runs as a daemon (no `-f`): in the
+//! foreground it sets PR_SET_PDEATHSIG and would die with `storlab lab up`.
+//! Its stderr goes to /dev/null once it has daemonized, so its log holds only
+//! start-up errors.
 
 use super::LabError;
 use super::netns::Netns;
@@ -13,12 +16,21 @@ use std::path::Path;
 pub const EXPORT: &str = "storlab";
 
 /// Start nbdkit inside the storage host, listening on `ns.ns_addr:port`.
-pub fn start(tools: &Tools, anchor: &Proc, ns: &Netns, port: u16, backing: &Path, state_dir: &Path) -> Result<Proc, LabError> {
+pub fn start(
+    tools: &Tools,
+    anchor: &Proc,
+    ns: &Netns,
+    port: u16,
+    backing: &Path,
+    state_dir: &Path,
+) -> Result<Proc, LabError> {
+    let pid_file = state_dir.join("nbdkit.pid");
     let mut args = rpcbind::join_args(anchor);
     args.extend([
         tools.nbdkit.display().to_string(),
-        "-f".into(),
         "--log=stderr".into(),
+        "-P".into(),
+        pid_file.display().to_string(),
         "-i".into(),
         ns.ns_addr.to_string(),
         "-p".into(),
@@ -28,7 +40,13 @@ pub fn start(tools: &Tools, anchor: &Proc, ns: &Netns, port: u16, backing: &Path
         "file".into(),
         backing.display().to_string(),
     ]);
-    process::spawn(&tools.nsenter, &args, &state_dir.join("nbdkit.log")).map_err(LabError::System)
+    let log = state_dir.join("nbdkit.log");
+    process::spawn_daemon(&tools.nsenter, &args, &log, &pid_file).map_err(|e| LabError::Server {
+        server: "nbdkit".into(),
+        message: e,
+        log: log.clone(),
+        log_tail: process::tail(&log, ready::LOG_LINES),
+    })
 }
 
 /// The target URL of the export.
@@ -37,12 +55,22 @@ pub fn url(ns: &Netns, port: u16) -> String {
 }
 
 /// Ready when `qemu-img info` over NBD reports the backing file's size.
-pub fn wait_ready(tools: &Tools, ns: &Netns, proc: &Proc, port: u16, size: u64) -> Result<(), LabError> {
+pub fn wait_ready(
+    tools: &Tools,
+    ns: &Netns,
+    proc: &Proc,
+    port: u16,
+    size: u64,
+) -> Result<(), LabError> {
     let url = url(ns, port);
     let want = format!("\"virtual-size\": {size}");
     ready::wait("nbdkit", proc, || {
         ready::tcp(ns.ns_addr, port)?;
         let out = process::run(&tools.qemu_img, &["info", "--output=json", &url])?;
-        if out.contains(&want) { Ok(()) } else { Err(format!("qemu-img info {url}: size is not {size}")) }
+        if out.contains(&want) {
+            Ok(())
+        } else {
+            Err(format!("qemu-img info {url}: size is not {size}"))
+        }
     })
 }

@@ -57,6 +57,15 @@ impl Netns {
 
 /// Create the namespace and link in the first free slot.
 pub fn create(ip: &Path) -> Result<Netns, String> {
+    create_with(ip, |_| Ok(()))
+}
+
+/// [`create`], calling `made` as soon as the namespace exists (to record it
+/// before anything else can fail).
+pub fn create_with(
+    ip: &Path,
+    mut made: impl FnMut(&Netns) -> Result<(), String>,
+) -> Result<Netns, String> {
     let addrs = process::run(ip, &["-o", "-4", "addr", "show"]).unwrap_or_default();
     for slot in 0..=255u8 {
         let ns = Netns::for_slot(slot);
@@ -67,7 +76,7 @@ pub fn create(ip: &Path) -> Result<Netns, String> {
         if process::run(ip, &["netns", "add", &ns.name]).is_err() {
             continue;
         }
-        return match configure(ip, &ns) {
+        return match made(&ns).and_then(|()| configure(ip, &ns)) {
             Ok(()) => Ok(ns),
             Err(e) => {
                 let _ = destroy(ip, &ns);
@@ -83,7 +92,18 @@ fn configure(ip: &Path, ns: &Netns) -> Result<(), String> {
     let host_cidr = format!("{}/24", ns.host_addr);
     let ns_cidr = format!("{}/24", ns.ns_addr);
     let steps: [&[&str]; 6] = [
-        &["link", "add", &ns.host_if, "type", "veth", "peer", "name", &ns.ns_if, "netns", &ns.name],
+        &[
+            "link",
+            "add",
+            &ns.host_if,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &ns.ns_if,
+            "netns",
+            &ns.name,
+        ],
         &["addr", "add", &host_cidr, "dev", &ns.host_if],
         &["link", "set", &ns.host_if, "up"],
         &["-n", &ns.name, "addr", "add", &ns_cidr, "dev", &ns.ns_if],
@@ -121,21 +141,31 @@ pub fn destroy(ip: &Path, ns: &Netns) -> Result<(), String> {
     {
         errors.push(e);
     }
-    if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
 }
 
 /// The first of `ports` that cannot be bound on `ns.ns_addr` inside the namespace.
 pub fn first_port_in_use(ns: &Netns, ports: &[u16]) -> Result<Option<u16>, String> {
-    let file = std::fs::File::open(ns.path()).map_err(|e| format!("cannot open {}: {e}", ns.path().display()))?;
+    let file = std::fs::File::open(ns.path())
+        .map_err(|e| format!("cannot open {}: {e}", ns.path().display()))?;
     let addr = ns.ns_addr;
     let ports = ports.to_vec();
     // setns(2) on a thread of our own moves that thread only.
     std::thread::spawn(move || {
         // SAFETY: setns on a valid namespace fd, affecting this thread alone.
         if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(format!("cannot enter namespace: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "cannot enter namespace: {}",
+                std::io::Error::last_os_error()
+            ));
         }
-        Ok(ports.into_iter().find(|&p| TcpListener::bind((addr, p)).is_err()))
+        Ok(ports
+            .into_iter()
+            .find(|&p| TcpListener::bind((addr, p)).is_err()))
     })
     .join()
     .map_err(|_| "port check thread panicked".to_string())?

@@ -100,7 +100,11 @@ impl Proc {
 /// Signal a PID found by namespace membership (not recorded at spawn): SIGKILL.
 pub fn kill_pid(pid: u32) {
     if let Some((start, false)) = stat(pid) {
-        let p = Proc { pid, start_time: start, log: PathBuf::new() };
+        let p = Proc {
+            pid,
+            start_time: start,
+            log: PathBuf::new(),
+        };
         p.kill();
     }
 }
@@ -113,7 +117,9 @@ pub fn spawn(program: &Path, args: &[String], log: &Path) -> Result<Proc, String
         .append(true)
         .open(log)
         .map_err(|e| format!("cannot open log {}: {e}", log.display()))?;
-    let err = out.try_clone().map_err(|e| format!("cannot open log {}: {e}", log.display()))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| format!("cannot open log {}: {e}", log.display()))?;
     let child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
@@ -125,7 +131,54 @@ pub fn spawn(program: &Path, args: &[String], log: &Path) -> Result<Proc, String
     let pid = child.id();
     // The Child is dropped without waiting: the server outlives this process.
     let start_time = stat(pid).map(|(s, _)| s).unwrap_or(0);
-    Ok(Proc { pid, start_time, log: log.to_path_buf() })
+    Ok(Proc {
+        pid,
+        start_time,
+        log: log.to_path_buf(),
+    })
+}
+
+/// Start a server that daemonizes itself and writes `pid_file`: run the
+/// launcher to completion (output appended to `log`), then adopt the daemon by
+/// the PID in `pid_file`. For servers that tie themselves to their parent's
+/// life (nbdkit sets PR_SET_PDEATHSIG) and so must not be our child.
+pub fn spawn_daemon(
+    program: &Path,
+    args: &[String],
+    log: &Path,
+    pid_file: &Path,
+) -> Result<Proc, String> {
+    let _ = std::fs::remove_file(pid_file);
+    let launcher = spawn(program, args, log)?;
+    if !launcher.wait_gone(Duration::from_secs(30)) {
+        launcher.kill();
+        return Err(format!(
+            "{} did not daemonize within 30 s",
+            program.display()
+        ));
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+            && let Some((start_time, false)) = stat(pid)
+        {
+            return Ok(Proc {
+                pid,
+                start_time,
+                log: log.to_path_buf(),
+            });
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "{} exited without a running daemon in {}",
+                program.display(),
+                pid_file.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Run a short command to completion; Ok(stdout) on exit 0, else Err(one line with stderr).
@@ -138,11 +191,20 @@ pub fn run(program: &Path, args: &[&str]) -> Result<String, String> {
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        let mut msg = String::from_utf8_lossy(&out.stderr).trim().replace('\n', "; ");
+        let mut msg = String::from_utf8_lossy(&out.stderr)
+            .trim()
+            .replace('\n', "; ");
         if msg.is_empty() {
-            msg = String::from_utf8_lossy(&out.stdout).trim().replace('\n', "; ");
+            msg = String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .replace('\n', "; ");
         }
-        Err(format!("{} {} failed ({}): {msg}", program.display(), args.join(" "), out.status))
+        Err(format!(
+            "{} {} failed ({}): {msg}",
+            program.display(),
+            args.join(" "),
+            out.status
+        ))
     }
 }
 
@@ -171,8 +233,14 @@ mod tests {
         let log = dir.join("sleep.log");
         let p = spawn(Path::new("/bin/sleep"), &["30".into()], &log).unwrap();
         assert!(p.alive());
-        let other = Proc { start_time: p.start_time + 1, ..p.clone() };
-        assert!(!other.alive(), "a different start time is a different process");
+        let other = Proc {
+            start_time: p.start_time + 1,
+            ..p.clone()
+        };
+        assert!(
+            !other.alive(),
+            "a different start time is a different process"
+        );
         assert!(p.stop(Duration::from_secs(5)));
         assert!(!p.alive());
         std::fs::remove_dir_all(&dir).unwrap();

@@ -20,7 +20,11 @@ pub fn tcp(addr: Ipv4Addr, port: u16) -> Result<(), String> {
 }
 
 /// Poll `probe` until it passes; fail if `proc` exits or `DEADLINE` passes.
-pub fn wait(server: &str, proc: &Proc, mut probe: impl FnMut() -> Result<(), String>) -> Result<(), LabError> {
+pub fn wait(
+    server: &str,
+    proc: &Proc,
+    mut probe: impl FnMut() -> Result<(), String>,
+) -> Result<(), LabError> {
     let start = Instant::now();
     let mut pause = Duration::from_millis(20);
     loop {

@@ -38,11 +38,21 @@ pub fn wait_ready(tools: &Tools, ns: &Netns, proc: &Proc) -> Result<(), LabError
     ready::wait("rpcbind", proc, || {
         ready::tcp(ns.ns_addr, 111)?;
         let out = process::run(&tools.rpcinfo, &["-p", &addr])?;
-        if out.contains("portmapper") { Ok(()) } else { Err(format!("rpcinfo -p {addr}: no portmapper")) }
+        if out.contains("portmapper") {
+            Ok(())
+        } else {
+            Err(format!("rpcinfo -p {addr}: no portmapper"))
+        }
     })
 }
 
 /// Arguments that make `nsenter` join the storage host's namespaces (mount + network) by `anchor`.
 pub fn join_args(anchor: &Proc) -> Vec<String> {
-    vec!["-t".into(), anchor.pid.to_string(), "-m".into(), "-n".into(), "--".into()]
+    vec![
+        "-t".into(),
+        anchor.pid.to_string(),
+        "-m".into(),
+        "-n".into(),
+        "--".into(),
+    ]
 }

@@ -17,7 +17,13 @@ use std::time::Duration;
 pub const IQN: &str = "iqn.2025-01.org.storlab:lab";
 
 /// Start tgtd inside the storage host, listening on `ns.ns_addr:port`.
-pub fn start(tools: &Tools, anchor: &Proc, ns: &Netns, port: u16, state_dir: &Path) -> Result<Proc, LabError> {
+pub fn start(
+    tools: &Tools,
+    anchor: &Proc,
+    ns: &Netns,
+    port: u16,
+    state_dir: &Path,
+) -> Result<Proc, LabError> {
     let mut args = rpcbind::join_args(anchor);
     args.extend([
         tools.tgtd.display().to_string(),
@@ -39,14 +45,39 @@ fn tgtadm(nsenter: &Path, tgtadm: &Path, tgtd: &Proc, args: &[&str]) -> Result<S
 
 /// Wait for the control socket, create the target and LUN, then wait until
 /// `iscsi-inq` answers for LUN 1.
-pub fn configure_and_wait(tools: &Tools, ns: &Netns, tgtd: &Proc, port: u16, backing: &Path) -> Result<(), LabError> {
+pub fn configure_and_wait(
+    tools: &Tools,
+    ns: &Netns,
+    tgtd: &Proc,
+    port: u16,
+    backing: &Path,
+) -> Result<(), LabError> {
     let t = |args: &[&str]| tgtadm(&tools.nsenter, &tools.tgtadm, tgtd, args);
-    ready::wait("tgtd", tgtd, || t(&["--op", "show", "--mode", "system"]).map(|_| ()))?;
+    ready::wait("tgtd", tgtd, || {
+        t(&["--op", "show", "--mode", "system"]).map(|_| ())
+    })?;
     let lun_path = backing.display().to_string();
     let steps: [&[&str]; 3] = [
-        &["--lld", "iscsi", "--op", "new", "--mode", "target", "--tid", "1", "-T", IQN],
-        &["--lld", "iscsi", "--op", "new", "--mode", "logicalunit", "--tid", "1", "--lun", "1", "-b", &lun_path],
-        &["--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid", "1", "-I", "ALL"],
+        &[
+            "--lld", "iscsi", "--op", "new", "--mode", "target", "--tid", "1", "-T", IQN,
+        ],
+        &[
+            "--lld",
+            "iscsi",
+            "--op",
+            "new",
+            "--mode",
+            "logicalunit",
+            "--tid",
+            "1",
+            "--lun",
+            "1",
+            "-b",
+            &lun_path,
+        ],
+        &[
+            "--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid", "1", "-I", "ALL",
+        ],
     ];
     for args in steps {
         t(args).map_err(|e| LabError::Server {
@@ -60,7 +91,11 @@ pub fn configure_and_wait(tools: &Tools, ns: &Netns, tgtd: &Proc, port: u16, bac
     ready::wait("tgtd", tgtd, || {
         ready::tcp(ns.ns_addr, port)?;
         let out = process::run(&tools.iscsi_inq, &[&url])?;
-        if out.contains("DIRECT_ACCESS") { Ok(()) } else { Err(format!("iscsi-inq {url}: not a disk")) }
+        if out.contains("DIRECT_ACCESS") {
+            Ok(())
+        } else {
+            Err(format!("iscsi-inq {url}: not a disk"))
+        }
     })
 }
 
@@ -76,7 +111,9 @@ pub fn stop(tgtd: &Proc) -> bool {
         let nsenter: PathBuf = super::tools::Tools::teardown("nsenter");
         let tgtadm_bin = super::tools::Tools::teardown("tgtadm");
         let t = |args: &[&str]| tgtadm(&nsenter, &tgtadm_bin, tgtd, args);
-        let _ = t(&["--lld", "iscsi", "--op", "delete", "--mode", "target", "--tid", "1", "--force"]);
+        let _ = t(&[
+            "--lld", "iscsi", "--op", "delete", "--mode", "target", "--tid", "1", "--force",
+        ]);
         let _ = t(&["--op", "delete", "--mode", "system"]);
         if tgtd.wait_gone(Duration::from_secs(5)) {
             return true;

@@ -62,19 +62,34 @@ pub fn version(package: &str) -> String {
 pub fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
-        .chain(["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"].map(PathBuf::from))
+        .chain(
+            [
+                "/usr/local/sbin",
+                "/usr/local/bin",
+                "/usr/sbin",
+                "/usr/bin",
+                "/sbin",
+                "/bin",
+            ]
+            .map(PathBuf::from),
+        )
         .map(|d| d.join(name))
         .find(|p| is_executable(p))
 }
 
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    p.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
 }
 
 /// Locate `binary` of `package`, or say which package to install.
 fn need(binary: &str, package: &str) -> Result<PathBuf, LabError> {
-    let missing = || LabError::MissingPackage { package: package.into(), binary: binary.into() };
+    let missing = || LabError::MissingPackage {
+        package: package.into(),
+        binary: binary.into(),
+    };
     if !installed(package) {
         return Err(missing());
     }
@@ -86,7 +101,10 @@ impl Tools {
     pub fn find() -> Result<Tools, LabError> {
         for p in LIBRARY_PACKAGES {
             if !installed(p) {
-                return Err(LabError::MissingPackage { package: (*p).into(), binary: "libfsalvfs.so".into() });
+                return Err(LabError::MissingPackage {
+                    package: (*p).into(),
+                    binary: "libfsalvfs.so".into(),
+                });
             }
         }
         Ok(Tools {
