@@ -14,3 +14,5 @@ pub mod result;
 pub mod stats;
 pub mod workload;
 pub mod lab;
+pub mod store;
+pub mod fleet;

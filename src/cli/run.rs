@@ -3,6 +3,8 @@
 use super::{CliError, ExitCode, RunArgs, signals};
 use crate::backends::target::Target;
 use crate::engine::runner::{self, RunError, RunOptions};
+use crate::fleet::controller::{self, FleetConfig};
+use crate::fleet::{auth, progress::FleetProgress};
 use crate::report::{csv, progress::Progress, text};
 use crate::result::{JobRecord, RunRecord, write_atomic};
 use crate::workload::{Job, catalogue, jobfile};
@@ -70,7 +72,8 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         .iter()
         .map(|t| Target::parse(t).map_err(|e| CliError::input(e.to_string())))
         .collect::<Result<_, _>>()?;
-    for t in &targets {
+    // On a fleet the agents check their own paths.
+    for t in targets.iter().filter(|_| args.hosts.is_none()) {
         if let Target::File(p) = t
             && let Some(parent) = p.parent().filter(|p| !p.as_os_str().is_empty())
             && !p.exists()
@@ -112,11 +115,45 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         allow_overwrite: args.allow_overwrite,
         stop: &signals::STOP,
     };
+    let fleet = match &args.hosts {
+        Some(h) => Some(FleetConfig {
+            hosts: controller::parse_hosts(h).map_err(CliError::input)?,
+            token: auth::load_token(
+                args.token_file
+                    .as_deref()
+                    .ok_or_else(|| CliError::input("--hosts needs --token-file FILE"))?,
+            )
+            .map_err(CliError::input)?,
+            vms_per_host: args.vms_per_host,
+            on_loss: args.on_host_loss,
+            threads: args.threads,
+            allow_overwrite: args.allow_overwrite,
+        }),
+        None => None,
+    };
+    if let Some(f) = &fleet {
+        match controller::check_fleet(f, &targets) {
+            Ok(note) if !args.quiet => eprintln!("{note}"),
+            Ok(_) => {}
+            Err(e) => {
+                let code = match e {
+                    RunError::Refused(_) => ExitCode::BadInput,
+                    _ => ExitCode::Failed,
+                };
+                return Err(CliError {
+                    code,
+                    message: e.to_string(),
+                });
+            }
+        }
+    }
     let mut record = RunRecord::new(argv);
     let mut progress = Progress::new("", args.quiet);
+    let mut fleet_progress = FleetProgress::new("", args.quiet);
     let mut code = ExitCode::Ok;
     'jobs: for job in &jobs {
         progress.set_job(&job.name);
+        fleet_progress.set_job(&job.name);
         record.jobs.push(JobRecord {
             name: job.name.clone(),
             description: job.description.clone(),
@@ -129,8 +166,23 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
                 code = ExitCode::Interrupted;
                 break 'jobs;
             }
-            match runner::run_point(spec, &targets, &opts, &mut progress) {
+            let result = match &fleet {
+                Some(f) => controller::run_point(f, spec, &targets, opts.stop, &mut fleet_progress),
+                None => runner::run_point(spec, &targets, &opts, &mut progress),
+            };
+            match result {
                 Ok(point) => {
+                    for h in point
+                        .hosts
+                        .iter()
+                        .filter(|h| h.lost && point.error.is_none())
+                    {
+                        eprintln!(
+                            "storlab: warning: {}; its {} completed interval(s) are kept",
+                            h.error.as_deref().unwrap_or("host lost"),
+                            h.intervals.len()
+                        );
+                    }
                     let interrupted = point.interrupted;
                     let error = point.error.clone();
                     record
@@ -154,8 +206,10 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
                 Err(e) => {
                     record.error = Some(e.to_string());
                     code = match e {
-                        RunError::Prepare(_) | RunError::Setup(_) => ExitCode::BadInput,
-                        RunError::Open(_) => ExitCode::Failed,
+                        RunError::Prepare(_) | RunError::Setup(_) | RunError::Refused(_) => {
+                            ExitCode::BadInput
+                        }
+                        RunError::Open(_) | RunError::Host(_) => ExitCode::Failed,
                     };
                     if signals::STOP.load(Ordering::SeqCst) {
                         record.interrupted = true;

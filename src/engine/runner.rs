@@ -1,24 +1,33 @@
-//! The local runner: runs one load point on engine threads in this process and
-//! merges their interval snapshots by addition.
+//! Runners: one load point run by one or more hosts behind one interface.
 //!
-//! Every thread opens its backend first; only when all are ready does the runner
-//! fix one start instant for all of them, so ramp and measurement windows line
-//! up. An interval is final when every live thread has shipped it.
+//! A [`HostRunner`] runs one host's share of a point: [`LocalRunner`] on engine
+//! threads in this process, or a remote agent (`crate::fleet`) over the wire,
+//! with the same lifecycle and the same interval stream. [`run_hosts`] checks,
+//! prepares and starts every host at one instant and merges their intervals by
+//! addition, exactly as a host merges its threads; [`run_point`] is that same
+//! path with one in-process host.
+//!
+//! Every thread opens its backend first; only when every host is ready is one
+//! start instant fixed for all of them, so ramp and measurement windows line
+//! up. An interval is final when every live thread (or host) has shipped it.
 
-use super::OpenOptions;
-use super::plan::{self, Disk, Plan, TargetKind, WorkerId};
-use super::worker::{self, Msg, ThreadCtx, Timing};
-use crate::backends::{self, target::Target};
-use crate::prepare::{self, PrepareRequest};
-use crate::stats::{CpuMeter, CpuSample, Snapshot, Summary};
-use crate::workload::{Spec, units};
+mod aggregate;
+mod local;
+mod merge;
+pub mod share;
+
+pub use aggregate::{HostLoss, run_hosts};
+pub use local::LocalRunner;
+
+use crate::backends::target::Target;
+use crate::engine::plan::WorkerId;
+use crate::stats::{CpuSample, Snapshot, Summary};
+use crate::workload::Spec;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::sync::{Barrier, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::Sender;
+use std::time::Duration;
 
 /// Options of a run that are not part of the workload.
 pub struct RunOptions<'a> {
@@ -40,7 +49,7 @@ pub enum Phase {
     Measure,
 }
 
-/// One interval of a point, merged over every worker.
+/// One interval of a point, merged over every worker (of a host, or of the fleet).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IntervalRecord {
     /// Interval number from 0.
@@ -77,6 +86,33 @@ pub struct PreparedFile {
     pub filled_bytes: u64,
 }
 
+/// One host's own series within a point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostResult {
+    /// The host as the user named it (`HOST:PORT` of an agent; this machine's
+    /// name for a local run).
+    pub host: String,
+    /// VM numbers this host ran.
+    pub vms: Vec<u32>,
+    /// Engine threads it used.
+    pub threads: usize,
+    /// Its backend and features.
+    pub backend: String,
+    /// Its clock minus the controller's, ms, measured at check time.
+    pub clock_offset_ms: f64,
+    /// Its intervals, as it shipped them.
+    pub intervals: Vec<IntervalRecord>,
+    /// Sum of its measured intervals.
+    pub measured: Snapshot,
+    /// Derived metrics over its measured intervals.
+    pub summary: Summary,
+    /// Lost mid-run (died, cut off): `error` says how; its intervals up to
+    /// the loss are kept.
+    pub lost: bool,
+    /// What failed on (or about) this host.
+    pub error: Option<String>,
+}
+
 /// The result of one load point: every interval, per-worker totals and the summary.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PointResult {
@@ -88,13 +124,13 @@ pub struct PointResult {
     pub targets: Vec<String>,
     /// Backend and its features ("file: io_uring, registered files ...").
     pub backend: String,
-    /// Engine threads used.
+    /// Engine threads used (over every host).
     pub threads: usize,
     /// Unix time the measurement started, seconds.
     pub started_unix: f64,
     /// Files prepared for this point.
     pub prepared: Vec<PreparedFile>,
-    /// Every interval, ramp included.
+    /// Every interval, ramp included, summed over every host.
     pub intervals: Vec<IntervalRecord>,
     /// Per-worker measured totals.
     pub workers: Vec<WorkerResult>,
@@ -107,15 +143,21 @@ pub struct PointResult {
     pub interrupted: bool,
     /// What ended the point early, if anything failed.
     pub error: Option<String>,
+    /// Each host's own series (one entry for a local run).
+    #[serde(default)]
+    pub hosts: Vec<HostResult>,
 }
 
 /// Receives intervals as they are measured (live progress, results store).
 pub trait Observer {
     /// Called before a point starts measuring.
     fn point_started(&mut self, _spec: &Spec, _intervals: u32) {}
-    /// Called for every interval as soon as it is final.
+    /// Called for every interval as soon as it is final (summed over hosts).
     fn interval(&mut self, _spec: &Spec, _rec: &IntervalRecord, _intervals: u32) {}
-    /// A note worth telling the user (prepare progress).
+    /// Called for every interval of one host as soon as that host shipped it,
+    /// before the fleet interval it belongs to is final.
+    fn host_interval(&mut self, _host: &str, _rec: &IntervalRecord) {}
+    /// A note worth telling the user (prepare progress, a lost host).
     fn note(&mut self, _msg: &str) {}
 }
 
@@ -132,73 +174,146 @@ pub enum RunError {
     Prepare(String),
     /// A backend could not open its disks.
     Open(String),
+    /// A host refused the run (token, protocol version, target not allowed).
+    Refused(String),
+    /// A host could not be reached or failed before the start.
+    Host(String),
 }
 
 impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RunError::Setup(m) | RunError::Prepare(m) | RunError::Open(m) => f.write_str(m),
+            RunError::Setup(m)
+            | RunError::Prepare(m)
+            | RunError::Open(m)
+            | RunError::Refused(m)
+            | RunError::Host(m) => f.write_str(m),
         }
     }
 }
 
 impl std::error::Error for RunError {}
 
-/// Number of intervals a duration takes, rounded up.
-fn intervals_in(d: Duration, interval: Duration) -> u32 {
-    (d.as_nanos().div_ceil(interval.as_nanos().max(1))) as u32
+/// One host's share of a load point: the same for a local and a remote host.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostPlan {
+    /// The whole load point (worker numbers and seeds are global).
+    pub spec: Spec,
+    /// VM numbers this host runs, ascending.
+    pub vms: Vec<u32>,
+    /// Targets, as the host sees them.
+    pub targets: Vec<Target>,
+    /// Most engine threads; `None` lets the host use its online CPUs.
+    pub threads: Option<usize>,
+    /// The user's permission to write into files storlab did not create.
+    pub allow_overwrite: bool,
 }
 
-/// Prepare every file disk of the plan (the studies' iobw.tst step).
-fn prepare_disks(
-    spec: &Spec,
-    plan: &Plan,
-    opts: &RunOptions,
-    obs: &mut dyn Observer,
-) -> Result<Vec<PreparedFile>, RunError> {
-    let mut done: Vec<PreparedFile> = Vec::new();
-    let writes = spec.writes();
-    let started = Instant::now();
-    for disk in &plan.disks {
-        let Some(path) = &disk.path else { continue };
-        if done.iter().any(|p| p.path == path.display().to_string()) {
-            continue;
-        }
-        let req = PrepareRequest {
-            path,
-            size: disk.offset + disk.size,
-            content: spec.content,
-            seed: spec.seed,
-            writes,
-            allow_foreign_writes: opts.allow_overwrite,
-        };
-        let p = prepare::prepare(&req).map_err(|e| RunError::Prepare(e.to_string()))?;
-        done.push(PreparedFile {
-            path: path.display().to_string(),
-            created: p.created,
-            filled_bytes: p.filled_bytes,
-        });
-        if opts.stop.load(Ordering::Relaxed) {
-            return Err(RunError::Prepare(
-                "interrupted while preparing data files".into(),
-            ));
-        }
-    }
-    let filled: Vec<&PreparedFile> = done.iter().filter(|p| p.filled_bytes > 0).collect();
-    if !filled.is_empty() {
-        let bytes: u64 = filled.iter().map(|p| p.filled_bytes).sum();
-        obs.note(&format!(
-            "prepared {} data file(s), {} written in {:.1} s ({} reused)",
-            filled.len(),
-            units::format_size(bytes),
-            started.elapsed().as_secs_f64(),
-            done.len() - filled.len()
-        ));
-    }
-    Ok(done)
+/// What a host said when checked.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostCheck {
+    /// Its clock minus ours, ns (0 for this process).
+    pub clock_offset_ns: i64,
+    /// Its storlab version.
+    pub version: String,
 }
 
-/// Run one load point on `targets`.
+/// What a host prepared.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostPrepared {
+    /// Backend and features.
+    pub backend: String,
+    /// Engine threads it will use.
+    pub threads: usize,
+    /// Files prepared.
+    pub prepared: Vec<PreparedFile>,
+    /// Notes for the user (what preparing did).
+    pub notes: Vec<String>,
+}
+
+/// One interval of one host, merged over its threads.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostInterval {
+    /// Interval number from 0.
+    pub index: u32,
+    /// Nanoseconds after the start at which the interval's data ends.
+    pub end_ns: u64,
+    /// Sum over the host's workers.
+    pub stats: Snapshot,
+    /// (worker index over the point, its snapshot) for each of the host's workers.
+    pub workers: Vec<(u32, Snapshot)>,
+    /// The host's CPU over the interval.
+    pub cpu: CpuSample,
+}
+
+/// What a started host reports, in order: intervals (ascending, from 0, none
+/// skipped), then exactly one `Done` or `Lost`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostEvent {
+    /// An interval is final on the host.
+    Interval {
+        /// Index of the host in [`run_hosts`]' list.
+        host: usize,
+        /// The interval (boxed: it carries every worker's histograms).
+        interval: Box<HostInterval>,
+    },
+    /// The host finished its share; `error` names what failed (an I/O error).
+    Done {
+        /// Index of the host.
+        host: usize,
+        /// What failed, if anything.
+        error: Option<String>,
+    },
+    /// The host can no longer be reached; no more events come from it.
+    Lost {
+        /// Index of the host.
+        host: usize,
+        /// Why it counts as lost, naming the host.
+        reason: String,
+    },
+}
+
+/// One host's share of a point, local or remote (elbencho's shared worker
+/// interface): the controller drives every host the same way.
+///
+/// Lifecycle: `check` → `prepare` → `start` → events → `finish`. Contract:
+/// * `check` does nothing to storage; an `Err` names the host and why
+///   (unreachable, wrong token, protocol version, target not allowed).
+/// * `prepare` creates and fills data files and opens every backend, so that
+///   `start` only has to wait for the instant. `stop` is polled between files.
+/// * `start` returns at once; the host begins at `at_unix_ns` (the
+///   controller's wall clock; a remote runner corrects by the clock offset it
+///   measured) and sends [`HostEvent`]s tagged `host` until one `Done` or `Lost`.
+/// * `stop` asks a started host to end early (idempotent); it still sends
+///   what it measured and then `Done`.
+/// * `finish` releases everything (threads, the agent's run); it is called
+///   once for every host, after any error in an earlier step too.
+pub trait HostRunner: Send {
+    /// The host's name in results and messages.
+    fn name(&self) -> &str;
+    /// Check the host can run `plan` (reachable, version, allowed targets, clock).
+    fn check(&mut self, plan: &HostPlan) -> Result<HostCheck, RunError>;
+    /// Prepare data files and open backends for `plan`.
+    fn prepare(&mut self, plan: &HostPlan, stop: &AtomicBool) -> Result<HostPrepared, RunError>;
+    /// How long before the start instant `start` must be called.
+    fn lead(&self) -> Duration {
+        Duration::from_millis(5)
+    }
+    /// Start at `at_unix_ns`, streaming events tagged `host` into `events`.
+    fn start(
+        &mut self,
+        at_unix_ns: u64,
+        host: usize,
+        events: Sender<HostEvent>,
+    ) -> Result<(), RunError>;
+    /// Ask a started host to end early.
+    fn stop(&mut self);
+    /// Release the host's resources.
+    fn finish(&mut self);
+}
+
+/// Run one load point on `targets` in this process: the fleet path with one
+/// local host.
 ///
 /// Returns `Err` only when nothing could be measured (bad targets, prepare
 /// refused, a backend that would not open). An I/O error or an interruption
@@ -210,268 +325,22 @@ pub fn run_point(
     opts: &RunOptions,
     obs: &mut dyn Observer,
 ) -> Result<PointResult, RunError> {
-    if targets.is_empty() {
-        return Err(RunError::Setup(
-            "no target given (use --target file:PATH or --target null:)".into(),
-        ));
-    }
-    let kinds: Vec<(Target, TargetKind)> = targets
-        .iter()
-        .map(|t| (t.clone(), plan::target_kind(t)))
-        .collect();
-    if let Some(other) = targets
-        .iter()
-        .find(|t| t.backend_name() != targets[0].backend_name())
-    {
-        return Err(RunError::Setup(format!(
-            "targets {} and {} use different backends; run them separately (or compare them)",
-            targets[0], other
-        )));
-    }
-    let plan = plan::build(spec, &kinds, opts.threads);
-    let prepared = prepare_disks(spec, &plan, opts, obs)?;
-
-    let timing = Timing {
-        interval_ns: spec.interval.as_nanos() as u64,
-        intervals: intervals_in(spec.ramp, spec.interval)
-            + intervals_in(spec.runtime, spec.interval),
+    let plan = HostPlan {
+        spec: spec.clone(),
+        vms: share::all_vms(spec),
+        targets: targets.to_vec(),
+        threads: Some(opts.threads),
+        allow_overwrite: opts.allow_overwrite,
     };
-    let ramp_intervals = intervals_in(spec.ramp, spec.interval);
-    let open = OpenOptions {
-        direct: spec.direct,
-        sync: Some(spec.sync),
-        write: spec.writes(),
-        depth: 0,
-        size_needed: spec.offset + spec.size,
-    };
-    let internal_stop = AtomicBool::new(false);
-    let abort = AtomicBool::new(false);
-    let nthreads = plan.threads.len();
-    let barrier = Barrier::new(nthreads + 1);
-    let t0_cell: OnceLock<Instant> = OnceLock::new();
-    let (tx, rx) = mpsc::channel::<Msg>();
+    let mut hosts: Vec<Box<dyn HostRunner>> = vec![Box::new(LocalRunner::new(local_name()))];
+    run_hosts(spec, &mut hosts, &[plan], HostLoss::Stop, opts.stop, obs)
+}
 
-    std::thread::scope(|scope| {
-        for (i, tp) in plan.threads.iter().enumerate() {
-            let tx = tx.clone();
-            let (barrier, t0_cell, abort, internal_stop, plan) =
-                (&barrier, &t0_cell, &abort, &internal_stop, &plan);
-            let target = &targets[0];
-            std::thread::Builder::new()
-                .name(format!("storlab-engine-{i}"))
-                .spawn_scoped(scope, move || {
-                    let ctx = ThreadCtx {
-                        thread: i,
-                        plan: tp,
-                        disks: &plan.disks,
-                        timing,
-                        io_limit: spec.io_limit,
-                        content: spec.content,
-                        seed: spec.seed,
-                        stop: internal_stop,
-                        tx: tx.clone(),
-                    };
-                    let mut pool = worker::make_pool(&ctx);
-                    let depth: u32 = tp.workers.iter().map(|w| w.access.iodepth).sum();
-                    let disks: Vec<&Disk> =
-                        tp.disks.iter().map(|&d| &plan.disks[d as usize]).collect();
-                    let opened = backends::open(target, &disks, &OpenOptions { depth, ..open })
-                        .and_then(|mut b| {
-                            b.register_buffers(&pool)?;
-                            Ok(b)
-                        });
-                    let mut backend = match opened {
-                        Ok(b) => {
-                            let _ = tx.send(Msg::Ready {
-                                thread: i,
-                                result: Ok(backends::describe(b.as_ref())),
-                            });
-                            b
-                        }
-                        Err(e) => {
-                            let _ = tx.send(Msg::Ready {
-                                thread: i,
-                                result: Err(e.to_string()),
-                            });
-                            barrier.wait();
-                            return;
-                        }
-                    };
-                    barrier.wait();
-                    if abort.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    let t0 = *t0_cell.get().expect("start instant set before the barrier");
-                    let wait = t0.saturating_duration_since(Instant::now());
-                    if !wait.is_zero() {
-                        std::thread::sleep(wait);
-                    }
-                    let result = worker::run(&ctx, backend.as_mut(), &mut pool, t0);
-                    if result.is_err() {
-                        internal_stop.store(true, Ordering::SeqCst);
-                    }
-                    // The backend goes first: it may still reference the pool.
-                    drop(backend);
-                    drop(pool);
-                    let _ = tx.send(Msg::Done { thread: i, result });
-                })
-                .expect("spawn engine thread");
-        }
-        drop(tx);
-
-        // Wait until every thread opened its backend.
-        let mut features = Vec::new();
-        let mut open_errors = Vec::new();
-        for _ in 0..nthreads {
-            match rx.recv() {
-                Ok(Msg::Ready { result: Ok(f), .. }) => features.push(f),
-                Ok(Msg::Ready { result: Err(e), .. }) => open_errors.push(e),
-                _ => open_errors.push("an engine thread ended before it was ready".to_string()),
-            }
-        }
-        if !open_errors.is_empty() {
-            abort.store(true, Ordering::SeqCst);
-            let _ = t0_cell.set(Instant::now());
-            barrier.wait();
-            open_errors.dedup();
-            return Err(RunError::Open(open_errors.join("; ")));
-        }
-        let mut meter = CpuMeter::new();
-        let t0 = Instant::now() + Duration::from_millis(5);
-        let _ = t0_cell.set(t0);
-        let started_unix = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        barrier.wait();
-        obs.point_started(spec, timing.intervals);
-
-        let nworkers = plan.threads.iter().map(|t| t.workers.len()).sum::<usize>();
-        let mut worker_ids: Vec<Option<WorkerId>> = vec![None; nworkers];
-        for t in &plan.threads {
-            for w in &t.workers {
-                worker_ids[w.index as usize] = Some(w.id.clone());
-            }
-        }
-        let mut per_worker: Vec<Snapshot> = vec![Snapshot::default(); nworkers];
-        // interval → (snapshot so far, threads shipped, latest end)
-        let mut pending: BTreeMap<u32, (Snapshot, usize, u64)> = BTreeMap::new();
-        let mut shipped_to: Vec<Option<u32>> = vec![None; nthreads];
-        let mut alive = vec![true; nthreads];
-        let mut intervals: Vec<IntervalRecord> = Vec::new();
-        let mut errors: Vec<String> = Vec::new();
-        let mut interrupted = false;
-
-        let mut finalize = |index: u32,
-                            snap: Snapshot,
-                            end_ns: u64,
-                            meter: &mut CpuMeter,
-                            obs: &mut dyn Observer| {
-            let start_ns = index as u64 * timing.interval_ns;
-            let rec = IntervalRecord {
-                index,
-                phase: if index < ramp_intervals {
-                    Phase::Ramp
-                } else {
-                    Phase::Measure
-                },
-                start_s: start_ns as f64 / 1e9,
-                seconds: end_ns.saturating_sub(start_ns) as f64 / 1e9,
-                stats: snap,
-                cpu: meter.sample(),
-            };
-            obs.interval(spec, &rec, timing.intervals);
-            intervals.push(rec);
-        };
-
-        loop {
-            if opts.stop.load(Ordering::Relaxed) && !internal_stop.load(Ordering::Relaxed) {
-                interrupted = true;
-                internal_stop.store(true, Ordering::SeqCst);
-            }
-            match rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(Msg::Interval {
-                    thread,
-                    index,
-                    end_ns,
-                    workers,
-                }) => {
-                    let entry = pending
-                        .entry(index)
-                        .or_insert_with(|| (Snapshot::default(), 0, 0));
-                    for (w, s) in workers {
-                        if index >= ramp_intervals {
-                            per_worker[w as usize] += s.clone();
-                        }
-                        entry.0 += s;
-                    }
-                    entry.1 += 1;
-                    entry.2 = entry.2.max(end_ns);
-                    shipped_to[thread] = Some(index);
-                }
-                Ok(Msg::Done { thread, result }) => {
-                    alive[thread] = false;
-                    if let Err(e) = result
-                        && !errors.contains(&e)
-                    {
-                        errors.push(e);
-                    }
-                }
-                Ok(Msg::Ready { .. }) => {}
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            }
-            // Finalize, in order, every interval that all live threads have shipped.
-            while let Some((&index, entry)) = pending.iter().next() {
-                let live_missing =
-                    (0..nthreads).any(|t| alive[t] && shipped_to[t].is_none_or(|s| s < index));
-                if live_missing {
-                    break;
-                }
-                let _ = entry;
-                let (snap, _, end) = pending.remove(&index).expect("entry present");
-                finalize(index, snap, end, &mut meter, obs);
-            }
-            if alive.iter().all(|a| !a) && pending.is_empty() {
-                break;
-            }
-        }
-        while let Some((index, (snap, _, end))) = pending.pop_first() {
-            finalize(index, snap, end, &mut meter, obs);
-        }
-
-        let measured: Vec<(Snapshot, f64, CpuSample)> = intervals
-            .iter()
-            .filter(|r| r.phase == Phase::Measure)
-            .map(|r| (r.stats.clone(), r.seconds, r.cpu.clone()))
-            .collect();
-        let summary = Summary::compute(&measured);
-        let measured: Snapshot = measured.into_iter().map(|(s, _, _)| s).sum();
-        features.sort();
-        features.dedup();
-        let workers = worker_ids
-            .into_iter()
-            .zip(per_worker)
-            .filter_map(|(id, stats)| id.map(|id| WorkerResult { id, stats }))
-            .collect();
-        Ok(PointResult {
-            label: spec.label.clone(),
-            spec: spec.clone(),
-            targets: targets.iter().map(|t| t.to_string()).collect(),
-            backend: features.join("; "),
-            threads: nthreads,
-            started_unix,
-            prepared,
-            intervals,
-            workers,
-            measured,
-            summary,
-            interrupted,
-            error: if errors.is_empty() {
-                None
-            } else {
-                Some(errors.join("; "))
-            },
-        })
-    })
+/// This machine's name, for the one host of a local run.
+pub fn local_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "local".to_string())
 }

@@ -1,0 +1,405 @@
+//! The local runner: a host's share on engine threads in this process.
+//!
+//! `prepare` plans the share, prepares data files and opens every thread's
+//! backend; the threads then wait for the start instant. `start` hands them
+//! that instant and starts a collector that merges the threads' snapshots into
+//! host intervals (by addition) and streams them as [`HostEvent`]s.
+
+use super::merge::Merger;
+use super::share;
+use super::{
+    HostCheck, HostEvent, HostInterval, HostPlan, HostPrepared, HostRunner, PreparedFile, RunError,
+};
+use crate::backends::{self, target::Target};
+use crate::engine::OpenOptions;
+use crate::engine::plan::{self, Disk, Plan, TargetKind};
+use crate::engine::worker::{self, Msg, ThreadCtx, Timing};
+use crate::prepare::{self, PrepareRequest};
+use crate::stats::{CpuMeter, Snapshot};
+use crate::workload::{Spec, units};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Number of intervals a duration takes, rounded up.
+pub(super) fn intervals_in(d: Duration, interval: Duration) -> u32 {
+    (d.as_nanos().div_ceil(interval.as_nanos().max(1))) as u32
+}
+
+/// Engine threads in this process, running one host's share.
+pub struct LocalRunner {
+    name: String,
+    /// Ends the engine threads early (user stop, an I/O error, the controller).
+    stop: Arc<AtomicBool>,
+    engines: Vec<JoinHandle<()>>,
+    /// One per engine thread: the start instant, or drop to abort.
+    starts: Vec<Sender<Instant>>,
+    msgs: Option<Receiver<Msg>>,
+    timing: Timing,
+    collector: Option<JoinHandle<()>>,
+}
+
+impl LocalRunner {
+    /// A runner for this process, reported as host `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        LocalRunner {
+            name: name.into(),
+            stop: Arc::new(AtomicBool::new(false)),
+            engines: Vec::new(),
+            starts: Vec::new(),
+            msgs: None,
+            timing: Timing {
+                interval_ns: 1,
+                intervals: 0,
+            },
+            collector: None,
+        }
+    }
+}
+
+/// Refuse targets that cannot run together.
+fn check_targets(targets: &[Target]) -> Result<(), RunError> {
+    if targets.is_empty() {
+        return Err(RunError::Setup(
+            "no target given (use --target file:PATH or --target null:)".into(),
+        ));
+    }
+    if let Some(other) = targets
+        .iter()
+        .find(|t| t.backend_name() != targets[0].backend_name())
+    {
+        return Err(RunError::Setup(format!(
+            "targets {} and {} use different backends; run them separately (or compare them)",
+            targets[0], other
+        )));
+    }
+    Ok(())
+}
+
+/// Prepare every file disk of the plan (the studies' iobw.tst step); returns
+/// the files and a note on what was written.
+fn prepare_disks(
+    spec: &Spec,
+    plan: &Plan,
+    allow_overwrite: bool,
+    stop: &AtomicBool,
+) -> Result<(Vec<PreparedFile>, Option<String>), RunError> {
+    let mut done: Vec<PreparedFile> = Vec::new();
+    let writes = spec.writes();
+    let started = Instant::now();
+    for disk in &plan.disks {
+        let Some(path) = &disk.path else { continue };
+        if done.iter().any(|p| p.path == path.display().to_string()) {
+            continue;
+        }
+        let req = PrepareRequest {
+            path,
+            size: disk.offset + disk.size,
+            content: spec.content,
+            seed: spec.seed,
+            writes,
+            allow_foreign_writes: allow_overwrite,
+        };
+        let p = prepare::prepare(&req).map_err(|e| RunError::Prepare(e.to_string()))?;
+        done.push(PreparedFile {
+            path: path.display().to_string(),
+            created: p.created,
+            filled_bytes: p.filled_bytes,
+        });
+        if stop.load(Ordering::Relaxed) {
+            return Err(RunError::Prepare(
+                "interrupted while preparing data files".into(),
+            ));
+        }
+    }
+    let filled: Vec<&PreparedFile> = done.iter().filter(|p| p.filled_bytes > 0).collect();
+    let note = (!filled.is_empty()).then(|| {
+        let bytes: u64 = filled.iter().map(|p| p.filled_bytes).sum();
+        format!(
+            "prepared {} data file(s), {} written in {:.1} s ({} reused)",
+            filled.len(),
+            units::format_size(bytes),
+            started.elapsed().as_secs_f64(),
+            done.len() - filled.len()
+        )
+    });
+    Ok((done, note))
+}
+
+/// Everything one engine thread owns.
+struct EngineThread {
+    index: usize,
+    plan: Arc<Plan>,
+    target: Target,
+    open: OpenOptions,
+    timing: Timing,
+    io_limit: Option<u64>,
+    content: crate::workload::Content,
+    seed: u64,
+    stop: Arc<AtomicBool>,
+    tx: Sender<Msg>,
+    start: Receiver<Instant>,
+}
+
+impl EngineThread {
+    /// Open the backend, report ready, wait for the start instant, run.
+    fn run(self) {
+        let i = self.index;
+        let tp = &self.plan.threads[i];
+        let ctx = ThreadCtx {
+            thread: i,
+            plan: tp,
+            disks: &self.plan.disks,
+            timing: self.timing,
+            io_limit: self.io_limit,
+            content: self.content,
+            seed: self.seed,
+            stop: &self.stop,
+            tx: self.tx.clone(),
+        };
+        let mut pool = worker::make_pool(&ctx);
+        let depth: u32 = tp.workers.iter().map(|w| w.access.iodepth).sum();
+        let disks: Vec<&Disk> = tp
+            .disks
+            .iter()
+            .map(|&d| &self.plan.disks[d as usize])
+            .collect();
+        let opened = backends::open(&self.target, &disks, &OpenOptions { depth, ..self.open })
+            .and_then(|mut b| {
+                b.register_buffers(&pool)?;
+                Ok(b)
+            });
+        let mut backend = match opened {
+            Ok(b) => {
+                let _ = self.tx.send(Msg::Ready {
+                    thread: i,
+                    result: Ok(backends::describe(b.as_ref())),
+                });
+                b
+            }
+            Err(e) => {
+                let _ = self.tx.send(Msg::Ready {
+                    thread: i,
+                    result: Err(e.to_string()),
+                });
+                return;
+            }
+        };
+        // A dropped sender means the run was called off before the start.
+        let Ok(t0) = self.start.recv() else { return };
+        let wait = t0.saturating_duration_since(Instant::now());
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+        let result = worker::run(&ctx, backend.as_mut(), &mut pool, t0);
+        if result.is_err() {
+            self.stop.store(true, Ordering::SeqCst);
+        }
+        // The backend goes first: it may still reference the pool.
+        drop(backend);
+        drop(pool);
+        let _ = self.tx.send(Msg::Done { thread: i, result });
+    }
+}
+
+/// The instant in this process's monotonic clock of wall time `at_unix_ns`.
+pub(crate) fn instant_of_unix(at_unix_ns: u64) -> Instant {
+    let now_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    Instant::now() + Duration::from_nanos(at_unix_ns.saturating_sub(now_unix))
+}
+
+/// Merge the threads' intervals into host intervals until every thread is done.
+fn collect(rx: Receiver<Msg>, nthreads: usize, host: usize, events: Sender<HostEvent>) {
+    type Acc = (Snapshot, Vec<(u32, Snapshot)>);
+    let mut meter = CpuMeter::new();
+    let mut merger: Merger<Acc> = Merger::new(nthreads);
+    let mut errors: Vec<String> = Vec::new();
+    let send = |index: u32, (stats, mut workers): Acc, end_ns: u64, meter: &mut CpuMeter| {
+        workers.sort_by_key(|w| w.0);
+        let _ = events.send(HostEvent::Interval {
+            host,
+            interval: Box::new(HostInterval {
+                index,
+                end_ns,
+                stats,
+                workers,
+                cpu: meter.sample(),
+            }),
+        });
+    };
+    loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Msg::Interval {
+                thread,
+                index,
+                end_ns,
+                workers,
+            }) => merger.add(thread, index, end_ns, |acc: &mut Acc| {
+                for (w, s) in workers {
+                    acc.0 += &s;
+                    acc.1.push((w, s));
+                }
+            }),
+            Ok(Msg::Done { thread, result }) => {
+                merger.end(thread);
+                if let Err(e) = result
+                    && !errors.contains(&e)
+                {
+                    errors.push(e);
+                }
+            }
+            Ok(Msg::Ready { .. }) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        while let Some((index, acc, end)) = merger.pop_ready() {
+            send(index, acc, end, &mut meter);
+        }
+        if merger.is_done() {
+            break;
+        }
+    }
+    while let Some((index, acc, end)) = merger.pop_any() {
+        send(index, acc, end, &mut meter);
+    }
+    let _ = events.send(HostEvent::Done {
+        host,
+        error: (!errors.is_empty()).then(|| errors.join("; ")),
+    });
+}
+
+impl HostRunner for LocalRunner {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn check(&mut self, plan: &HostPlan) -> Result<HostCheck, RunError> {
+        check_targets(&plan.targets)?;
+        Ok(HostCheck {
+            clock_offset_ns: 0,
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        })
+    }
+
+    fn prepare(&mut self, hp: &HostPlan, stop: &AtomicBool) -> Result<HostPrepared, RunError> {
+        check_targets(&hp.targets)?;
+        let spec = &hp.spec;
+        let kinds: Vec<(Target, TargetKind)> = hp
+            .targets
+            .iter()
+            .map(|t| (t.clone(), plan::target_kind(t)))
+            .collect();
+        let max_threads = hp.threads.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        });
+        let plan = Arc::new(share::host_plan(spec, &kinds, &hp.vms, max_threads));
+        let (prepared, note) = prepare_disks(spec, &plan, hp.allow_overwrite, stop)?;
+        self.timing = Timing {
+            interval_ns: spec.interval.as_nanos() as u64,
+            intervals: intervals_in(spec.ramp, spec.interval)
+                + intervals_in(spec.runtime, spec.interval),
+        };
+        let open = OpenOptions {
+            direct: spec.direct,
+            sync: Some(spec.sync),
+            write: spec.writes(),
+            depth: 0,
+            size_needed: spec.offset + spec.size,
+        };
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let nthreads = plan.threads.len();
+        for i in 0..nthreads {
+            let (start_tx, start_rx) = mpsc::channel();
+            let t = EngineThread {
+                index: i,
+                plan: Arc::clone(&plan),
+                target: hp.targets[0].clone(),
+                open,
+                timing: self.timing,
+                io_limit: spec.io_limit,
+                content: spec.content,
+                seed: spec.seed,
+                stop: Arc::clone(&self.stop),
+                tx: tx.clone(),
+                start: start_rx,
+            };
+            let h = std::thread::Builder::new()
+                .name(format!("storlab-engine-{i}"))
+                .spawn(move || t.run())
+                .map_err(|e| RunError::Open(format!("cannot start an engine thread: {e}")))?;
+            self.engines.push(h);
+            self.starts.push(start_tx);
+        }
+        drop(tx);
+        let mut features = Vec::new();
+        let mut open_errors = Vec::new();
+        for _ in 0..nthreads {
+            match rx.recv() {
+                Ok(Msg::Ready { result: Ok(f), .. }) => features.push(f),
+                Ok(Msg::Ready { result: Err(e), .. }) => open_errors.push(e),
+                _ => open_errors.push("an engine thread ended before it was ready".to_string()),
+            }
+        }
+        if !open_errors.is_empty() {
+            self.finish();
+            open_errors.dedup();
+            return Err(RunError::Open(open_errors.join("; ")));
+        }
+        self.msgs = Some(rx);
+        features.sort();
+        features.dedup();
+        Ok(HostPrepared {
+            backend: features.join("; "),
+            threads: nthreads,
+            prepared,
+            notes: note.into_iter().collect(),
+        })
+    }
+
+    fn start(
+        &mut self,
+        at_unix_ns: u64,
+        host: usize,
+        events: Sender<HostEvent>,
+    ) -> Result<(), RunError> {
+        let rx = self.msgs.take().ok_or_else(|| {
+            RunError::Setup(format!(
+                "host {}: started before it was prepared",
+                self.name
+            ))
+        })?;
+        let t0 = instant_of_unix(at_unix_ns);
+        for s in self.starts.drain(..) {
+            let _ = s.send(t0);
+        }
+        let nthreads = self.engines.len();
+        let h = std::thread::Builder::new()
+            .name("storlab-collector".into())
+            .spawn(move || collect(rx, nthreads, host, events))
+            .map_err(|e| RunError::Open(format!("cannot start the collector thread: {e}")))?;
+        self.collector = Some(h);
+        Ok(())
+    }
+
+    fn stop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    fn finish(&mut self) {
+        // Dropping the start senders calls off threads that never started.
+        self.starts.clear();
+        self.msgs = None;
+        for h in self.engines.drain(..) {
+            let _ = h.join();
+        }
+        if let Some(h) = self.collector.take() {
+            let _ = h.join();
+        }
+    }
+}
