@@ -217,6 +217,9 @@ fn lab_serves_every_protocol_and_cleans_up() {
     }
 
     // Written over NBD, read back over NFSv3 and from the backing file.
+    let backing = t["local"].as_str().unwrap().strip_prefix("file:").unwrap().to_string();
+    let before = std::fs::read(&backing).unwrap();
+    assert!(before[..1 << 20].iter().any(|&b| b != 0), "the backing store is filled, not zeros");
     ok(
         run("qemu-io", &["-f", "raw", "-c", "write -P 0x5a 1M 64k", nbd]),
         "qemu-io write over NBD",
@@ -232,10 +235,10 @@ fn lab_serves_every_protocol_and_cleans_up() {
         "NBD write not seen over NFSv3"
     );
     assert!(
-        cat.stdout[..1 << 20].iter().all(|&b| b == 0),
+        cat.stdout[..1 << 20] == before[..1 << 20],
         "bytes before the write changed"
     );
-    let local = std::fs::read(t["local"].as_str().unwrap().strip_prefix("file:").unwrap()).unwrap();
+    let local = std::fs::read(&backing).unwrap();
     assert_eq!(local[1 << 20], 0x5a);
 
     // A second `up` refuses.

@@ -2,6 +2,10 @@
 //! the structs here; each command then validates and builds the objects it runs.
 //! Errors become one line on stderr and an exit code (see [`ExitCode`]).
 
+mod agent;
+pub mod lab;
+pub mod report;
+pub mod results;
 mod run;
 pub mod signals;
 
@@ -82,6 +86,17 @@ impl From<ProfileArg> for Profile {
 enum Command {
     /// Run a built-in workload, a job file, or fio-style flags against targets.
     Run(Box<RunArgs>),
+    /// Serve runs for a fleet controller (`storlab run --hosts`): see docs/fleet.md.
+    Agent(agent::AgentArgs),
+    /// The protocol lab: one backing store served over NFS, iSCSI and NBD.
+    Lab {
+        #[command(subcommand)]
+        cmd: lab::LabCmd,
+    },
+    /// The results database: list runs, show one, export one as JSON or CSV.
+    Results(results::ResultsArgs),
+    /// A report over runs (ids or --json files), every target relative to a baseline.
+    Report(report::ReportArgs),
     /// List the built-in workloads and suites, or show one in full.
     Workloads {
         #[command(subcommand)]
@@ -137,6 +152,18 @@ pub struct RunArgs {
     /// No progress lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Run on agents: HOST:PORT,HOST:PORT or a file with one HOST:PORT per line.
+    #[arg(long, value_name = "LIST|FILE", requires = "token_file")]
+    pub hosts: Option<String>,
+    /// File holding the agents' bearer token (with --hosts).
+    #[arg(long, value_name = "FILE", requires = "hosts")]
+    pub token_file: Option<PathBuf>,
+    /// Deal VMs to hosts in blocks of N (8 hosts x 16 VMs); default: round-robin.
+    #[arg(long, value_name = "N", requires = "hosts")]
+    pub vms_per_host: Option<u32>,
+    /// What a lost agent does to the run: stop it, or go on with the others.
+    #[arg(long, value_enum, default_value = "stop")]
+    pub on_host_loss: crate::engine::runner::HostLoss,
 }
 
 /// Parse `args` and run the command; returns the exit code.
@@ -155,6 +182,10 @@ pub fn main_with(args: Vec<String>) -> i32 {
     };
     let result = match cli.command {
         Command::Run(a) => run::run(*a, args),
+        Command::Agent(a) => agent::run(a),
+        Command::Lab { cmd } => lab::run(cmd),
+        Command::Results(a) => results::run(a),
+        Command::Report(a) => report::run(a),
         Command::Workloads { sub: None } => {
             print!("{}", catalogue::list_text());
             Ok(ExitCode::Ok)

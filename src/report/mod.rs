@@ -4,3 +4,8 @@
 pub mod csv;
 pub mod progress;
 pub mod text;
+pub mod stats_ci;
+pub mod html;
+pub mod markdown;
+pub mod relative;
+pub mod svg;

@@ -1,0 +1,132 @@
+//! `storlab report RUN...`: one report over runs from the database or
+//! `--json` files, every target relative to a baseline target.
+
+use super::results::{emit, open_store, parse_run_id};
+use super::{CliError, ExitCode};
+use crate::report::html;
+use crate::report::markdown::{self, ReportOptions};
+use crate::report::relative::{self, Comparison, Source};
+use crate::result::RunRecord;
+use crate::store::Store;
+use clap::ValueEnum;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `storlab report`.
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// Runs: ids from the results database or paths of `storlab run --json` files.
+    #[arg(required = true, value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Target every figure is relative to (= 100); default: the first target seen.
+    #[arg(long, value_name = "TARGET")]
+    pub baseline: Option<String>,
+    /// Output file (default: standard output).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Output format (default: from the -o extension: .md markdown, .csv csv, else html).
+    #[arg(long, value_enum)]
+    pub format: Option<ReportFormat>,
+    /// Latency bound of "max IOPS with p99 under X" (e.g. 5ms, 500us, 0.02s).
+    #[arg(long, value_name = "TIME", default_value = "5ms")]
+    pub p99_under: String,
+    /// Results database (default: $STORLAB_DB, else ~/.local/share/storlab/results.db).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+/// Formats of `storlab report`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// One self-contained page with charts.
+    Html,
+    /// The tables as Markdown.
+    Markdown,
+    /// Every figure in long form.
+    Csv,
+}
+
+/// A duration such as "5ms", "500us", "0.02s" or "5" (ms), in ms.
+pub fn parse_ms(s: &str) -> Result<f64, CliError> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "" | "ms" => 1.0,
+        "us" | "µs" => 1e-3,
+        "ns" => 1e-6,
+        "s" => 1e3,
+        _ => f64::NAN,
+    };
+    match num.parse::<f64>() {
+        Ok(v) if scale.is_finite() && v > 0.0 => Ok(v * scale),
+        _ => Err(CliError::input(format!(
+            "invalid --p99-under {s:?} (allowed: a positive time such as 5ms, 500us, 0.02s)"
+        ))),
+    }
+}
+
+/// Load one RUN: a `--json` file if such a file exists, else a run id.
+fn load(run: &str, db: Option<&Path>, store: &mut Option<Store>) -> Result<Source, CliError> {
+    let path = Path::new(run);
+    if path.is_file() {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| CliError::input(format!("cannot read {run}: {e}")))?;
+        let rec = RunRecord::from_json(&text, run).map_err(CliError::input)?;
+        return Ok(Source {
+            name: run.to_string(),
+            run: rec,
+        });
+    }
+    let id = parse_run_id(run).map_err(|_| {
+        CliError::input(format!(
+            "RUN {run:?} is neither a file nor a run id (see `storlab results list`)"
+        ))
+    })?;
+    if store.is_none() {
+        *store = Some(open_store(db)?);
+    }
+    let s = store.as_ref().expect("opened above");
+    let rec = s.load_run(id).map_err(|e| CliError::input(e.to_string()))?;
+    Ok(Source {
+        name: format!("run {id}"),
+        run: rec,
+    })
+}
+
+/// Run `storlab report`.
+pub fn run(args: ReportArgs) -> Result<ExitCode, CliError> {
+    let opts = ReportOptions {
+        p99_under_ms: parse_ms(&args.p99_under)?,
+    };
+    let format = args.format.unwrap_or_else(|| {
+        match args
+            .output
+            .as_deref()
+            .and_then(|p| p.extension())
+            .and_then(|e| e.to_str())
+        {
+            Some("md") | Some("markdown") => ReportFormat::Markdown,
+            Some("csv") => ReportFormat::Csv,
+            _ => ReportFormat::Html,
+        }
+    });
+    let mut store = None;
+    let sources = args
+        .runs
+        .iter()
+        .map(|r| load(r, args.db.as_deref(), &mut store))
+        .collect::<Result<Vec<_>, _>>()?;
+    let c = Comparison::new(sources, args.baseline.as_deref()).map_err(CliError::input)?;
+    let text = match format {
+        ReportFormat::Html => html::render(&c, &opts),
+        ReportFormat::Markdown => markdown::render(&c, &opts),
+        ReportFormat::Csv => relative::csv(&c),
+    };
+    emit(args.output.as_deref(), text.as_bytes())?;
+    if let Some(p) = &args.output {
+        eprintln!("storlab: wrote {}", p.display());
+    }
+    Ok(ExitCode::Ok)
+}

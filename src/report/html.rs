@@ -1,0 +1,371 @@
+//! The report as one self-contained HTML page: inline CSS and inline SVG
+//! charts, no script, no font or file from the network. Sections: relative
+//! bars per figure (baseline = 100), sweep curves with the knee, latency
+//! CDFs, the SQLIO 1 ms histogram, per-interval IOPS with the ramp shaded,
+//! the tables of [`super::markdown`], the environment and the command to
+//! reproduce each run.
+
+use super::markdown::{self, ReportOptions, TextTable, key_name, shell_line};
+use super::relative::{Comparison, Metric, fmt_num};
+use super::svg::{self, Bar, BarChart, BarGroup, LineChart, Series, esc};
+use crate::engine::runner::Phase;
+use crate::stats::{LatHist, MS_HISTOGRAM_LIMIT};
+use std::fmt::Write;
+
+const PAGE_CSS: &str = "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1300px;padding:0 16px;color:#1d1d1d}\
+h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}h3{font-size:15px}\
+table{border-collapse:collapse;margin:8px 0;font-size:13px}th,td{border:1px solid #ddd;padding:3px 7px}\
+th{background:#f4f4f4}td.n{text-align:right;font-variant-numeric:tabular-nums}\
+.note{color:#555;font-size:12px}.charts{display:flex;flex-wrap:wrap;gap:12px}\
+pre{background:#f6f6f6;padding:8px;overflow-x:auto}";
+
+/// One table as HTML.
+pub fn table(t: &TextTable) -> String {
+    let mut out = String::from("<table><thead><tr>");
+    for h in &t.head {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in &t.rows {
+        out.push_str("<tr>");
+        for (i, c) in r.iter().enumerate() {
+            let class = if i >= 2 && t.head.len() > 2 {
+                " class=\"n\""
+            } else {
+                ""
+            };
+            let _ = write!(out, "<td{class}>{}</td>", esc(c));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>");
+    if !t.note.is_empty() {
+        let _ = write!(out, "<p class=\"note\">{}</p>", esc(&t.note));
+    }
+    out
+}
+
+/// Relative bars of one figure: a group per row, a bar per target.
+fn relative_chart(c: &Comparison, m: Metric) -> String {
+    let groups = c
+        .table(m)
+        .rows
+        .iter()
+        .map(|r| BarGroup {
+            label: r.label.clone(),
+            bars: r
+                .cells
+                .iter()
+                .enumerate()
+                .filter_map(|(t, cell)| {
+                    let cell = cell.as_ref()?;
+                    let rel = cell.relative?;
+                    let scale = rel / cell.est.mean.max(f64::MIN_POSITIVE);
+                    let ci = cell
+                        .est
+                        .ci95
+                        .map(|ci| format!(" ±{}", fmt_num(ci)))
+                        .unwrap_or_default();
+                    let noise = if cell.within_noise == Some(true) {
+                        ", within noise"
+                    } else {
+                        ""
+                    };
+                    Some(Bar {
+                        series: t,
+                        value: rel,
+                        tip: format!(
+                            "{} · {} · {}: {}{ci} {} (n={}), {rel:.0} relative{noise}",
+                            r.job,
+                            r.label,
+                            c.targets[t],
+                            fmt_num(cell.est.mean),
+                            m.name(),
+                            cell.est.n
+                        ),
+                        err: cell.est.ci95.map(|ci| ci * scale),
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    svg::bar_chart(&BarChart {
+        title: format!("{} relative to {} = 100", m.name(), c.baseline_name()),
+        y_label: format!("{} (baseline = 100)", m.name()),
+        series: c.targets.clone(),
+        groups,
+        reference: Some(100.0),
+    })
+}
+
+/// IOPS against mean latency per target for every sweep, knee marked.
+fn sweep_charts(c: &Comparison, opts: &ReportOptions) -> String {
+    let mut out = String::new();
+    for s in c.curves() {
+        let mut marks = Vec::new();
+        let series = s
+            .curves
+            .iter()
+            .map(|curve| {
+                if let Some(k) = curve.knee() {
+                    let p = &curve.points[k];
+                    marks.push((
+                        p.iops,
+                        p.mean_ms,
+                        curve.target,
+                        format!(
+                            "knee of {}: {} at {} IOPS",
+                            c.targets[curve.target],
+                            p.label,
+                            fmt_num(p.iops)
+                        ),
+                    ));
+                }
+                Series {
+                    name: c.targets[curve.target].clone(),
+                    colour: curve.target,
+                    points: curve.points.iter().map(|p| (p.iops, p.mean_ms)).collect(),
+                    tips: curve
+                        .points
+                        .iter()
+                        .map(|p| {
+                            format!(
+                                "{}: {} IOPS, mean {} ms, p99 {} ms",
+                                p.label,
+                                fmt_num(p.iops),
+                                fmt_num(p.mean_ms),
+                                fmt_num(p.p99_ms)
+                            )
+                        })
+                        .collect(),
+                    dots: true,
+                }
+            })
+            .collect();
+        out.push_str(&svg::line_chart(&LineChart {
+            title: format!("{}: IOPS vs mean latency", s.job),
+            x_label: "IOPS".into(),
+            y_label: "mean latency (ms)".into(),
+            log_x: false,
+            series,
+            bands: Vec::new(),
+            marks,
+            hline: None,
+        }));
+        let _ = opts;
+    }
+    out
+}
+
+/// Merged latency of every repeat of key `k` on target `t`.
+fn latency(c: &Comparison, k: usize, t: usize) -> LatHist {
+    c.points(k, t).iter().map(|p| p.measured.total_lat()).sum()
+}
+
+/// Latency CDF overlay of one row.
+fn cdf_chart(c: &Comparison, k: usize) -> String {
+    let (job, label) = &c.keys[k];
+    let series = (0..c.targets.len())
+        .filter_map(|t| {
+            let h = latency(c, k, t);
+            if h.is_empty() {
+                return None;
+            }
+            let points: Vec<(f64, f64)> = h
+                .cdf_points()
+                .iter()
+                .map(|&(ns, f)| (ns as f64 / 1e6, f * 100.0))
+                .collect();
+            Some(Series {
+                name: c.targets[t].clone(),
+                colour: t,
+                points,
+                tips: Vec::new(),
+                dots: false,
+            })
+        })
+        .collect();
+    svg::line_chart(&LineChart {
+        title: format!("{}: latency CDF", key_name(job, label)),
+        x_label: "latency (ms, log scale)".into(),
+        y_label: "% of I/Os at or below".into(),
+        log_x: true,
+        series,
+        bands: Vec::new(),
+        marks: Vec::new(),
+        hline: None,
+    })
+}
+
+/// SQLIO-style 1 ms histogram of one row, a bar per target.
+fn ms_histogram_chart(c: &Comparison, k: usize) -> String {
+    let (job, label) = &c.keys[k];
+    let hists: Vec<(usize, Vec<u64>)> = (0..c.targets.len())
+        .map(|t| (t, latency(c, k, t).ms_buckets(MS_HISTOGRAM_LIMIT)))
+        .filter(|(_, h)| h.iter().sum::<u64>() > 0)
+        .collect();
+    let groups = (0..=MS_HISTOGRAM_LIMIT as usize)
+        .map(|b| BarGroup {
+            label: if b == MS_HISTOGRAM_LIMIT as usize {
+                format!("{b}+")
+            } else {
+                b.to_string()
+            },
+            bars: hists
+                .iter()
+                .map(|(t, h)| {
+                    let total: u64 = h.iter().sum();
+                    let pct = h[b] as f64 * 100.0 / total as f64;
+                    Bar {
+                        series: *t,
+                        value: pct,
+                        tip: format!("{}: {} I/Os ({pct:.2}%) in {b} ms", c.targets[*t], h[b]),
+                        err: None,
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    svg::bar_chart(&BarChart {
+        title: format!("{}: latency histogram, 1 ms buckets", key_name(job, label)),
+        y_label: "% of I/Os".into(),
+        series: c.targets.clone(),
+        groups,
+        reference: None,
+    })
+}
+
+/// IOPS per interval of one row, per target (first repeat), ramp shaded.
+fn time_series_chart(c: &Comparison, k: usize) -> String {
+    let (job, label) = &c.keys[k];
+    let mut bands = Vec::new();
+    let series = (0..c.targets.len())
+        .filter_map(|t| {
+            let p = *c.points(k, t).first()?;
+            let ramp_end = p
+                .intervals
+                .iter()
+                .filter(|i| i.phase == Phase::Ramp)
+                .map(|i| i.start_s + i.seconds)
+                .fold(0.0, f64::max);
+            if ramp_end > 0.0 && bands.is_empty() {
+                bands.push((
+                    0.0,
+                    ramp_end,
+                    format!("ramp: 0–{ramp_end:.1} s, not in the summary"),
+                ));
+            }
+            let pts: Vec<(f64, f64, String)> = p
+                .intervals
+                .iter()
+                .map(|i| {
+                    let iops = if i.seconds > 0.0 {
+                        i.stats.total_ios() as f64 / i.seconds
+                    } else {
+                        0.0
+                    };
+                    let end = i.start_s + i.seconds;
+                    (
+                        end,
+                        iops,
+                        format!(
+                            "{} interval {} ({}), {:.1} s: {} IOPS, mean {} ms",
+                            c.targets[t],
+                            i.index,
+                            if i.phase == Phase::Ramp {
+                                "ramp"
+                            } else {
+                                "measure"
+                            },
+                            end,
+                            fmt_num(iops),
+                            fmt_num(i.stats.total_lat().mean_ns() / 1e6)
+                        ),
+                    )
+                })
+                .collect();
+            Some(Series {
+                name: c.targets[t].clone(),
+                colour: t,
+                points: pts.iter().map(|p| (p.0, p.1)).collect(),
+                tips: pts.into_iter().map(|p| p.2).collect(),
+                dots: true,
+            })
+        })
+        .collect();
+    svg::line_chart(&LineChart {
+        title: format!("{}: IOPS per interval", key_name(job, label)),
+        x_label: "seconds since the point started".into(),
+        y_label: "IOPS".into(),
+        log_x: false,
+        series,
+        bands,
+        marks: Vec::new(),
+        hline: None,
+    })
+}
+
+/// The whole report as one HTML page.
+pub fn render(c: &Comparison, opts: &ReportOptions) -> String {
+    let mut out = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    let _ = write!(
+        out,
+        "<meta name=\"viewport\" content=\"width=device-width\"><title>storlab report</title><style>{PAGE_CSS}{}</style></head><body>",
+        svg::CSS
+    );
+    let _ = write!(
+        out,
+        "<h1>storlab report</h1><p>Runs: {}. Baseline: <b>{}</b> = 100. Targets: {}.</p>",
+        esc(&c
+            .sources
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")),
+        esc(c.baseline_name()),
+        esc(&c.targets.join(", "))
+    );
+    out.push_str("<h2>Relative to the baseline</h2><div class=\"charts\">");
+    for m in Metric::RELATIVE {
+        out.push_str(&relative_chart(c, m));
+    }
+    out.push_str("</div>");
+    for m in Metric::ALL {
+        let t = markdown::metric_table(c, m);
+        let _ = write!(out, "<h3>{}</h3>{}", esc(&t.title), table(&t));
+    }
+    let sweeps = markdown::sweep_table(c, opts);
+    if !sweeps.rows.is_empty() {
+        out.push_str("<h2>Sweeps</h2><div class=\"charts\">");
+        out.push_str(&sweep_charts(c, opts));
+        out.push_str("</div>");
+        out.push_str(&table(&sweeps));
+    }
+    out.push_str("<h2>Latency distribution</h2>");
+    for k in 0..c.keys.len() {
+        out.push_str("<div class=\"charts\">");
+        out.push_str(&cdf_chart(c, k));
+        out.push_str(&ms_histogram_chart(c, k));
+        out.push_str("</div>");
+    }
+    out.push_str("<h2>Time series</h2><div class=\"charts\">");
+    for k in 0..c.keys.len() {
+        out.push_str(&time_series_chart(c, k));
+    }
+    out.push_str("</div>");
+    let tp = markdown::throughput_table(c);
+    let _ = write!(out, "<h2>{}</h2>{}", esc(&tp.title), table(&tp));
+    let env = markdown::environment_table(c);
+    let _ = write!(out, "<h2>{}</h2>{}", esc(&env.title), table(&env));
+    out.push_str("<h2>Reproduce</h2>");
+    for s in &c.sources {
+        let _ = write!(
+            out,
+            "<p>{}:</p><pre>{}</pre>",
+            esc(&s.name),
+            esc(&shell_line(&s.run.command))
+        );
+    }
+    out.push_str("</body></html>\n");
+    out
+}

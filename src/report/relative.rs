@@ -1,0 +1,453 @@
+//! The comparison behind every report: points of one or more runs lined up by
+//! job name + load point label, one column per target, each figure relative
+//! to a baseline target (= 100), as in the studies' figures. Repeated points
+//! (the same job, label and target more than once) become a mean with a 95%
+//! confidence interval and a "within noise" verdict against the baseline
+//! ([`super::stats_ci`]). Also the sweep curves (IOPS against latency) with
+//! their knee and the best IOPS under a p99 latency bound, and the long-form
+//! CSV of every table. Renderers: [`super::markdown`], [`super::html`].
+
+use super::stats_ci::{Estimate, within_noise};
+use crate::engine::runner::PointResult;
+use crate::result::RunRecord;
+use crate::stats::Summary;
+use std::fmt::Write;
+
+/// One run to compare, and how the user named it (a run id or a file).
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// Run id in the database, or the path of a `--json` file.
+    pub name: String,
+    /// The run.
+    pub run: RunRecord,
+}
+
+/// The target a point ran against: its targets joined by " + ".
+pub fn target_of(p: &PointResult) -> String {
+    p.targets.join(" + ")
+}
+
+/// A figure compared across targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// Total I/Os per second.
+    Iops,
+    /// Mean latency, ms.
+    MeanLatency,
+    /// 99th percentile latency, ms.
+    P99Latency,
+    /// storlab CPU µs per I/O (= CPU seconds per million I/Os).
+    CpuPerIo,
+    /// Average throughput, Gb/s.
+    Gbits,
+}
+
+impl Metric {
+    /// The figures of the relative tables, in order.
+    pub const RELATIVE: [Metric; 3] = [Metric::Iops, Metric::MeanLatency, Metric::CpuPerIo];
+    /// Every figure.
+    pub const ALL: [Metric; 5] = [
+        Metric::Iops,
+        Metric::MeanLatency,
+        Metric::P99Latency,
+        Metric::CpuPerIo,
+        Metric::Gbits,
+    ];
+
+    /// Name with unit.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Iops => "IOPS",
+            Metric::MeanLatency => "mean latency (ms)",
+            Metric::P99Latency => "p99 latency (ms)",
+            Metric::CpuPerIo => "CPU per I/O (µs)",
+            Metric::Gbits => "throughput (Gb/s)",
+        }
+    }
+
+    /// Short machine name (CSV).
+    pub fn key(self) -> &'static str {
+        match self {
+            Metric::Iops => "iops",
+            Metric::MeanLatency => "lat_mean_ms",
+            Metric::P99Latency => "lat_p99_ms",
+            Metric::CpuPerIo => "cpu_us_per_io",
+            Metric::Gbits => "gbit_s",
+        }
+    }
+
+    /// Whether more is better (for the reader's arrow).
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Metric::Iops | Metric::Gbits)
+    }
+
+    /// The figure of one summary.
+    pub fn value(self, s: &Summary) -> f64 {
+        match self {
+            Metric::Iops => s.total.iops,
+            Metric::MeanLatency => s.total.lat_mean_us / 1e3,
+            Metric::P99Latency => s.total.p99_us / 1e3,
+            Metric::CpuPerIo => s.cpu.cpu_s_per_mio,
+            Metric::Gbits => s.total.gbit_s,
+        }
+    }
+}
+
+/// One figure of one target at one row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    /// Mean, spread and confidence over the repeats.
+    pub est: Estimate,
+    /// Mean relative to the baseline's mean, baseline = 100; `None` when the
+    /// baseline has no value here (or it is 0).
+    pub relative: Option<f64>,
+    /// Whether the difference from the baseline is within noise (Welch's
+    /// t-test); `None` for the baseline itself or when there is no baseline.
+    pub within_noise: Option<bool>,
+}
+
+/// One row of a table: a job and load point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// Job name.
+    pub job: String,
+    /// Load point label.
+    pub label: String,
+    /// One cell per target, `None` where that target has no such point.
+    pub cells: Vec<Option<Cell>>,
+}
+
+/// One figure across every row and target.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    /// The figure.
+    pub metric: Metric,
+    /// Rows, in order of first appearance.
+    pub rows: Vec<Row>,
+}
+
+/// Points of several runs lined up by (job, label) and target.
+#[derive(Clone, Debug)]
+pub struct Comparison {
+    /// The runs, as given.
+    pub sources: Vec<Source>,
+    /// Targets, in order of first appearance.
+    pub targets: Vec<String>,
+    /// Index of the baseline target in `targets`.
+    pub baseline: usize,
+    /// (job, label) keys, in order of first appearance.
+    pub keys: Vec<(String, String)>,
+    /// `cells[key][target]`: (source index, job index, point index) of every
+    /// repeat of that point on that target.
+    cells: Vec<Vec<Vec<(usize, usize, usize)>>>,
+}
+
+impl Comparison {
+    /// Line up every point of `sources`. `baseline` names a target (default:
+    /// the first one seen); an unknown name is an error listing the targets.
+    pub fn new(sources: Vec<Source>, baseline: Option<&str>) -> Result<Comparison, String> {
+        let mut c = Comparison {
+            sources,
+            targets: Vec::new(),
+            baseline: 0,
+            keys: Vec::new(),
+            cells: Vec::new(),
+        };
+        for (si, src) in c.sources.iter().enumerate() {
+            for (ji, job) in src.run.jobs.iter().enumerate() {
+                for (pi, p) in job.points.iter().enumerate() {
+                    let t = target_of(p);
+                    let ti = match c.targets.iter().position(|x| *x == t) {
+                        Some(i) => i,
+                        None => {
+                            c.targets.push(t);
+                            c.cells.iter_mut().for_each(|row| row.push(Vec::new()));
+                            c.targets.len() - 1
+                        }
+                    };
+                    let key = (job.name.clone(), p.label.clone());
+                    let ki = match c.keys.iter().position(|k| *k == key) {
+                        Some(i) => i,
+                        None => {
+                            c.keys.push(key);
+                            c.cells.push(vec![Vec::new(); c.targets.len()]);
+                            c.keys.len() - 1
+                        }
+                    };
+                    c.cells[ki][ti].push((si, ji, pi));
+                }
+            }
+        }
+        if c.targets.is_empty() {
+            let names: Vec<&str> = c.sources.iter().map(|s| s.name.as_str()).collect();
+            return Err(format!(
+                "nothing to report: run(s) {} hold no load points",
+                names.join(", ")
+            ));
+        }
+        if let Some(b) = baseline {
+            c.baseline = c.targets.iter().position(|t| t == b).ok_or_else(|| {
+                format!(
+                    "invalid --baseline {b:?} (allowed: {})",
+                    c.targets
+                        .iter()
+                        .map(|t| format!("{t:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?;
+        }
+        Ok(c)
+    }
+
+    /// The baseline target.
+    pub fn baseline_name(&self) -> &str {
+        &self.targets[self.baseline]
+    }
+
+    /// Every repeat of key `k` on target `t`.
+    pub fn points(&self, k: usize, t: usize) -> Vec<&PointResult> {
+        self.cells[k][t]
+            .iter()
+            .map(|&(s, j, p)| &self.sources[s].run.jobs[j].points[p])
+            .collect()
+    }
+
+    /// Values of `m` over the repeats of key `k` on target `t`.
+    pub fn values(&self, m: Metric, k: usize, t: usize) -> Vec<f64> {
+        self.points(k, t)
+            .iter()
+            .map(|p| m.value(&p.summary))
+            .collect()
+    }
+
+    /// Whether any point was repeated.
+    pub fn has_repeats(&self) -> bool {
+        self.cells.iter().flatten().any(|c| c.len() > 1)
+    }
+
+    /// The table of one figure.
+    pub fn table(&self, m: Metric) -> Table {
+        let rows = self
+            .keys
+            .iter()
+            .enumerate()
+            .map(|(k, (job, label))| {
+                let base = self.values(m, k, self.baseline);
+                let base_mean = Estimate::of(&base).mean;
+                let cells = (0..self.targets.len())
+                    .map(|t| {
+                        let v = self.values(m, k, t);
+                        if v.is_empty() {
+                            return None;
+                        }
+                        let est = Estimate::of(&v);
+                        let relative = (!base.is_empty() && base_mean != 0.0)
+                            .then(|| est.mean / base_mean * 100.0);
+                        let within_noise = (t != self.baseline && !base.is_empty())
+                            .then(|| within_noise(&v, &base));
+                        Some(Cell {
+                            est,
+                            relative,
+                            within_noise,
+                        })
+                    })
+                    .collect();
+                Row {
+                    job: job.clone(),
+                    label: label.clone(),
+                    cells,
+                }
+            })
+            .collect();
+        Table { metric: m, rows }
+    }
+
+    /// Sweep curves: for every job with two or more load points, one curve
+    /// per target.
+    pub fn curves(&self) -> Vec<Sweep> {
+        let mut jobs: Vec<&str> = Vec::new();
+        for (j, _) in &self.keys {
+            if !jobs.contains(&j.as_str()) {
+                jobs.push(j);
+            }
+        }
+        jobs.into_iter()
+            .filter_map(|job| {
+                let keys: Vec<usize> = (0..self.keys.len())
+                    .filter(|&k| self.keys[k].0 == job)
+                    .collect();
+                if keys.len() < 2 {
+                    return None;
+                }
+                let curves = (0..self.targets.len())
+                    .map(|t| Curve {
+                        target: t,
+                        points: keys
+                            .iter()
+                            .filter(|&&k| !self.cells[k][t].is_empty())
+                            .map(|&k| {
+                                let mean = |m| Estimate::of(&self.values(m, k, t)).mean;
+                                CurvePoint {
+                                    label: self.keys[k].1.clone(),
+                                    iops: mean(Metric::Iops),
+                                    mean_ms: mean(Metric::MeanLatency),
+                                    p99_ms: mean(Metric::P99Latency),
+                                }
+                            })
+                            .collect(),
+                    })
+                    .filter(|c: &Curve| !c.points.is_empty())
+                    .collect();
+                Some(Sweep {
+                    job: job.to_string(),
+                    curves,
+                })
+            })
+            .collect()
+    }
+}
+
+/// One load point of a sweep (means over repeats).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CurvePoint {
+    /// Load point label.
+    pub label: String,
+    /// IOPS.
+    pub iops: f64,
+    /// Mean latency, ms.
+    pub mean_ms: f64,
+    /// p99 latency, ms.
+    pub p99_ms: f64,
+}
+
+/// One target's sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Curve {
+    /// Index into [`Comparison::targets`].
+    pub target: usize,
+    /// Load points in the job's order.
+    pub points: Vec<CurvePoint>,
+}
+
+impl Curve {
+    /// The knee: the load point with the most "power", IOPS divided by mean
+    /// latency (Kleinrock's optimal operating point: past it, latency grows
+    /// faster than throughput). `None` when no point has a latency.
+    pub fn knee(&self) -> Option<usize> {
+        self.points
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.mean_ms > 0.0)
+            .max_by(|a, b| {
+                (a.1.iops / a.1.mean_ms)
+                    .partial_cmp(&(b.1.iops / b.1.mean_ms))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            })
+            .map(|(i, _)| i)
+    }
+
+    /// The load point with the most IOPS whose p99 latency is at most
+    /// `p99_ms`; `None` when none qualifies.
+    pub fn max_iops_under(&self, p99_ms: f64) -> Option<usize> {
+        self.points
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.p99_ms <= p99_ms && p.iops > 0.0)
+            .max_by(|a, b| {
+                a.1.iops
+                    .partial_cmp(&b.1.iops)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            })
+            .map(|(i, _)| i)
+    }
+}
+
+/// Every target's curve for one job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    /// Job name.
+    pub job: String,
+    /// One curve per target that ran the job.
+    pub curves: Vec<Curve>,
+}
+
+/// Quote a CSV field if it needs it.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The header of [`csv`].
+pub const CSV_HEADER: &str =
+    "metric,job,point,target,baseline,n,mean,stddev,ci95,relative,within_noise";
+
+/// Every table in long form: one line per figure, row and target.
+pub fn csv(c: &Comparison) -> String {
+    let mut out = String::from(CSV_HEADER);
+    out.push('\n');
+    let opt = |v: Option<f64>, prec: usize| v.map(|x| format!("{x:.prec$}")).unwrap_or_default();
+    for m in Metric::ALL {
+        for row in c.table(m).rows {
+            for (t, cell) in row.cells.iter().enumerate() {
+                let Some(cell) = cell else { continue };
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{},{},{},{:.6},{:.6},{},{},{}",
+                    m.key(),
+                    csv_field(&row.job),
+                    csv_field(&row.label),
+                    csv_field(&c.targets[t]),
+                    t == c.baseline,
+                    cell.est.n,
+                    cell.est.mean,
+                    cell.est.stddev,
+                    opt(cell.est.ci95, 6),
+                    opt(cell.relative, 2),
+                    cell.within_noise.map(|b| b.to_string()).unwrap_or_default(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// A number with about four significant digits, for tables.
+pub fn fmt_num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// A cell as text: "mean ±ci" (the interval only with repeats).
+pub fn fmt_cell(cell: &Cell) -> String {
+    match cell.est.ci95 {
+        Some(ci) => format!("{} ±{}", fmt_num(cell.est.mean), fmt_num(ci)),
+        None => fmt_num(cell.est.mean),
+    }
+}
+
+/// A relative figure as text: "112" (and "≈" when within noise).
+pub fn fmt_relative(cell: &Cell) -> String {
+    match cell.relative {
+        Some(r) => {
+            let noise = if cell.within_noise == Some(true) {
+                " ≈"
+            } else {
+                ""
+            };
+            format!("{r:.0}{noise}")
+        }
+        None => "–".into(),
+    }
+}

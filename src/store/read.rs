@@ -1,0 +1,345 @@
+//! Reading runs back: the list of runs, and one run as the same
+//! [`RunRecord`] that was stored. A point that never finished (storlab was
+//! killed while it measured) is rebuilt from the intervals that were saved
+//! and marked interrupted.
+
+use super::{RunId, Store, StoreError};
+use crate::engine::plan::WorkerId;
+use crate::engine::runner::{IntervalRecord, Phase, PointResult, WorkerResult};
+use crate::result::{JobRecord, RunRecord};
+use crate::stats::{Snapshot, Summary};
+use rusqlite::{OptionalExtension, Row};
+use serde::de::DeserializeOwned;
+
+/// How a run ended, as the database records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunStatus {
+    /// Never finished: still running, or storlab was killed (incomplete).
+    Running,
+    /// Every job ran.
+    Complete,
+    /// Ended early by the user; what was measured is kept.
+    Interrupted,
+    /// Ended early by an error; what was measured is kept.
+    Error,
+}
+
+impl RunStatus {
+    /// The word shown by `storlab results list`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "incomplete",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Error => "error",
+        }
+    }
+
+    fn parse(s: &str) -> RunStatus {
+        match s {
+            "complete" => RunStatus::Complete,
+            "interrupted" => RunStatus::Interrupted,
+            "error" => RunStatus::Error,
+            _ => RunStatus::Running,
+        }
+    }
+}
+
+/// One line of `storlab results list`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunInfo {
+    /// The run's id.
+    pub id: RunId,
+    /// Unix time it started.
+    pub started_unix: f64,
+    /// How it ended.
+    pub status: RunStatus,
+    /// The command line.
+    pub command: Vec<String>,
+    /// Host it measured from.
+    pub hostname: String,
+    /// Job names, in order.
+    pub jobs: Vec<String>,
+    /// Load points recorded.
+    pub points: u64,
+    /// Distinct targets, in order of first use.
+    pub targets: Vec<String>,
+}
+
+impl Store {
+    fn decode<T: DeserializeOwned>(&self, what: &str, text: &str) -> Result<T, StoreError> {
+        serde_json::from_str(text).map_err(|e| self.err(format!("decoding {what}"), e))
+    }
+
+    fn strings(&self, sql: &str, id: i64, what: &str) -> Result<Vec<String>, StoreError> {
+        let mut st = self.conn.prepare(sql).map_err(|e| self.err(what, e))?;
+        st.query_map([id], |r| r.get::<_, String>(0))
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err(what, e))
+    }
+
+    /// Every run, oldest first.
+    pub fn list_runs(&self) -> Result<Vec<RunInfo>, StoreError> {
+        let what = "listing runs";
+        let mut st = self
+            .conn
+            .prepare("SELECT id, started_unix, status, command, environment FROM runs ORDER BY id")
+            .map_err(|e| self.err(what, e))?;
+        let rows: Vec<(i64, f64, String, String, String)> = st
+            .query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err(what, e))?;
+        let mut out = Vec::new();
+        for (id, started_unix, status, command, env) in rows {
+            let env: serde_json::Value = self.decode("the environment", &env)?;
+            let points: i64 = self
+                .conn
+                .query_row(
+                    "SELECT COUNT(*) FROM points p JOIN jobs j ON p.job_id = j.id WHERE j.run_id = ?1",
+                    [id],
+                    |r| r.get(0),
+                )
+                .map_err(|e| self.err(what, e))?;
+            out.push(RunInfo {
+                id: RunId(id),
+                started_unix,
+                status: RunStatus::parse(&status),
+                command: self.decode("the command", &command)?,
+                hostname: env["hostname"].as_str().unwrap_or("").to_string(),
+                jobs: self.strings(
+                    "SELECT name FROM jobs WHERE run_id = ?1 ORDER BY seq",
+                    id,
+                    what,
+                )?,
+                points: points as u64,
+                targets: self.strings(
+                    "SELECT p.target FROM points p JOIN jobs j ON p.job_id = j.id
+                     WHERE j.run_id = ?1 GROUP BY p.target ORDER BY MIN(p.id)",
+                    id,
+                    what,
+                )?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The run `id`, as it was stored.
+    pub fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
+        let what = format!("reading run {id}");
+        type RunRow = (String, u32, String, String, f64, bool, bool, Option<String>);
+        let row: Option<RunRow> = self
+            .conn
+            .query_row(
+                "SELECT record_schema, record_version, command, environment, started_unix,
+                        complete, interrupted, error FROM runs WHERE id = ?1",
+                [id.0],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                        r.get(7)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(&what, e))?;
+        let Some((schema, version, command, env, started_unix, complete, interrupted, error)) = row
+        else {
+            return Err(StoreError::NoRun {
+                path: self.path.clone(),
+                id,
+            });
+        };
+        let mut jobs = Vec::new();
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT id, name, description, profile FROM jobs WHERE run_id = ?1 ORDER BY seq",
+            )
+            .map_err(|e| self.err(&what, e))?;
+        let job_rows: Vec<(i64, String, String, Option<String>)> = st
+            .query_map([id.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err(&what, e))?;
+        for (job_id, name, description, profile) in job_rows {
+            jobs.push(JobRecord {
+                points: self.load_points(job_id, &what)?,
+                name,
+                description,
+                profile: profile
+                    .map(|p| self.decode("a job profile", &p))
+                    .transpose()?,
+            });
+        }
+        Ok(RunRecord {
+            schema,
+            schema_version: version,
+            command: self.decode("the command", &command)?,
+            started_unix,
+            environment: self.decode("the environment", &env)?,
+            jobs,
+            interrupted,
+            error,
+            complete,
+        })
+    }
+
+    fn load_points(&self, job_id: i64, what: &str) -> Result<Vec<PointResult>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT id, state, label, targets, spec, backend, threads, started_unix, prepared,
+                        measured, summary, interrupted, error, hosts
+                 FROM points WHERE job_id = ?1 ORDER BY seq",
+            )
+            .map_err(|e| self.err(what, e))?;
+        let rows: Vec<PointRow> = st
+            .query_map([job_id], PointRow::from_row)
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err(what, e))?;
+        rows.into_iter().map(|r| self.point(r, what)).collect()
+    }
+
+    fn point(&self, r: PointRow, what: &str) -> Result<PointResult, StoreError> {
+        let intervals = self.intervals(r.id, what)?;
+        let done = r.state == "done";
+        let (measured, summary) = match (done, r.measured, r.summary) {
+            (true, Some(m), Some(s)) => (
+                self.decode("measured stats", &m)?,
+                self.decode("a summary", &s)?,
+            ),
+            _ => {
+                // Never finished: derive what the saved intervals support.
+                let m: Vec<(Snapshot, f64, crate::stats::CpuSample)> = intervals
+                    .iter()
+                    .filter(|i| i.phase == Phase::Measure)
+                    .map(|i| (i.stats.clone(), i.seconds, i.cpu.clone()))
+                    .collect();
+                (m.iter().map(|(s, _, _)| s).sum(), Summary::compute(&m))
+            }
+        };
+        Ok(PointResult {
+            label: r.label,
+            spec: self.decode("a spec", &r.spec)?,
+            targets: self.decode("the targets", &r.targets)?,
+            backend: r.backend,
+            threads: r.threads as usize,
+            started_unix: r.started_unix,
+            prepared: self.decode("prepared files", &r.prepared)?,
+            intervals,
+            workers: self.workers(r.id, what)?,
+            measured,
+            summary,
+            interrupted: r.interrupted || !done,
+            error: r.error,
+            hosts: self.decode("host series", &r.hosts)?,
+        })
+    }
+
+    fn intervals(&self, point: i64, what: &str) -> Result<Vec<IntervalRecord>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT idx, phase, start_s, seconds, stats, cpu FROM intervals
+                 WHERE point_id = ?1 ORDER BY idx",
+            )
+            .map_err(|e| self.err(what, e))?;
+        type IvRow = (u32, String, f64, f64, String, String);
+        let rows: Vec<IvRow> = st
+            .query_map([point], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err(what, e))?;
+        rows.into_iter()
+            .map(|(index, phase, start_s, seconds, stats, cpu)| {
+                Ok(IntervalRecord {
+                    index,
+                    phase: if phase == "ramp" {
+                        Phase::Ramp
+                    } else {
+                        Phase::Measure
+                    },
+                    start_s,
+                    seconds,
+                    stats: self.decode("interval stats", &stats)?,
+                    cpu: self.decode("interval CPU", &cpu)?,
+                })
+            })
+            .collect()
+    }
+
+    fn workers(&self, point: i64, what: &str) -> Result<Vec<WorkerResult>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT grp, vm, worker, stats FROM workers WHERE point_id = ?1 ORDER BY seq")
+            .map_err(|e| self.err(what, e))?;
+        let rows: Vec<(String, u32, u32, String)> = st
+            .query_map([point], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err(what, e))?;
+        rows.into_iter()
+            .map(|(group, vm, worker, stats)| {
+                Ok(WorkerResult {
+                    id: WorkerId { group, vm, worker },
+                    stats: self.decode("worker stats", &stats)?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// One row of the points table.
+struct PointRow {
+    id: i64,
+    state: String,
+    label: String,
+    targets: String,
+    spec: String,
+    backend: String,
+    threads: i64,
+    started_unix: f64,
+    prepared: String,
+    measured: Option<String>,
+    summary: Option<String>,
+    interrupted: bool,
+    error: Option<String>,
+    hosts: String,
+}
+
+impl PointRow {
+    fn from_row(r: &Row) -> rusqlite::Result<PointRow> {
+        Ok(PointRow {
+            id: r.get(0)?,
+            state: r.get(1)?,
+            label: r.get(2)?,
+            targets: r.get(3)?,
+            spec: r.get(4)?,
+            backend: r.get(5)?,
+            threads: r.get(6)?,
+            started_unix: r.get(7)?,
+            prepared: r.get(8)?,
+            measured: r.get(9)?,
+            summary: r.get(10)?,
+            interrupted: r.get(11)?,
+            error: r.get(12)?,
+            hosts: r.get(13)?,
+        })
+    }
+}

@@ -1,0 +1,551 @@
+//! Results database and reports: snapshot tests of every output format from a
+//! fixed fixture, the store's round trip and refusals, and the HTML report in
+//! headless Chromium.
+//!
+//! `STORLAB_BLESS=1 cargo test --test report` rewrites the fixture JSON and
+//! the expected outputs in tests/fixtures/ (review the diff before committing).
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use storlab::engine::runner::{IntervalRecord, Observer, PointResult};
+use storlab::report::markdown::{self, ReportOptions};
+use storlab::report::relative::{self, Comparison, Source};
+use storlab::report::{csv, html};
+use storlab::result::{JobRecord, RunRecord};
+use storlab::stats::{CpuSample, Recorder, Snapshot, Summary};
+use storlab::store::{RunWriter, Store, StoreError};
+use storlab::workload::Dir;
+
+const FC: &str = "file:/mnt/fc-4g";
+const NFS: &str = "nfs://10.99.1.2/export";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn blessing() -> bool {
+    std::env::var_os("STORLAB_BLESS").is_some_and(|v| v == "1")
+}
+
+/// Compare `actual` with the committed file, or rewrite it when blessing.
+fn snapshot(name: &str, actual: &str) {
+    let path = fixtures().join("expected").join(name);
+    if blessing() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run STORLAB_BLESS=1 cargo test --test report)",
+            path.display()
+        )
+    });
+    if expected != actual {
+        let new = path.with_extension("actual");
+        std::fs::write(&new, actual).unwrap();
+        panic!(
+            "{} differs from the output (written to {}); if the change is intended, run STORLAB_BLESS=1 cargo test --test report",
+            path.display(),
+            new.display()
+        );
+    }
+}
+
+/// A deterministic pseudo-random stream.
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// One interval: `ios` I/Os, 75% reads, latency around `lat_us` with a tail.
+fn interval_stats(rng: &mut Lcg, ios: u64, lat_us: f64) -> Snapshot {
+    let mut r = Recorder::new();
+    for _ in 0..ios {
+        let u = rng.next();
+        let tail = if u > 0.985 { 3.0 } else { 1.0 };
+        // Whole 50 µs steps keep the histograms (and the fixture files) small.
+        let lat = (lat_us * (0.5 + rng.next()) * tail / 50.0).round() * 50.0;
+        let dir = if rng.next() < 0.75 {
+            Dir::Read
+        } else {
+            Dir::Write
+        };
+        r.record(dir, 4096, (lat * 1000.0) as u64);
+    }
+    r.take()
+}
+
+fn spec(label: &str, vms: u32, depth: u32) -> Value {
+    json!({
+        "label": label,
+        "groups": [{ "name": "vm", "vms": vms, "workers_per_vm": 1, "disks_per_vm": 1,
+            "access": { "bs": [[4096, 100]], "read_pct": 75, "random_pct": 100,
+                        "align": null, "iodepth": depth, "rate": null } }],
+        "offset": 0, "size": 67108864, "content": "random", "direct": true, "sync": "none",
+        "ramp": 2.0, "runtime": 4.0, "interval": 1.0, "io_limit": null, "seed": 7
+    })
+}
+
+/// A point of 2 ramp + 4 measured 1 s intervals.
+fn point(target: &str, label: &str, vms: u32, iops: f64, lat_us: f64, seed: u64) -> Value {
+    let mut rng = Lcg(seed);
+    let mut intervals = Vec::new();
+    let mut measured = Vec::new();
+    for i in 0..6u32 {
+        let wobble = 1.0 + 0.04 * (rng.next() - 0.5);
+        let ramp = i < 2;
+        let n = (iops * wobble * if ramp { 0.6 } else { 1.0 }) as u64;
+        let stats = interval_stats(&mut rng, n, lat_us);
+        let cpu = CpuSample {
+            proc_user_s: 0.05 + n as f64 * 2e-6,
+            proc_sys_s: 0.02 + n as f64 * 3e-6,
+            host_busy_pct: 10.0 + n as f64 / 1000.0,
+            cores: 2,
+        };
+        if !ramp {
+            measured.push((stats.clone(), 1.0, cpu.clone()));
+        }
+        intervals.push(json!({
+            "index": i, "phase": if ramp { "ramp" } else { "measure" },
+            "start_s": i as f64, "seconds": 1.0, "stats": stats, "cpu": cpu,
+        }));
+    }
+    let summary = Summary::compute(&measured);
+    let total: Snapshot = measured.iter().map(|m| &m.0).sum();
+    json!({
+        "label": label, "spec": spec(label, vms, 2), "targets": [target],
+        "backend": "fixture: hand-built", "threads": 2, "started_unix": 1763750000.0 + seed as f64,
+        "prepared": [], "intervals": intervals,
+        "workers": [{ "id": { "group": "vm", "vm": 0, "worker": 0 }, "stats": total.clone() }],
+        "measured": total, "summary": summary, "interrupted": false, "error": null,
+    })
+}
+
+/// One run on `target`: a 4-step VM sweep and an OLTP point repeated 3 times.
+/// `speed` scales IOPS, `slow` scales latency.
+fn run(target: &str, speed: f64, slow: f64, seed: u64) -> RunRecord {
+    let sweep: Vec<Value> = [
+        (32u32, 4000.0, 900.0),
+        (64, 6500.0, 1300.0),
+        (96, 7600.0, 2600.0),
+        (128, 7900.0, 5200.0),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, &(vms, iops, lat))| {
+        point(
+            target,
+            &format!("{vms} VMs"),
+            vms,
+            iops * speed,
+            lat * slow,
+            seed + i as u64,
+        )
+    })
+    .collect();
+    let oltp: Vec<Value> = (0..3)
+        .map(|r| {
+            point(
+                target,
+                "1 VM",
+                1,
+                3000.0 * speed,
+                640.0 * slow,
+                seed + 10 + r,
+            )
+        })
+        .collect();
+    let v = json!({
+        "schema": "storlab.run", "schema_version": 1,
+        "command": ["storlab", "run", "--suite", "fixture", "--target", target, "--json", "run.json"],
+        "started_unix": 1763750000.0 + seed as f64,
+        "environment": { "hostname": "lab-1", "kernel": "6.1.0-fixture", "os": "Debian GNU/Linux 12 (bookworm)",
+            "cpu_model": "Fixture CPU @ 2.0GHz", "cores": 2, "memory_bytes": 8589934592u64, "storlab_version": "0.1.0" },
+        "jobs": [
+            { "name": "vsphere-shared-4k", "description": "4K 75/25 random, VM sweep", "profile": "quick", "points": sweep },
+            { "name": "oltp-8k", "description": "single-VM OLTP, repeated", "profile": null, "points": oltp }
+        ],
+        "interrupted": false, "error": null, "complete": true
+    });
+    serde_json::from_value(v).expect("fixture is a valid run")
+}
+
+/// The two fixture runs: the baseline (4 Gb FC) and an NFS run.
+fn fixture_runs() -> Vec<RunRecord> {
+    vec![run(FC, 1.0, 1.0, 100), run(NFS, 0.9, 1.25, 200)]
+}
+
+/// The fixture as committed in tests/fixtures/ (the input of
+/// `storlab report tests/fixtures/run-fc.json tests/fixtures/run-nfs.json`):
+/// rewritten when blessing, checked equal to the builder otherwise.
+#[test]
+fn fixture_files_match_the_builder() {
+    let runs = fixture_runs();
+    for (name, r) in ["run-fc.json", "run-nfs.json"].iter().zip(&runs) {
+        let path = fixtures().join(name);
+        // Compact: pretty-printed histograms would make the files 4x larger.
+        let text = serde_json::to_string(r).unwrap() + "\n";
+        if blessing() {
+            std::fs::create_dir_all(fixtures()).unwrap();
+            std::fs::write(&path, &text).unwrap();
+        }
+        let stored = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (run with STORLAB_BLESS=1)", path.display()));
+        let back = RunRecord::from_json(&stored, &path.display().to_string()).unwrap();
+        assert!(
+            &back == r,
+            "{} is not what the fixture builder makes",
+            path.display()
+        );
+    }
+}
+
+fn comparison() -> Comparison {
+    let sources = fixture_runs()
+        .into_iter()
+        .zip(["run-fc.json", "run-nfs.json"])
+        .map(|(run, name)| Source {
+            name: name.to_string(),
+            run,
+        })
+        .collect();
+    Comparison::new(sources, Some(FC)).unwrap()
+}
+
+#[test]
+fn html_snapshot() {
+    snapshot(
+        "report.html",
+        &html::render(&comparison(), &ReportOptions::default()),
+    );
+}
+
+#[test]
+fn markdown_snapshot() {
+    snapshot(
+        "report.md",
+        &markdown::render(&comparison(), &ReportOptions::default()),
+    );
+}
+
+#[test]
+fn csv_snapshot() {
+    snapshot("report.csv", &relative::csv(&comparison()));
+}
+
+#[test]
+fn export_snapshots() {
+    let runs = fixture_runs();
+    snapshot("export-fc.csv", &csv::intervals(&runs[0]));
+    // The JSON export is the run document itself: it must read back equal.
+    let text = serde_json::to_string_pretty(&runs[0]).unwrap();
+    assert!(RunRecord::from_json(&text, "export").unwrap() == runs[0]);
+}
+
+#[test]
+fn relative_figures_and_repeats() {
+    let c = comparison();
+    assert_eq!(c.targets, [FC, NFS]);
+    let t = c.table(relative::Metric::Iops);
+    let oltp = t.rows.iter().find(|r| r.label == "1 VM").unwrap();
+    let (fc, nfs) = (
+        oltp.cells[0].as_ref().unwrap(),
+        oltp.cells[1].as_ref().unwrap(),
+    );
+    assert_eq!(fc.relative, Some(100.0));
+    assert_eq!(fc.est.n, 3);
+    assert!(fc.est.ci95.is_some());
+    let rel = nfs.relative.unwrap();
+    assert!((85.0..95.0).contains(&rel), "NFS relative IOPS {rel}");
+    assert_eq!(nfs.within_noise, Some(false));
+    let curves = c.curves();
+    assert_eq!(curves.len(), 1);
+    assert_eq!(curves[0].curves.len(), 2);
+    let err = Comparison::new(c.sources.clone(), Some("iscsi:x")).unwrap_err();
+    assert!(
+        err.contains("--baseline") && err.contains(FC) && err.contains(NFS),
+        "{err}"
+    );
+}
+
+struct TempDir(PathBuf);
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("storlab-report-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn store_round_trip() {
+    let dir = TempDir::new("roundtrip");
+    let db = dir.0.join("sub/results.db");
+    let store = Store::open(&db).unwrap();
+    let runs = fixture_runs();
+    let ids: Vec<_> = runs.iter().map(|r| store.begin_run(r).unwrap()).collect();
+    for (id, r) in ids.iter().zip(&runs) {
+        assert!(
+            &store.load_run(*id).unwrap() == r,
+            "run {id} differs after the round trip"
+        );
+    }
+    drop(store);
+    // Reopening keeps everything; the listing names both targets.
+    let store = Store::open(&db).unwrap();
+    let list = store.list_runs().unwrap();
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[1].targets, [NFS]);
+    assert_eq!(list[0].points, 7);
+    assert_eq!(list[0].jobs, ["vsphere-shared-4k", "oltp-8k"]);
+    assert!(matches!(
+        store.load_run(storlab::store::RunId(99)),
+        Err(StoreError::NoRun { .. })
+    ));
+}
+
+/// Drive the writer as `storlab run` would, then stop mid-point.
+#[test]
+fn run_written_as_measured_keeps_an_interrupted_point() {
+    let dir = TempDir::new("observer");
+    let db = dir.0.join("results.db");
+    let store = Store::open(&db).unwrap();
+    let full = &fixture_runs()[0];
+    let mut rec = RunRecord {
+        jobs: Vec::new(),
+        complete: false,
+        ..full.clone()
+    };
+    let mut w = RunWriter::begin(&store, &rec, vec![FC.to_string()]).unwrap();
+    let job = &full.jobs[0];
+    let empty_job = JobRecord {
+        points: Vec::new(),
+        ..job.clone()
+    };
+    w.job(&empty_job).unwrap();
+    rec.jobs.push(empty_job);
+    // First point: measured completely.
+    let p: &PointResult = &job.points[0];
+    w.point_started(&p.spec, p.intervals.len() as u32);
+    for iv in &p.intervals {
+        w.interval(&p.spec, iv, p.intervals.len() as u32);
+    }
+    w.point_done(p).unwrap();
+    rec.jobs[0].points.push(p.clone());
+    // Second point: storlab dies after three intervals (no point_done, no finish).
+    let q = &job.points[1];
+    w.point_started(&q.spec, 6);
+    let saved: Vec<IntervalRecord> = q.intervals[..3].to_vec();
+    for iv in &saved {
+        w.interval(&q.spec, iv, 6);
+    }
+    let id = w.run_id();
+    drop(w);
+    let back = store.load_run(id).unwrap();
+    assert!(!back.complete);
+    assert!(back.jobs[0].points[0] == *p, "the finished point differs");
+    let partial = &back.jobs[0].points[1];
+    assert!(partial.interrupted);
+    assert!(partial.intervals == saved, "the saved intervals differ");
+    assert_eq!(partial.targets, [FC]);
+    assert_eq!(partial.measured.total_ios(), saved[2].stats.total_ios());
+    assert!(partial.summary.total.iops > 0.0);
+    let list = store.list_runs().unwrap();
+    assert_eq!(list[0].status.as_str(), "incomplete");
+}
+
+/// Opening `path` fails with an error naming it, and leaves its bytes alone.
+fn refused(path: &Path, needles: &[&str]) -> StoreError {
+    let before = std::fs::read(path).unwrap();
+    let err = match Store::open(path) {
+        Ok(_) => panic!("{} was accepted", path.display()),
+        Err(e) => e,
+    };
+    let msg = err.to_string();
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
+    for n in needles {
+        assert!(msg.contains(n), "{msg:?} lacks {n:?}");
+    }
+    assert_eq!(
+        std::fs::read(path).unwrap(),
+        before,
+        "{} was changed",
+        path.display()
+    );
+    err
+}
+
+#[test]
+fn refuses_foreign_corrupt_and_newer_databases() {
+    let dir = TempDir::new("refuse");
+    let text = dir.0.join("notes.txt");
+    std::fs::write(&text, "not a database at all\n".repeat(100)).unwrap();
+    assert!(matches!(
+        refused(&text, &["not a storlab results database", "SQLite header"]),
+        StoreError::NotSqlite { .. }
+    ));
+
+    // SQLite's header followed by garbage.
+    let corrupt = dir.0.join("corrupt.db");
+    let mut bytes = b"SQLite format 3\0".to_vec();
+    bytes.extend((0..8192u32).map(|i| (i * 7919 % 251) as u8));
+    std::fs::write(&corrupt, &bytes).unwrap();
+    assert!(matches!(
+        refused(&corrupt, &[]),
+        StoreError::NotSqlite { .. }
+    ));
+
+    // Someone else's SQLite database.
+    let foreign = dir.0.join("foreign.db");
+    {
+        let c = rusqlite::Connection::open(&foreign).unwrap();
+        c.execute_batch(
+            "CREATE TABLE photos (id INTEGER, name TEXT); INSERT INTO photos VALUES (1, 'cat');",
+        )
+        .unwrap();
+    }
+    assert!(matches!(
+        refused(&foreign, &["photos"]),
+        StoreError::Foreign { .. }
+    ));
+
+    // A storlab database from the future.
+    let newer = dir.0.join("newer.db");
+    drop(Store::open(&newer).unwrap());
+    {
+        let c = rusqlite::Connection::open(&newer).unwrap();
+        c.execute("UPDATE schema_version SET version = 42", [])
+            .unwrap();
+    }
+    let err = refused(
+        &newer,
+        &[
+            "42",
+            &storlab::store::schema::VERSION.to_string(),
+            "newer storlab",
+        ],
+    );
+    assert!(matches!(err, StoreError::Newer { found: 42, .. }));
+}
+
+#[test]
+fn older_database_is_migrated() {
+    let dir = TempDir::new("migrate");
+    let db = dir.0.join("v0.db");
+    {
+        // A version-0 database: only the version table.
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch(
+            "CREATE TABLE schema_version (app TEXT NOT NULL, version INTEGER NOT NULL);
+             INSERT INTO schema_version VALUES ('storlab', 0);",
+        )
+        .unwrap();
+    }
+    let s = Store::open(&db).unwrap();
+    assert!(s.list_runs().unwrap().is_empty());
+    drop(s);
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let v: u32 = c
+        .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, storlab::store::schema::VERSION);
+}
+
+/// Render the fixture report in headless Chromium: it must draw (a screenshot
+/// well above a blank page's size) without any console error.
+#[test]
+fn html_report_renders_in_chromium() {
+    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap_or_else(|| {
+            panic!("chromium is not installed: run ./setup.sh (it installs Debian's chromium)")
+        });
+    let dir = TempDir::new("chromium");
+    let page = dir.0.join("report.html");
+    std::fs::write(
+        &page,
+        html::render(&comparison(), &ReportOptions::default()),
+    )
+    .unwrap();
+    let png = dir.0.join("shot.png");
+    let profile = dir.0.join("profile");
+    let out = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1400,2000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("start chromium");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
+    assert!(
+        size > 20_000,
+        "screenshot {} is {size} bytes (blank page?); chromium stderr:\n{stderr}",
+        png.display()
+    );
+    let bad: Vec<&str> = stderr
+        .lines()
+        .filter(|l| {
+            l.contains("Uncaught")
+                || (l.contains("CONSOLE") && l.contains("ERROR"))
+                || l.contains(":CONSOLE(")
+        })
+        .collect();
+    assert!(bad.is_empty(), "console errors:\n{}", bad.join("\n"));
+    // The DOM holds the charts and tables (nothing fetched from the network).
+    let dom = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("start chromium");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.matches("<svg").count() >= 8,
+        "charts missing from the DOM"
+    );
+    assert!(dom.contains("baseline"));
+}
+
+#[test]
+fn report_is_self_contained() {
+    let page = html::render(&comparison(), &ReportOptions::default());
+    for bad in ["<script", "http://", "https://", "@import", "url("] {
+        let allowed = bad == "http://"
+            && page.matches(bad).count() == page.matches("http://www.w3.org/2000/svg").count();
+        assert!(allowed || !page.contains(bad), "report contains {bad:?}");
+    }
+    assert!(page.contains("<title>"));
+}
