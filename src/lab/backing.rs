@@ -113,7 +113,7 @@ pub fn create(
 }
 
 /// Seed of the backing store's content.
-pub const SEED: u64 = 0x5702_1ab;
+pub const SEED: u64 = crate::workload::jobfile::DEFAULT_SEED;
 
 /// Reset the backing store to its initial content, in place (the servers keep
 /// their open files). Returns bytes written.
