@@ -7,12 +7,13 @@
 
 pub mod backends;
 pub mod cli;
+pub mod compare;
 pub mod engine;
+pub mod fleet;
+pub mod lab;
 pub mod prepare;
 pub mod report;
 pub mod result;
 pub mod stats;
-pub mod workload;
-pub mod lab;
 pub mod store;
-pub mod fleet;
+pub mod workload;

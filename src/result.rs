@@ -104,6 +104,9 @@ pub struct RunRecord {
     pub error: Option<String>,
     /// Still running when this was written (a later write replaces it).
     pub complete: bool,
+    /// For `storlab compare`: target names, the baseline, server CPU, the lab's layout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compare: Option<crate::compare::CompareInfo>,
 }
 
 impl RunRecord {
@@ -122,6 +125,7 @@ impl RunRecord {
             interrupted: false,
             error: None,
             complete: false,
+            compare: None,
         }
     }
 

@@ -11,6 +11,11 @@ use std::time::{Duration, Instant};
 
 const TOKEN: &str = "fleet-test-token-0123456789";
 
+/// Runs go to a results database under cargo's target temp dir.
+fn test_db() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("fleet-tests.db")
+}
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_storlab")
 }
@@ -104,7 +109,7 @@ fn hosts_arg(agents: &[AgentProc]) -> String {
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(bin()).arg("run").args(args).output().unwrap()
+    Command::new(bin()).env("STORLAB_DB", test_db()).arg("run").args(args).output().unwrap()
 }
 
 fn stderr(o: &Output) -> String {
@@ -549,6 +554,7 @@ fn agent_stops_a_run_whose_controller_vanished() {
     let ag = agents(&dir, 1, 2);
     let tf = dir.join("token");
     let mut controller = Command::new(bin())
+        .env("STORLAB_DB", test_db())
         .arg("run")
         .args([
             "--hosts",

@@ -1,7 +1,7 @@
 //! `storlab lab up|status|down`: the protocol lab (see docs/lab.md).
 
 use super::{CliError, ExitCode};
-use crate::lab::{self, Backing, LabConfig, LabError, LabState, Ports};
+use crate::lab::{self, Backing, LabConfig, LabError, LabState, Link, Ports};
 use crate::workload::units::{format_size, parse_size};
 use clap::ValueEnum;
 use std::path::PathBuf;
@@ -44,6 +44,20 @@ pub enum LabCmd {
         /// State directory (state.json, configs, server logs).
         #[arg(long, value_name = "DIR")]
         state_dir: Option<PathBuf>,
+        /// Load-generator host namespaces joined to the storage host by a
+        /// bridge, each running a `storlab agent` (0: clients in the root namespace).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        hosts: u32,
+        /// Shape every link with tc tbf: 1gbe, 10gbe, 25gbe or a rate like
+        /// 500mbit (default: unshaped).
+        #[arg(long, value_name = "1gbe|10gbe|25gbe|RATE", value_parser = Link::parse)]
+        link: Option<Link>,
+        /// MTU of every interface on the path.
+        #[arg(long, default_value_t = 1500)]
+        mtu: u32,
+        /// The agents' port (on each host's address).
+        #[arg(long, default_value_t = lab::hosts::AGENT_PORT)]
+        agent_port: u16,
     },
     /// Show the lab: servers, PIDs, versions, addresses and target URLs.
     Status {
@@ -99,6 +113,20 @@ fn status_text(st: &LabState) -> String {
             ns.name, ns.ns_addr, ns.host_if, ns.host_addr
         ));
     }
+    match &st.link {
+        Some(l) => out.push_str(&format!(
+            "link: {} ({} Mbit/s, tc tbf burst {} B limit {} B), MTU {}\n",
+            l.name,
+            l.rate_bps / 1_000_000,
+            l.burst_bytes,
+            l.limit_bytes,
+            st.mtu
+        )),
+        None => out.push_str(&format!("link: unshaped, MTU {}\n", st.mtu)),
+    }
+    if let Some(br) = &st.bridge {
+        out.push_str(&format!("bridge: {br} in the storage namespace\n"));
+    }
     if let Some(b) = &st.backing {
         out.push_str(&format!(
             "backing: {} {} ({})\n",
@@ -127,6 +155,29 @@ fn status_text(st: &LabState) -> String {
             out.push_str(&format!("  {name:<6} {url}\n"));
         }
     }
+    if !st.hosts.is_empty() {
+        out.push_str("hosts:\n");
+        for h in &st.hosts {
+            out.push_str(&format!(
+                "  {:<14} {:<13} agent {}\n",
+                h.name,
+                h.addr,
+                h.agent.as_deref().unwrap_or("-")
+            ));
+        }
+        if let Some(tf) = &st.token_file {
+            out.push_str(&format!("token file: {}\n", tf.display()));
+            let agents = st.agents();
+            if !agents.is_empty() {
+                out.push_str(&format!(
+                    "run: storlab run --hosts {} --token-file {} --vms {} --target URL ...\n",
+                    agents.join(","),
+                    tf.display(),
+                    agents.len()
+                ));
+            }
+        }
+    }
     out
 }
 
@@ -142,6 +193,10 @@ pub fn run(cmd: LabCmd) -> Result<ExitCode, CliError> {
             iscsi_port,
             nbd_port,
             state_dir: dir,
+            hosts,
+            link,
+            mtu,
+            agent_port,
         } => {
             let cfg = LabConfig {
                 backing: match backing {
@@ -156,6 +211,10 @@ pub fn run(cmd: LabCmd) -> Result<ExitCode, CliError> {
                     nbd: nbd_port,
                 },
                 state_dir: state_dir(dir)?,
+                hosts,
+                link,
+                mtu,
+                agent_port,
             };
             let st = lab::up(&cfg).map_err(failed)?;
             print!("{}", status_text(&st));

@@ -3,10 +3,12 @@
 //! Errors become one line on stderr and an exit code (see [`ExitCode`]).
 
 mod agent;
+mod compare;
 pub mod lab;
 pub mod report;
 pub mod results;
 mod run;
+mod session;
 pub mod signals;
 
 use crate::workload::flags::Flags;
@@ -86,6 +88,8 @@ impl From<ProfileArg> for Profile {
 enum Command {
     /// Run a built-in workload, a job file, or fio-style flags against targets.
     Run(Box<RunArgs>),
+    /// Run the same workload on several targets in turn and show them relative to a baseline.
+    Compare(Box<CompareArgs>),
     /// Serve runs for a fleet controller (`storlab run --hosts`): see docs/fleet.md.
     Agent(agent::AgentArgs),
     /// The protocol lab: one backing store served over NFS, iSCSI and NBD.
@@ -116,9 +120,9 @@ enum WorkloadsCmd {
     },
 }
 
-/// Arguments of `storlab run`.
+/// What to run: a built-in workload or suite, a job file, or flags alone.
 #[derive(clap::Args, Debug)]
-pub struct RunArgs {
+pub struct JobArgs {
     /// Built-in workload or suite (see `storlab workloads`).
     #[arg(long, short = 'w', conflicts_with = "job")]
     pub workload: Option<String>,
@@ -128,22 +132,30 @@ pub struct RunArgs {
     /// Profile of a built-in workload.
     #[arg(long, value_enum, default_value = "quick")]
     pub profile: ProfileArg,
-    /// Target: file:PATH (directory, file or block device) or null:. Repeat to spread disks over several.
-    #[arg(long = "target", short = 't', value_name = "URL")]
-    pub targets: Vec<String>,
     /// fio-named overrides.
     #[command(flatten)]
     pub flags: Flags,
+}
+
+/// Where results go and how the run behaves, for `run` and `compare`.
+#[derive(clap::Args, Debug)]
+pub struct OutArgs {
     /// Write the full result (spec, environment, every interval, histograms) as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write the interval time series as CSV.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Results database (default: $STORLAB_DB, else ~/.local/share/storlab/results.db).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Do not record the run in the results database.
+    #[arg(long)]
+    pub no_db: bool,
     /// Most engine threads (default: online CPUs).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Let storlab write into files or devices it did not create (destroys their data).
+    /// Let storlab write into files, devices or exports it did not create (destroys their data).
     #[arg(long)]
     pub allow_overwrite: bool,
     /// Print the SQLIO-style 1 ms latency histogram of every load point.
@@ -152,6 +164,20 @@ pub struct RunArgs {
     /// No progress lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+/// Arguments of `storlab run`.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// What to run.
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// Target: file:PATH, null:, nfs://, iscsi://, nbd:// (see README). Repeat to spread disks over several.
+    #[arg(long = "target", short = 't', value_name = "URL")]
+    pub targets: Vec<String>,
+    /// Outputs and run options.
+    #[command(flatten)]
+    pub out: OutArgs,
     /// Run on agents: HOST:PORT,HOST:PORT or a file with one HOST:PORT per line.
     #[arg(long, value_name = "LIST|FILE", requires = "token_file")]
     pub hosts: Option<String>,
@@ -164,6 +190,26 @@ pub struct RunArgs {
     /// What a lost agent does to the run: stop it, or go on with the others.
     #[arg(long, value_enum, default_value = "stop")]
     pub on_host_loss: crate::engine::runner::HostLoss,
+}
+
+/// Arguments of `storlab compare`.
+#[derive(clap::Args, Debug)]
+pub struct CompareArgs {
+    /// What to run on every target.
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// Targets in order: lab names (local, nfs3, nfs4, iscsi, nbd), NAME=URL, or URLs.
+    #[arg(long, value_delimiter = ',', required = true, value_name = "T1,T2,...")]
+    pub targets: Vec<String>,
+    /// The target every figure is relative to (= 100); default: the first.
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// The lab's state directory (for lab target names).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Outputs and run options.
+    #[command(flatten)]
+    pub out: OutArgs,
 }
 
 /// Parse `args` and run the command; returns the exit code.
@@ -182,6 +228,7 @@ pub fn main_with(args: Vec<String>) -> i32 {
     };
     let result = match cli.command {
         Command::Run(a) => run::run(*a, args),
+        Command::Compare(a) => compare::run(*a, args),
         Command::Agent(a) => agent::run(a),
         Command::Lab { cmd } => lab::run(cmd),
         Command::Results(a) => results::run(a),

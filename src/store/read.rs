@@ -188,6 +188,7 @@ impl Store {
             interrupted,
             error,
             complete,
+            compare: None,
         })
     }
 

@@ -309,6 +309,11 @@ impl<'s> RunWriter<'s> {
         })
     }
 
+    /// The targets the points that follow use (a comparison changes them per target).
+    pub fn set_targets(&mut self, targets: Vec<String>) {
+        self.targets = targets;
+    }
+
     /// The run's id.
     pub fn run_id(&self) -> RunId {
         self.run
@@ -391,6 +396,10 @@ impl Observer for Tee<'_> {
     fn interval(&mut self, spec: &Spec, rec: &IntervalRecord, intervals: u32) {
         self.0.interval(spec, rec, intervals);
         self.1.interval(spec, rec, intervals);
+    }
+    fn host_interval(&mut self, host: &str, rec: &IntervalRecord) {
+        self.0.host_interval(host, rec);
+        self.1.host_interval(host, rec);
     }
     fn note(&mut self, msg: &str) {
         self.0.note(msg);

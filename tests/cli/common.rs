@@ -37,8 +37,17 @@ impl Drop for TempDir {
     }
 }
 
+/// The binary, recording runs in a results database under cargo's target
+/// temp dir (not the user's).
 pub fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_storlab"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_storlab"));
+    c.env("STORLAB_DB", test_db());
+    c
+}
+
+/// The results database the tests' runs go to.
+pub fn test_db() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests.db")
 }
 
 /// Run storlab with `args`; returns the output.

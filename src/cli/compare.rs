@@ -1,0 +1,163 @@
+//! `storlab compare`: the same jobs on every target in turn, the lab's backing
+//! store restored between tests, then the studies' table relative to a baseline.
+
+use super::session::{self, Session};
+use super::{CliError, CompareArgs, ExitCode, signals};
+use crate::compare::{self, CompareInfo, Contender, PointServerCpu, Row};
+use crate::engine::runner::{self, RunOptions};
+use crate::lab;
+use crate::prepare;
+
+/// Run `storlab compare`.
+pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
+    let jobs = session::jobs(&args.job)?;
+    session::check_outputs(&args.out)?;
+    let state_dir = args
+        .state_dir
+        .clone()
+        .unwrap_or_else(lab::default_state_dir);
+    let lab_state = lab::status(&state_dir).filter(|s| s.targets.is_some());
+    let contenders =
+        compare::resolve(&args.targets, lab_state.as_ref()).map_err(CliError::input)?;
+    let baseline = args
+        .baseline
+        .clone()
+        .unwrap_or_else(|| contenders[0].name.clone());
+    if !contenders.iter().any(|c| c.name == baseline) {
+        let names: Vec<&str> = contenders.iter().map(|c| c.name.as_str()).collect();
+        return Err(CliError::input(format!(
+            "invalid --baseline {baseline:?} (allowed: one of the targets: {})",
+            names.join(", ")
+        )));
+    }
+    let threads = args.out.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let opts = RunOptions {
+        threads,
+        allow_overwrite: args.out.allow_overwrite,
+        stop: &signals::STOP,
+    };
+    let store = session::open_store(&args.out)?;
+    let mut s = Session::new(&args.out, store.as_ref(), argv, Vec::new())?;
+    let mut info = CompareInfo {
+        baseline: baseline.clone(),
+        targets: contenders
+            .iter()
+            .map(|c| (c.name.clone(), c.target.to_string()))
+            .collect(),
+        lab: lab_state
+            .as_ref()
+            .and_then(|l| serde_json::to_value(l).ok()),
+        ..CompareInfo::default()
+    };
+    let mut dirty = false; // the backing store was written since its last restore
+    'targets: for c in &contenders {
+        s.set_targets(vec![c.target.to_string()]);
+        for job in &jobs {
+            if dirty {
+                restore(c, &mut s)?;
+                dirty = false;
+            }
+            s.begin_job(job, &job.name)?;
+            s.progress.set_job(&format!("{} on {}", job.name, c.name));
+            for spec in &job.points {
+                if s.stopping() {
+                    break 'targets;
+                }
+                let mut servers = Vec::new();
+                let point = s.measure(None, |obs| {
+                    compare::run_measured(c, spec, &mut |spec, t| {
+                        runner::run_point(spec, t, &opts, obs)
+                    })
+                    .map(|(p, cpu)| {
+                        servers = cpu;
+                        p
+                    })
+                });
+                dirty |= spec.writes();
+                if let Ok(p) = &point {
+                    info.server_cpu.push(PointServerCpu {
+                        target: c.name.clone(),
+                        job: job.name.clone(),
+                        point: p.label.clone(),
+                        servers,
+                    });
+                }
+                let go_on = s.keep(point)?;
+                s.record.compare = Some(info.clone());
+                s.save()?;
+                if !go_on {
+                    break 'targets;
+                }
+            }
+        }
+    }
+    if dirty && let Some(c) = contenders.iter().find(|c| c.backing.is_some()) {
+        restore(c, &mut s)?;
+    }
+    print_tables(&s, &info);
+    s.record.compare = Some(info);
+    s.finish(false)
+}
+
+/// Reset the lab's backing store to its initial content (the studies' snapshot restore).
+fn restore(c: &Contender, s: &mut Session) -> Result<(), CliError> {
+    if let Some(path) = &c.backing {
+        let bytes = prepare::restore(path)
+            .map_err(|e| CliError::failed(format!("restoring the backing store: {e}")))?;
+        crate::engine::runner::Observer::note(
+            &mut s.progress,
+            &format!(
+                "restored the backing store ({} written)",
+                crate::workload::units::format_size(bytes)
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// One table per (job, load point), targets as rows in run order.
+fn print_tables(s: &Session, info: &CompareInfo) {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for job in &s.record.jobs {
+        for p in &job.points {
+            if !seen.contains(&(job.name.as_str(), p.label.as_str())) {
+                seen.push((job.name.as_str(), p.label.as_str()));
+            }
+        }
+    }
+    for (job_name, label) in seen {
+        let mut rows = Vec::new();
+        for (name, url) in &info.targets {
+            let found = s
+                .record
+                .jobs
+                .iter()
+                .filter(|j| j.name == job_name)
+                .flat_map(|j| &j.points)
+                .find(|p| p.label == label && p.targets.first() == Some(url));
+            if let Some(p) = found {
+                let server_cpu_s = info
+                    .server_cpu
+                    .iter()
+                    .find(|c| &c.target == name && c.job == job_name && c.point == label)
+                    .filter(|c| !c.servers.is_empty())
+                    .map(|c| c.servers.iter().map(|s| s.cpu_s).sum());
+                rows.push(Row {
+                    target: name,
+                    point: p,
+                    server_cpu_s,
+                });
+            }
+        }
+        let title = if label == job_name {
+            job_name.to_string()
+        } else {
+            format!("{job_name} · {label}")
+        };
+        print!("{}", compare::table(&title, &info.baseline, &rows));
+    }
+}

@@ -1,0 +1,263 @@
+//! What `run` and `compare` share: the jobs the user asked for, checked
+//! outputs, and a run record saved after every load point (JSON, CSV and the
+//! results database, written as measured), ending in a summary and an exit code.
+
+use super::{CliError, ExitCode, JobArgs, OutArgs, results, signals};
+use crate::engine::runner::{Observer, PointResult, RunError};
+use crate::report::{csv, progress::Progress, text};
+use crate::result::{JobRecord, RunRecord, write_atomic};
+use crate::store::{RunWriter, Store, Tee};
+use crate::workload::{Job, catalogue, jobfile};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+/// The jobs the arguments ask for, validated.
+pub fn jobs(args: &JobArgs) -> Result<Vec<Job>, CliError> {
+    let input = |e: crate::workload::validate::SpecError| CliError::input(e.to_string());
+    let base: Vec<Job> = if let Some(name) = &args.workload {
+        catalogue::resolve(name, args.profile.into()).map_err(input)?
+    } else if let Some(path) = &args.job {
+        vec![jobfile::load(path).map_err(input)?]
+    } else {
+        Vec::new()
+    };
+    let mut jobs = if base.is_empty() {
+        vec![args.flags.apply(None).map_err(input)?]
+    } else {
+        base.into_iter()
+            .map(|j| args.flags.apply(Some(j)).map_err(input))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    for j in &mut jobs {
+        if j.description.is_empty()
+            && let Some(p) = j.points.first()
+        {
+            j.description = p.describe();
+        }
+    }
+    Ok(jobs)
+}
+
+/// Check the options that can be checked before anything runs.
+pub fn check_outputs(out: &OutArgs) -> Result<(), CliError> {
+    if out.threads == Some(0) {
+        return Err(CliError::input(
+            "invalid --threads = 0 (allowed: 1 or more)",
+        ));
+    }
+    for path in [&out.json, &out.csv].into_iter().flatten() {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !dir.is_dir() {
+            return Err(CliError::input(format!(
+                "cannot write {}: directory {} does not exist",
+                path.display(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Open the results database unless `--no-db`.
+pub fn open_store(out: &OutArgs) -> Result<Option<Store>, CliError> {
+    if out.no_db {
+        Ok(None)
+    } else {
+        results::open_store(out.db.as_deref()).map(Some)
+    }
+}
+
+/// The exit code of a failure before a point measured anything.
+pub fn run_error_code(e: &RunError) -> ExitCode {
+    match e {
+        RunError::Prepare(_) | RunError::Setup(_) | RunError::Refused(_) => ExitCode::BadInput,
+        RunError::Open(_) | RunError::Host(_) => ExitCode::Failed,
+    }
+}
+
+/// A run being measured and saved.
+pub struct Session<'s> {
+    out: &'s OutArgs,
+    /// The run document, saved after every point.
+    pub record: RunRecord,
+    writer: Option<RunWriter<'s>>,
+    /// Live progress.
+    pub progress: Progress,
+    /// Exit code so far.
+    pub code: ExitCode,
+}
+
+fn store_err(e: impl std::fmt::Display) -> CliError {
+    CliError::failed(format!("results database: {e}"))
+}
+
+impl<'s> Session<'s> {
+    /// Start a run (recorded in `store` when given).
+    pub fn new(
+        out: &'s OutArgs,
+        store: Option<&'s Store>,
+        argv: Vec<String>,
+        targets: Vec<String>,
+    ) -> Result<Self, CliError> {
+        let record = RunRecord::new(argv);
+        let writer = match store {
+            Some(s) => Some(RunWriter::begin(s, &record, targets).map_err(store_err)?),
+            None => None,
+        };
+        signals::install();
+        Ok(Session {
+            out,
+            record,
+            writer,
+            progress: Progress::new("", out.quiet),
+            code: ExitCode::Ok,
+        })
+    }
+
+    /// The targets the next points use (for the database).
+    pub fn set_targets(&mut self, targets: Vec<String>) {
+        if let Some(w) = &mut self.writer {
+            w.set_targets(targets);
+        }
+    }
+
+    /// Start a job record named `name`.
+    pub fn begin_job(&mut self, job: &Job, name: &str) -> Result<(), CliError> {
+        self.progress.set_job(name);
+        self.record.jobs.push(JobRecord {
+            name: name.to_string(),
+            description: job.description.clone(),
+            profile: job.profile,
+            points: Vec::new(),
+        });
+        if let Some(w) = &mut self.writer {
+            w.job(self.record.jobs.last().expect("job pushed"))
+                .map_err(store_err)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the user asked to stop.
+    pub fn stopping(&mut self) -> bool {
+        if signals::STOP.load(Ordering::SeqCst) {
+            self.record.interrupted = true;
+            self.code = ExitCode::Interrupted;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Measure one point with `f`, given the observer to pass to the runner
+    /// (progress, or `own` progress such as the fleet's, teed with the database).
+    pub fn measure(
+        &mut self,
+        own: Option<&mut dyn Observer>,
+        f: impl FnOnce(&mut dyn Observer) -> Result<PointResult, RunError>,
+    ) -> Result<PointResult, RunError> {
+        let progress: &mut dyn Observer = match own {
+            Some(o) => o,
+            None => &mut self.progress,
+        };
+        match &mut self.writer {
+            Some(w) => f(&mut Tee(progress, w)),
+            None => f(progress),
+        }
+    }
+
+    /// Keep a point's outcome and save everything. Returns whether the run
+    /// goes on (false after an interruption, a failure or an error).
+    pub fn keep(&mut self, result: Result<PointResult, RunError>) -> Result<bool, CliError> {
+        match result {
+            Ok(point) => {
+                if let Some(w) = &mut self.writer {
+                    w.point_done(&point).map_err(store_err)?;
+                }
+                let interrupted = point.interrupted;
+                let error = point.error.clone();
+                self.record
+                    .jobs
+                    .last_mut()
+                    .expect("job pushed")
+                    .points
+                    .push(point);
+                self.save()?;
+                if interrupted {
+                    self.record.interrupted = true;
+                    self.code = ExitCode::Interrupted;
+                    return Ok(false);
+                }
+                if let Some(e) = error {
+                    self.record.error = Some(e);
+                    self.code = ExitCode::Failed;
+                    return Ok(false);
+                }
+                Ok(true)
+            }
+            Err(e) => {
+                self.record.error = Some(e.to_string());
+                self.code = run_error_code(&e);
+                self.stopping();
+                Ok(false)
+            }
+        }
+    }
+
+    /// Save the JSON and CSV now, so a later failure loses nothing.
+    pub fn save(&self) -> Result<(), CliError> {
+        if let Some(path) = &self.out.json {
+            let bytes = serde_json::to_vec_pretty(&self.record)
+                .map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
+            write_atomic(path, &bytes)
+                .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
+        }
+        if let Some(path) = &self.out.csv {
+            write_atomic(path, csv::intervals(&self.record).as_bytes())
+                .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
+        }
+        Ok(())
+    }
+
+    /// End the run: save, record it, print the summary (unless `summary` is
+    /// false: the caller prints its own), and turn the outcome into an exit code.
+    pub fn finish(mut self, summary: bool) -> Result<ExitCode, CliError> {
+        self.record.complete = true;
+        self.save()?;
+        if let Some(w) = self.writer.take() {
+            let id = w.finish(&self.record).map_err(store_err)?;
+            if !self.out.quiet {
+                eprintln!("storlab: saved as run {id} (storlab results show {id})");
+            }
+        }
+        if summary {
+            self.print_summary();
+        }
+        if let Some(e) = &self.record.error {
+            return Err(CliError {
+                code: self.code,
+                message: e.clone(),
+            });
+        }
+        if self.record.interrupted {
+            eprintln!("storlab: interrupted; everything measured so far was saved");
+        }
+        Ok(self.code)
+    }
+
+    /// The human summary of every job.
+    pub fn print_summary(&self) {
+        for job in &self.record.jobs {
+            if !job.points.is_empty() {
+                print!("{}", text::job_summary(job));
+                if self.out.histogram {
+                    for p in &job.points {
+                        print!("\n{}", text::ms_histogram(p));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! The protocol comparison on a real lab: the unified storage (a write through
+//! one protocol is read back through every other, by storlab's own backends),
+//! `storlab compare` over all five targets with the backing store restored,
+//! and the two suites of WORKLOADS.md end to end. Needs root and ./setup.sh's
+//! packages; the lab is always torn down by a guard.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::Duration;
+use storlab::backends::{self, target::Target};
+use storlab::engine::plan::Disk;
+use storlab::engine::{Backend, BufferPool, Completion, OpenOptions, Request};
+use storlab::workload::{Content, Dir};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_storlab"));
+    c.env(
+        "STORLAB_DB",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("compare-tests.db"),
+    );
+    c
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A lab in its own state directory, taken down on drop whatever happened.
+struct Lab {
+    dir: PathBuf,
+    state: serde_json::Value,
+}
+
+impl Lab {
+    fn up(tag: &str) -> Lab {
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(
+            unsafe { libc::geteuid() },
+            0,
+            "the lab needs root (network namespaces)"
+        );
+        let dir =
+            std::env::temp_dir().join(format!("storlab-cmptest-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut lab = Lab {
+            dir,
+            state: serde_json::Value::Null,
+        };
+        let o = lab.cmd(&["up", "--size", "512m"]);
+        assert!(
+            o.status.success(),
+            "lab up failed (run ./setup.sh?): {}",
+            text(&o)
+        );
+        let o = lab.cmd(&["status", "--json"]);
+        lab.state = serde_json::from_slice(&o.stdout).expect("lab status --json");
+        lab
+    }
+    fn cmd(&self, args: &[&str]) -> Output {
+        bin()
+            .arg("lab")
+            .args(args)
+            .arg("--state-dir")
+            .arg(&self.dir)
+            .output()
+            .unwrap()
+    }
+    fn url(&self, name: &str) -> String {
+        self.state["targets"][name].as_str().unwrap().to_string()
+    }
+    fn backing(&self) -> PathBuf {
+        PathBuf::from(self.url("local").strip_prefix("file:").unwrap())
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let o = self.cmd(&["down"]);
+        if !o.status.success() {
+            eprintln!("lab down failed: {}", text(&o));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn open(url: &str, write: bool, depth: u32) -> Box<dyn Backend> {
+    let target = Target::parse(url).unwrap();
+    let disk = Disk {
+        target: target.to_string(),
+        path: None,
+        offset: 0,
+        size: 0,
+    };
+    let opts = OpenOptions {
+        direct: false,
+        sync: None,
+        write,
+        depth,
+        size_needed: 0,
+    };
+    backends::open(&target, &[&disk], &opts).unwrap_or_else(|e| panic!("open {url}: {e}"))
+}
+
+/// Run `n` requests of `len` bytes at `offset(i)` in slot `i`, all in flight at once.
+fn io_all(
+    b: &mut dyn Backend,
+    pool: &BufferPool,
+    dir: Dir,
+    n: u32,
+    len: u32,
+    offset: impl Fn(u32) -> u64,
+) {
+    for i in 0..n {
+        let req = Request {
+            slot: i,
+            disk: 0,
+            dir,
+            offset: offset(i),
+            len,
+            buf: pool.ptr(i as usize),
+        };
+        b.queue(req).unwrap_or_else(|e| panic!("queue: {e:?}"));
+    }
+    b.commit().unwrap();
+    let mut done: Vec<Completion> = Vec::new();
+    while done.len() < n as usize {
+        b.reap(
+            n as usize - done.len(),
+            Some(Duration::from_secs(20)),
+            &mut done,
+        )
+        .unwrap();
+    }
+    for c in &done {
+        assert_eq!(c.result, Ok(len), "slot {} failed", c.slot);
+    }
+}
+
+#[test]
+fn a_write_through_nbd_is_read_back_through_iscsi_nfs3_and_nfs4() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::up("unified");
+    const N: u32 = 16;
+    const LEN: u32 = 64 * 1024;
+    let at = |i: u32| (7 << 20) + i as u64 * 3 * LEN as u64; // spread, 64 KiB aligned
+    let mut pool = BufferPool::new(N as usize, LEN as usize);
+    for i in 0..N {
+        storlab::engine::content::fill(pool.slice_mut(i as usize), Content::Random, 99, i as u64);
+    }
+    let written: Vec<Vec<u8>> = (0..N)
+        .map(|i| pool.slice_mut(i as usize).to_vec())
+        .collect();
+    {
+        let mut nbd = open(&lab.url("nbd"), true, N);
+        nbd.register_buffers(&pool).unwrap();
+        io_all(nbd.as_mut(), &pool, Dir::Write, N, LEN, at);
+    } // dropped: flushed and closed
+    for name in ["iscsi", "nfs3", "nfs4"] {
+        let mut read_pool = BufferPool::new(N as usize, LEN as usize);
+        let mut b = open(&lab.url(name), false, N);
+        b.register_buffers(&read_pool).unwrap();
+        io_all(b.as_mut(), &read_pool, Dir::Read, N, LEN, at);
+        for i in 0..N {
+            assert!(
+                read_pool.slice_mut(i as usize) == written[i as usize].as_slice(),
+                "{name}: block {i} differs"
+            );
+        }
+    }
+    let disk = std::fs::read(lab.backing()).unwrap();
+    for i in 0..N {
+        let o = at(i) as usize;
+        assert!(
+            disk[o..o + LEN as usize] == written[i as usize][..],
+            "backing file: block {i} differs"
+        );
+    }
+}
+
+#[test]
+fn compare_runs_every_target_relative_to_the_baseline_and_restores_the_store() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::up("compare");
+    let json = lab.dir.join("cmp.json");
+    let o = bin()
+        .args([
+            "compare",
+            "--targets",
+            "local,nfs3,nfs4,iscsi,nbd",
+            "--workload",
+            "vsphere-shared-4k",
+            "--ramp_time",
+            "0",
+            "--runtime",
+            "1",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .arg("--state-dir")
+        .arg(&lab.dir)
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    // One table per load point, every target a row, the baseline at 100.
+    for vms in ["32 VMs", "64 VMs", "96 VMs", "128 VMs"] {
+        assert!(
+            out.contains(&format!("vsphere-shared-4k · {vms}")),
+            "no table for {vms}:\n{out}"
+        );
+    }
+    let local_rows: Vec<&str> = out.lines().filter(|l| l.starts_with("local ")).collect();
+    assert_eq!(local_rows.len(), 4, "{out}");
+    assert!(
+        local_rows
+            .iter()
+            .all(|l| l.split_whitespace().nth(2) == Some("100")),
+        "{out}"
+    );
+    for name in ["nfs3", "nfs4", "iscsi", "nbd"] {
+        assert_eq!(
+            out.lines()
+                .filter(|l| l.starts_with(&format!("{name} ")))
+                .count(),
+            4,
+            "{out}"
+        );
+    }
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(doc["compare"]["baseline"], "local");
+    assert_eq!(
+        doc["jobs"].as_array().unwrap().len(),
+        5,
+        "one job record per target"
+    );
+    // Every protocol's server did measurable work; the local target has none.
+    for c in doc["compare"]["server_cpu"].as_array().unwrap() {
+        let servers = c["servers"].as_array().unwrap();
+        if c["target"] == "local" {
+            assert!(servers.is_empty());
+        } else {
+            assert!(servers[0]["cpu_s"].as_f64().unwrap() > 0.0, "{c}");
+        }
+    }
+    // The workload wrote 25%; the store is back to its initial content.
+    let disk = std::fs::read(lab.backing()).unwrap();
+    let mut chunk = vec![0u8; 1 << 20];
+    for i in [0u64, 1, 100, 511] {
+        storlab::engine::content::fill(&mut chunk, Content::Random, storlab::lab::backing::SEED, i);
+        let o = (i << 20) as usize;
+        assert!(
+            disk[o..o + chunk.len()] == chunk[..],
+            "chunk {i} not restored"
+        );
+    }
+}
+
+#[test]
+fn both_suites_run_end_to_end_on_the_lab() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::up("suites");
+    for (suite, targets, jobs) in [
+        ("vsphere-protocols", "local,nfs3,nfs4,iscsi,nbd", 3),
+        ("nfs-vs-iscsi", "local,nfs3,iscsi", 3),
+    ] {
+        let json = lab.dir.join(format!("{suite}.json"));
+        let o = bin()
+            .args([
+                "compare",
+                "--targets",
+                targets,
+                "--workload",
+                suite,
+                "--ramp_time",
+                "0",
+                "--runtime",
+                "1",
+                "-q",
+            ])
+            .arg("--json")
+            .arg(&json)
+            .arg("--state-dir")
+            .arg(&lab.dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{suite}: {}", text(&o));
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let n_targets = targets.split(',').count();
+        let records = doc["jobs"].as_array().unwrap();
+        assert_eq!(
+            records.len(),
+            n_targets * jobs,
+            "{suite}: a job record per workload and target"
+        );
+        for r in records {
+            let points = r["points"].as_array().unwrap();
+            assert!(!points.is_empty());
+            for p in points {
+                assert!(p["error"].is_null(), "{suite}: {}", p["error"]);
+                assert!(
+                    p["summary"]["total"]["ios"].as_u64().unwrap() > 0,
+                    "{suite}: {} did no I/O",
+                    p["label"]
+                );
+            }
+        }
+    }
+}
