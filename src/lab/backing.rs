@@ -1,10 +1,10 @@
 //! The backing store: one file, fully written (no holes), alone in a directory
 //! that ganesha exports.
 
-use serde::{Deserialize, Serialize};
-use std::ffi::CString;
 use crate::prepare::{self, PrepareRequest};
 use crate::workload::Content;
+use serde::{Deserialize, Serialize};
+use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 

@@ -7,20 +7,30 @@
 //! namespace with its own /run, anchored by rpcbind (see [`rpcbind`]). Clients
 //! in the root namespace reach the targets at 10.99.N.2. Every process is
 //! recorded by PID and start time in `state.json` ([`LabState`]) and stopped
-//! by PID. See docs/lab.md.
+//! by PID.
+//!
+//! With `--hosts N` ([`hosts`]) the storage end of that veth becomes a port of
+//! a bridge inside the storage namespace, and N load-generator host namespaces
+//! join the bridge by veth pairs, each running a `storlab agent`. With
+//! `--link` every veth end is shaped by tc tbf ([`link`]). See docs/lab.md.
 
 pub mod backing;
 pub mod ganesha;
+pub mod hosts;
+pub mod link;
 pub mod nbdkit;
 pub mod netns;
 pub mod process;
 pub mod ready;
+pub mod registry;
 pub mod rpcbind;
 pub mod state;
 pub mod tgt;
 pub mod tools;
 
 pub use backing::Backing;
+pub use hosts::Host;
+pub use link::Link;
 pub use state::{LabState, Phase, Server, Targets};
 
 use netns::Netns;
@@ -73,6 +83,32 @@ pub struct LabConfig {
     pub ports: Ports,
     /// Directory for state.json, configs and server logs (not under /run).
     pub state_dir: PathBuf,
+    /// Load-generator host namespaces, each with an agent (0: none, the
+    /// root namespace reaches the storage host directly).
+    pub hosts: u32,
+    /// Shaping of every link; None: unshaped.
+    pub link: Option<Link>,
+    /// MTU of every interface on the path.
+    pub mtu: u32,
+    /// Port of the agents (on each host's address).
+    pub agent_port: u16,
+}
+
+impl LabConfig {
+    /// A configuration with the defaults: RAM backing, 1 GiB, default ports,
+    /// no hosts, no shaping, MTU 1500.
+    pub fn new(state_dir: impl Into<PathBuf>) -> LabConfig {
+        LabConfig {
+            backing: Backing::Ram,
+            size: 1 << 30,
+            ports: Ports::default(),
+            state_dir: state_dir.into(),
+            hosts: 0,
+            link: None,
+            mtu: 1500,
+            agent_port: hosts::AGENT_PORT,
+        }
+    }
 }
 
 /// Why the lab could not be brought up or down.
@@ -222,6 +258,17 @@ fn validate(cfg: &LabConfig) -> Result<(), LabError> {
             d.display()
         )));
     }
+    if cfg.hosts > hosts::MAX_HOSTS {
+        return Err(LabError::BadConfig(format!(
+            "--hosts {}: at most {} hosts",
+            cfg.hosts,
+            hosts::MAX_HOSTS
+        )));
+    }
+    link::check_mtu(cfg.mtu).map_err(LabError::BadConfig)?;
+    if cfg.hosts > 0 && cfg.agent_port == 0 {
+        return Err(LabError::BadConfig("agent port 0: give a real port".into()));
+    }
     let named = port_names(&cfg.ports);
     for (i, (port, server)) in named.iter().enumerate() {
         if *port == 0 {
@@ -311,6 +358,8 @@ fn build(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabErr
         st.save()
     })
     .map_err(LabError::System)?;
+    registry::register(ns.slot, dir).map_err(LabError::System)?;
+    network(cfg, tools, &ns, st)?;
 
     let all: Vec<u16> = port_names(&p).iter().map(|(port, _)| *port).collect();
     if let Some(port) = netns::first_port_in_use(&ns, &all).map_err(LabError::System)? {
@@ -378,8 +427,113 @@ fn build(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabErr
         iscsi: tgt::url(&ns, p.iscsi),
         nbd: nbdkit::url(&ns, p.nbd),
     });
+    st.save().map_err(LabError::System)?;
+    agents(cfg, tools, st)?;
     st.phase = Phase::Up;
     st.save().map_err(LabError::System)
+}
+
+/// The bridge and host namespaces (`--hosts`), MTU on every interface of the
+/// path, and tbf on every veth end (`--link`). Each host is recorded before it
+/// is made.
+fn network(cfg: &LabConfig, tools: &Tools, ns: &Netns, st: &mut LabState) -> Result<(), LabError> {
+    st.mtu = cfg.mtu;
+    st.link = cfg.link.clone();
+    st.save().map_err(LabError::System)?;
+    if cfg.hosts > 0 {
+        st.bridge = Some(hosts::bridge_name(ns));
+        st.save().map_err(LabError::System)?;
+        let br = hosts::add_bridge(tools, ns)?;
+        for k in 1..=cfg.hosts {
+            let h = Host::new(ns, k);
+            st.hosts.push(h.clone());
+            st.save().map_err(LabError::System)?;
+            hosts::add_host(tools, ns, &br, &h, cfg.mtu)?;
+        }
+    }
+    let ifs = hosts::path_interfaces(ns, st.bridge.as_deref(), &st.hosts);
+    // Bridge ports before the bridge: a bridge's MTU cannot exceed its ports'.
+    let (bridge, ports): (Vec<_>, Vec<_>) = ifs
+        .iter()
+        .partition(|(_, dev)| Some(dev.as_str()) == st.bridge.as_deref());
+    for (netns, dev) in ports.iter().chain(bridge.iter()) {
+        link::set_mtu(&tools.ip, netns.as_deref(), dev, cfg.mtu).map_err(LabError::System)?;
+    }
+    if let Some(l) = &cfg.link {
+        for (netns, dev) in &ifs {
+            if Some(dev.as_str()) == st.bridge.as_deref() {
+                continue;
+            }
+            link::shape(&tools.tc, netns.as_deref(), dev, l).map_err(LabError::System)?;
+        }
+    }
+    Ok(())
+}
+
+/// The token file and one agent per host, each allowed the lab's network
+/// targets and `null:`.
+fn agents(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabError> {
+    if st.hosts.is_empty() {
+        return Ok(());
+    }
+    let Some(t) = st.targets.clone() else {
+        return Ok(());
+    };
+    let storlab = std::env::current_exe().map_err(|e| {
+        LabError::System(format!(
+            "cannot find the storlab binary for the agents: {e}"
+        ))
+    })?;
+    let token_file = cfg.state_dir.join(hosts::TOKEN_FILE);
+    st.token_file = Some(token_file.clone());
+    st.save().map_err(LabError::System)?;
+    hosts::write_token(&token_file)?;
+    let token = crate::fleet::auth::load_token(&token_file).map_err(LabError::System)?;
+    let allow = agent_allow(&t);
+    for i in 0..st.hosts.len() {
+        let h = st.hosts[i].clone();
+        let p = hosts::start_agent(
+            tools,
+            &storlab,
+            &h,
+            cfg.agent_port,
+            &token_file,
+            &allow,
+            &cfg.state_dir,
+        )?;
+        st.servers.push(Server {
+            name: h.agent_server(),
+            package: "storlab".into(),
+            version: crate::fleet::wire::STORLAB_VERSION.into(),
+            proc: p.clone(),
+            addr: h.addr,
+            ports: vec![cfg.agent_port],
+        });
+        st.save().map_err(LabError::System)?;
+        hosts::wait_agent(&h, &p, cfg.agent_port, &token)?;
+        st.hosts[i].agent = Some(format!("{}:{}", h.addr, cfg.agent_port));
+        st.save().map_err(LabError::System)?;
+    }
+    Ok(())
+}
+
+/// The agents' `--allow` entries: each network target of the lab, cut at its
+/// export (NFS: every file of the export; iSCSI: every LUN of the target), and `null:`.
+fn agent_allow(t: &Targets) -> Vec<String> {
+    let cut = |url: &str, parts: usize| -> String {
+        let url = url.split('?').next().unwrap_or(url);
+        // scheme, "", authority, then `parts` path components.
+        url.splitn(3 + parts + 1, '/')
+            .take(3 + parts)
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    vec![
+        cut(&t.nfs3, 1),
+        cut(&t.iscsi, 1),
+        cut(&t.nbd, 1),
+        "null:".into(),
+    ]
 }
 
 /// The lab recorded in `state_dir`, if any (running or not: see [`LabState::running`]).
@@ -398,6 +552,7 @@ const STATE_FILES: &[&str] = &[
     "tgtd.log",
     "nbdkit.log",
     "nbdkit.pid",
+    hosts::TOKEN_FILE,
 ];
 
 /// Stop every recorded process, delete the target, remove the namespace, the
@@ -420,12 +575,28 @@ pub fn down(state_dir: &Path) -> Result<(), LabError> {
         }
         if let Some(ns) = &st.netns {
             let ip = Tools::teardown("ip");
+            let mut names: Vec<String> = st.hosts.iter().map(|h| h.name.clone()).collect();
+            for n in hosts::existing(ns) {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+            for n in &names {
+                if let Err(e) = hosts::destroy(&ip, n) {
+                    errors.push(e);
+                }
+            }
             // Anything else inside our namespace was started by `up` but not yet recorded.
             for pid in netns::pids(&ip, ns) {
                 process::kill_pid(pid);
             }
             if let Err(e) = netns::destroy(&ip, ns) {
                 errors.push(e);
+            }
+            // Only our own record: the slot may be another lab's by now.
+            let rec = Path::new(registry::DIR).join(ns.slot.to_string());
+            if std::fs::read_to_string(&rec).is_ok_and(|d| Path::new(d.trim()) == state_dir) {
+                registry::unregister(ns.slot);
             }
         }
         if let Some(b) = &st.backing
@@ -448,5 +619,13 @@ fn remove_state_dir(dir: &Path) {
         let _ = std::fs::remove_file(dir.join(f));
     }
     let _ = std::fs::remove_dir_all(dir.join("ganesha-recovery"));
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("agent-h") && name.ends_with(".log") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
     let _ = std::fs::remove_dir(dir);
 }

@@ -50,6 +50,7 @@ impl Netns {
     /// Whether any part of this slot exists on the machine.
     fn in_use(&self, addrs: &str) -> bool {
         self.path().exists()
+            || !super::hosts::existing(self).is_empty()
             || Path::new("/sys/class/net").join(&self.host_if).exists()
             || addrs.contains(&format!(" 10.99.{}.", self.slot))
     }

@@ -2,6 +2,8 @@
 //! step of `up`, so `down` can undo a half-made lab after a crash.
 
 use super::backing::BackingInfo;
+use super::hosts::Host;
+use super::link::Link;
 use super::netns::Netns;
 use super::process::Proc;
 use serde::{Deserialize, Serialize};
@@ -84,6 +86,26 @@ pub struct LabState {
     pub servers: Vec<Server>,
     /// Target URLs, once every server is ready.
     pub targets: Option<Targets>,
+    /// Shaping of every link (tc tbf); None: unshaped.
+    #[serde(default)]
+    pub link: Option<Link>,
+    /// MTU of every interface on the path.
+    #[serde(default = "default_mtu")]
+    pub mtu: u32,
+    /// The bridge in the storage namespace (`--hosts` only).
+    #[serde(default)]
+    pub bridge: Option<String>,
+    /// Load-generator host namespaces (`--hosts`), recorded before each is made.
+    #[serde(default)]
+    pub hosts: Vec<Host>,
+    /// The agents' bearer token file (`--hosts` only).
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+}
+
+/// The MTU of a lab recorded before MTUs were (the veth default).
+fn default_mtu() -> u32 {
+    1500
 }
 
 /// This boot's id.
@@ -104,6 +126,11 @@ impl LabState {
             backing: None,
             servers: Vec::new(),
             targets: None,
+            link: None,
+            mtu: default_mtu(),
+            bridge: None,
+            hosts: Vec::new(),
+            token_file: None,
         }
     }
 
@@ -127,6 +154,11 @@ impl LabState {
         self.servers.iter().find(|s| s.name == name)
     }
 
+    /// The agents' `ADDR:PORT`s, in host order.
+    pub fn agents(&self) -> Vec<String> {
+        self.hosts.iter().filter_map(|h| h.agent.clone()).collect()
+    }
+
     /// Read the record in `state_dir`; None if there is none. An unreadable
     /// record is an error (down must not guess).
     pub fn load(state_dir: &Path) -> Result<Option<LabState>, String> {
@@ -148,5 +180,20 @@ impl LabState {
         std::fs::write(&tmp, bytes)
             .and_then(|_| std::fs::rename(&tmp, &path))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_file_without_hosts_or_link_loads() {
+        let old = r#"{"state_dir":"/x","boot_id":"b","phase":"up","netns":null,
+            "backing":null,"servers":[],"targets":null}"#;
+        let st: LabState = serde_json::from_str(old).unwrap();
+        assert_eq!(st.mtu, 1500);
+        assert!(st.link.is_none() && st.hosts.is_empty() && st.token_file.is_none());
+        assert!(st.agents().is_empty());
     }
 }

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 pub struct Tools {
     /// `ip` (iproute2).
     pub ip: PathBuf,
+    /// `tc` (iproute2): link shaping.
+    pub tc: PathBuf,
     /// `nsenter` (util-linux).
     pub nsenter: PathBuf,
     /// `unshare` (util-linux).
@@ -109,6 +111,7 @@ impl Tools {
         }
         Ok(Tools {
             ip: need("ip", "iproute2")?,
+            tc: need("tc", "iproute2")?,
             nsenter: need("nsenter", "util-linux")?,
             unshare: need("unshare", "util-linux")?,
             sh: which("sh").unwrap_or_else(|| PathBuf::from("/bin/sh")),
