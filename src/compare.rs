@@ -149,11 +149,14 @@ fn lab_contender(name: &str, lab: Option<&LabState>) -> Result<Contender, String
     })
 }
 
+/// How a comparison runs one point on some targets (the runner, in the CLI).
+pub type RunFn<'a> = dyn FnMut(&Spec, &[Target]) -> Result<PointResult, RunError> + 'a;
+
 /// Run one point on one contender, measuring its servers' CPU around it.
 pub fn run_measured(
     c: &Contender,
     spec: &Spec,
-    run: &mut dyn FnMut(&Spec, &[Target]) -> Result<PointResult, RunError>,
+    run: &mut RunFn,
 ) -> Result<(PointResult, Vec<ServerCpu>), RunError> {
     let before: Vec<Option<ProcCpu>> = c
         .servers

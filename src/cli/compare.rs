@@ -12,13 +12,28 @@ use crate::prepare;
 pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     let jobs = session::jobs(&args.job)?;
     session::check_outputs(&args.out)?;
-    let state_dir = args
-        .state_dir
-        .clone()
-        .unwrap_or_else(lab::default_state_dir);
+    let _temporary = if args.lab {
+        Some(TemporaryLab::up(args.out.quiet)?)
+    } else {
+        None
+    };
+    let state_dir = match &_temporary {
+        Some(t) => t.dir.clone(),
+        None => args
+            .state_dir
+            .clone()
+            .unwrap_or_else(lab::default_state_dir),
+    };
     let lab_state = lab::status(&state_dir).filter(|s| s.targets.is_some());
     let contenders =
         compare::resolve(&args.targets, lab_state.as_ref()).map_err(CliError::input)?;
+    // Lab targets are storlab's; anything else written to needs --allow-overwrite.
+    let others: Vec<_> = contenders
+        .iter()
+        .filter(|c| c.backing.is_none())
+        .map(|c| c.target.clone())
+        .collect();
+    session::check_protocol_writes(&jobs, &others, args.out.allow_overwrite)?;
     let baseline = args
         .baseline
         .clone()
@@ -101,6 +116,45 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     print_tables(&s, &info);
     s.record.compare = Some(info);
     s.finish(false)
+}
+
+/// A lab for one comparison, taken down when dropped (after an error or an
+/// interruption too).
+struct TemporaryLab {
+    dir: std::path::PathBuf,
+}
+
+impl TemporaryLab {
+    fn up(quiet: bool) -> Result<TemporaryLab, CliError> {
+        let dir = std::env::temp_dir().join(format!("storlab-compare-lab-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| CliError::failed(format!("cannot create {}: {e}", dir.display())))?;
+        let lab = TemporaryLab { dir };
+        lab::up(&lab::LabConfig::new(&lab.dir))
+            .map_err(|e| CliError::failed(format!("lab up: {e}")))?;
+        if !quiet {
+            eprintln!(
+                "storlab: lab up for this comparison (state in {})",
+                lab.dir.display()
+            );
+        }
+        Ok(lab)
+    }
+}
+
+impl Drop for TemporaryLab {
+    fn drop(&mut self) {
+        match lab::down(&self.dir) {
+            Ok(()) => {
+                let _ = std::fs::remove_dir_all(&self.dir);
+            }
+            Err(e) => eprintln!(
+                "storlab: lab down failed: {e} (run `storlab lab down --state-dir {}`)",
+                self.dir.display()
+            ),
+        }
+    }
 }
 
 /// Reset the lab's backing store to its initial content (the studies' snapshot restore).

@@ -207,6 +207,10 @@ pub struct CompareArgs {
     /// The lab's state directory (for lab target names).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Bring up a temporary lab (RAM backing, 1 GiB) for this comparison and take
+    /// it down afterwards, whatever happens.
+    #[arg(long, conflicts_with = "state_dir")]
+    pub lab: bool,
     /// Outputs and run options.
     #[command(flatten)]
     pub out: OutArgs,

@@ -35,6 +35,7 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         }
     }
     session::check_outputs(&args.out)?;
+    session::check_protocol_writes(&jobs, &targets, args.out.allow_overwrite)?;
     let threads = args.out.threads.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())

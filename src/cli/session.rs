@@ -3,7 +3,9 @@
 //! results database, written as measured), ending in a summary and an exit code.
 
 use super::{CliError, ExitCode, JobArgs, OutArgs, results, signals};
+use crate::backends::target::Target;
 use crate::engine::runner::{Observer, PointResult, RunError};
+use crate::lab;
 use crate::report::{csv, progress::Progress, text};
 use crate::result::{JobRecord, RunRecord, write_atomic};
 use crate::store::{RunWriter, Store, Tee};
@@ -55,6 +57,31 @@ pub fn check_outputs(out: &OutArgs) -> Result<(), CliError> {
                 "cannot write {}: directory {} does not exist",
                 path.display(),
                 dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuse a job that writes on a protocol target storlab did not create (a
+/// running lab's targets are storlab's), unless the user allowed it.
+pub fn check_protocol_writes(
+    jobs: &[Job],
+    targets: &[Target],
+    allow: bool,
+) -> Result<(), CliError> {
+    if allow || !jobs.iter().flat_map(|j| &j.points).any(|p| p.writes()) {
+        return Ok(());
+    }
+    for t in targets {
+        let protocol = matches!(
+            t,
+            Target::Nfs { .. } | Target::Iscsi { .. } | Target::Nbd { .. }
+        );
+        if protocol && !lab::registry::owned_by_a_lab(t) {
+            return Err(CliError::input(format!(
+                "refusing to write to {t}: storlab did not create it (a running `storlab lab`'s targets are storlab's; \
+                 pass --allow-overwrite to let storlab overwrite it)"
             )));
         }
     }
@@ -228,7 +255,8 @@ impl<'s> Session<'s> {
         self.save()?;
         if let Some(w) = self.writer.take() {
             let id = w.finish(&self.record).map_err(store_err)?;
-            if !self.out.quiet {
+            let measured = self.record.jobs.iter().any(|j| !j.points.is_empty());
+            if !self.out.quiet && measured {
                 eprintln!("storlab: saved as run {id} (storlab results show {id})");
             }
         }

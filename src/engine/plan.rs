@@ -188,7 +188,10 @@ fn dedupe_shared_disks(disks: &mut Vec<Disk>, workers: &mut [WorkerPlan]) {
     let mut kept: Vec<Disk> = Vec::new();
     for d in disks.drain(..) {
         let existing = (d.target != "null:")
-            .then(|| kept.iter().position(|k| k.target == d.target && k.path == d.path))
+            .then(|| {
+                kept.iter()
+                    .position(|k| k.target == d.target && k.path == d.path)
+            })
             .flatten();
         match existing {
             Some(i) => remap.push(i as u32),

@@ -2,10 +2,10 @@
 //! observer prints live lines while a run measures.
 
 pub mod csv;
-pub mod progress;
-pub mod text;
-pub mod stats_ci;
 pub mod html;
 pub mod markdown;
+pub mod progress;
 pub mod relative;
+pub mod stats_ci;
 pub mod svg;
+pub mod text;
