@@ -15,10 +15,9 @@ build, so --build-fio builds fio from Debian's own source package
 /etc/apt/sources.list.d/storlab-bench-src.sources. fio's code is never
 committed. Without such a fio, NFS and iSCSI rows show storlab alone.
 
-Known limit of the peer: fio's nfs engine on Debian 12's libnfs 4.0.0 fails
-every run at an iodepth above 1 ("Failed NFS operation(code:-14)" for v3,
-code -4 for v4), so NFS is compared with fio at QD1 only; the QD32 and QD8 NFS
-rows show storlab alone (the note on stderr says why).
+fio's nfs engine takes the export in nfs_url and the file as --filename; with
+Debian 12's libnfs 4.0.0 some attempts failed with "Failed NFS operation
+(code:-14)" at iodepth > 1: such runs are reported on stderr and left out.
 
     python3 bench/protocols_vs_fio.py [--build-fio] [--runtime 10] [--repeat 2] [--protocols nbd,iscsi,nfs3,nfs4]
 """

@@ -315,3 +315,71 @@ fn both_suites_run_end_to_end_on_the_lab() {
         }
     }
 }
+
+#[test]
+fn a_server_killed_mid_run_ends_the_run_naming_the_target_and_keeps_what_was_measured() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for (target, server) in [("nbd", "nbdkit"), ("iscsi", "tgtd"), ("nfs3", "ganesha")] {
+        let lab = Lab::up(&format!("kill-{target}"));
+        let url = lab.url(target);
+        let pid = lab.state["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == server)
+            .and_then(|s| s["pid"].as_u64())
+            .unwrap_or_else(|| panic!("no {server} in {}", lab.state));
+        let json = lab.dir.join("killed.json");
+        let child = bin()
+            .args([
+                "run",
+                "--target",
+                &url,
+                "--rw",
+                "randread",
+                "--iodepth",
+                "8",
+                "--runtime",
+                "30",
+                "-q",
+                "--json",
+            ])
+            .arg(&json)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(2500));
+        // SAFETY: kill(2) on the lab's own server, by the PID the lab recorded.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let start = std::time::Instant::now();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            start.elapsed() < Duration::from_secs(25),
+            "{target}: the run did not end soon after {server} died"
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{target}: {err}");
+        let host = url.split('/').nth(2).unwrap();
+        assert!(
+            err.contains(host),
+            "{target}: the error must name the target: {err}"
+        );
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert!(
+            doc["error"].as_str().is_some_and(|e| e.contains(host)),
+            "{target}: {}",
+            doc["error"]
+        );
+        let p = &doc["jobs"][0]["points"][0];
+        assert!(
+            p["intervals"].as_array().unwrap().len() >= 2,
+            "{target}: completed intervals kept"
+        );
+        assert!(
+            p["summary"]["read"]["ios"].as_u64().unwrap() > 0,
+            "{target}: reads before the failure kept"
+        );
+    }
+}
