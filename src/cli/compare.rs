@@ -2,9 +2,9 @@
 //! store restored between tests, then the studies' table relative to a baseline.
 
 use super::session::{self, Session};
-use super::{CliError, CompareArgs, ExitCode, signals};
+use super::{CliError, CompareArgs, ExitCode};
 use crate::compare::{self, CompareInfo, Contender, PointServerCpu, Row};
-use crate::engine::runner::{self, RunOptions};
+use crate::engine::runner;
 use crate::lab;
 use crate::prepare;
 
@@ -45,16 +45,7 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             names.join(", ")
         )));
     }
-    let threads = args.out.threads.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
-    let opts = RunOptions {
-        threads,
-        allow_overwrite: args.out.allow_overwrite,
-        stop: &signals::STOP,
-    };
+    let opts = session::run_options(&args.out);
     let store = session::open_store(&args.out)?;
     let mut s = Session::new(&args.out, store.as_ref(), argv, Vec::new())?;
     let mut info = CompareInfo {

@@ -2,9 +2,9 @@
 //! agents, save as it goes.
 
 use super::session::{self, Session};
-use super::{CliError, ExitCode, RunArgs, signals};
+use super::{CliError, ExitCode, RunArgs};
 use crate::backends::target::Target;
-use crate::engine::runner::{self, RunOptions};
+use crate::engine::runner;
 use crate::fleet::controller::{self, FleetConfig};
 use crate::fleet::{auth, progress::FleetProgress};
 
@@ -36,16 +36,7 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     }
     session::check_outputs(&args.out)?;
     session::check_protocol_writes(&jobs, &targets, args.out.allow_overwrite)?;
-    let threads = args.out.threads.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
-    let opts = RunOptions {
-        threads,
-        allow_overwrite: args.out.allow_overwrite,
-        stop: &signals::STOP,
-    };
+    let opts = session::run_options(&args.out);
     let fleet = match &args.hosts {
         Some(h) => Some(FleetConfig {
             hosts: controller::parse_hosts(h).map_err(CliError::input)?,

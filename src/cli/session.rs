@@ -4,7 +4,7 @@
 
 use super::{CliError, ExitCode, JobArgs, OutArgs, results, signals};
 use crate::backends::target::Target;
-use crate::engine::runner::{Observer, PointResult, RunError};
+use crate::engine::runner::{Observer, PointResult, RunError, RunOptions};
 use crate::lab;
 use crate::report::{csv, progress::Progress, text};
 use crate::result::{JobRecord, RunRecord, write_atomic};
@@ -86,6 +86,20 @@ pub fn check_protocol_writes(
         }
     }
     Ok(())
+}
+
+/// The engine options of `out` (threads default to the CPUs).
+pub fn run_options(out: &OutArgs) -> RunOptions<'static> {
+    let threads = out.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    RunOptions {
+        threads,
+        allow_overwrite: out.allow_overwrite,
+        stop: &signals::STOP,
+    }
 }
 
 /// Open the results database unless `--no-db`.

@@ -157,6 +157,12 @@ pub fn build(spec: &Spec, targets: &[(Target, TargetKind)], max_threads: usize) 
     }
     // A single file or device shared by several VM disks is one disk to open.
     dedupe_shared_disks(&mut disks, &mut workers);
+    deal_to_threads(disks, workers, max_threads)
+}
+
+/// Deal `workers` round-robin to at most `max_threads` engine threads; each
+/// thread opens only the disks its workers use.
+pub fn deal_to_threads(disks: Vec<Disk>, workers: Vec<WorkerPlan>, max_threads: usize) -> Plan {
     let nthreads = max_threads.clamp(1, workers.len().max(1));
     let mut threads: Vec<ThreadPlan> = (0..nthreads)
         .map(|_| ThreadPlan {

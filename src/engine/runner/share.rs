@@ -3,7 +3,7 @@
 //! whole point, so the hosts' results add up to the point's.
 
 use crate::backends::target::Target;
-use crate::engine::plan::{self, Plan, TargetKind, ThreadPlan, WorkerId};
+use crate::engine::plan::{self, Plan, TargetKind, WorkerId};
 use crate::workload::Spec;
 
 /// Every VM number of `spec`.
@@ -98,27 +98,7 @@ pub fn host_plan(
             *d = remap[*d as usize];
         }
     }
-    let nthreads = max_threads.clamp(1, workers.len().max(1));
-    let mut threads: Vec<ThreadPlan> = (0..nthreads)
-        .map(|_| ThreadPlan {
-            workers: Vec::new(),
-            disks: Vec::new(),
-        })
-        .collect();
-    for (i, w) in workers.into_iter().enumerate() {
-        threads[i % nthreads].workers.push(w);
-    }
-    for t in &mut threads {
-        let mut d: Vec<u32> = t
-            .workers
-            .iter()
-            .flat_map(|w| w.disks.iter().copied())
-            .collect();
-        d.sort_unstable();
-        d.dedup();
-        t.disks = d;
-    }
-    Plan { disks, threads }
+    plan::deal_to_threads(disks, workers, max_threads)
 }
 
 #[cfg(test)]
