@@ -309,6 +309,45 @@ pub fn table(title: &str, baseline: &str, rows: &[Row]) -> String {
     out
 }
 
+/// For repeated points: each target's IOPS as mean ± 95% confidence interval,
+/// and whether it differs from the baseline's beyond the noise (Welch's t-test).
+/// Empty when nothing was repeated.
+pub fn noise(baseline: &str, per_target: &[(&str, Vec<&PointResult>)]) -> String {
+    use crate::report::stats_ci::{Estimate, within_noise};
+    if per_target.iter().all(|(_, ps)| ps.len() < 2) {
+        return String::new();
+    }
+    let iops = |ps: &[&PointResult]| {
+        ps.iter()
+            .map(|p| p.summary.total.iops)
+            .collect::<Vec<f64>>()
+    };
+    let base = per_target
+        .iter()
+        .find(|(n, _)| *n == baseline)
+        .map(|(_, ps)| iops(ps))
+        .unwrap_or_default();
+    let mut out = String::new();
+    for (name, ps) in per_target {
+        let v = iops(ps);
+        let e = Estimate::of(&v);
+        let ci = e.ci95.map(|c| format!(" ± {c:.0}")).unwrap_or_default();
+        let verdict = if *name == baseline {
+            "baseline".to_string()
+        } else if within_noise(&v, &base) {
+            format!("within noise of {baseline}")
+        } else {
+            format!("differs from {baseline} beyond noise")
+        };
+        let _ = writeln!(
+            out,
+            "  {name}: IOPS {:.0}{ci} (95% CI, n = {}): {verdict}",
+            e.mean, e.n
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -60,6 +60,7 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         ..CompareInfo::default()
     };
     let mut dirty = false; // the backing store was written since its last restore
+    let repeat = args.out.repeat as usize;
     'targets: for c in &contenders {
         s.set_targets(vec![c.target.to_string()]);
         for job in &jobs {
@@ -69,9 +70,19 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             }
             s.begin_job(job, &job.name)?;
             s.progress.set_job(&format!("{} on {}", job.name, c.name));
-            for spec in &job.points {
+            for (i, spec) in job
+                .points
+                .iter()
+                .flat_map(|p| std::iter::repeat_n(p, repeat))
+                .enumerate()
+            {
                 if s.stopping() {
                     break 'targets;
+                }
+                // A repetition is a test of its own: it starts from the initial store too.
+                if dirty && i % repeat != 0 {
+                    restore(c, &mut s)?;
+                    dirty = false;
                 }
                 let mut servers = Vec::new();
                 let point = s.measure(None, |obs| {
@@ -164,7 +175,8 @@ fn restore(c: &Contender, s: &mut Session) -> Result<(), CliError> {
     Ok(())
 }
 
-/// One table per (job, load point), targets as rows in run order.
+/// One table per (job, load point), targets as rows in run order (a row per
+/// repetition), then whether each target differs from the baseline beyond noise.
 fn print_tables(s: &Session, info: &CompareInfo) {
     let mut seen: Vec<(&str, &str)> = Vec::new();
     for job in &s.record.jobs {
@@ -176,25 +188,46 @@ fn print_tables(s: &Session, info: &CompareInfo) {
     }
     for (job_name, label) in seen {
         let mut rows = Vec::new();
+        let mut names: Vec<(String, &str)> = Vec::new(); // (row label, target name)
+        let mut found_per_target = Vec::new();
         for (name, url) in &info.targets {
-            let found = s
+            let found: Vec<&crate::engine::runner::PointResult> = s
                 .record
                 .jobs
                 .iter()
                 .filter(|j| j.name == job_name)
                 .flat_map(|j| &j.points)
-                .find(|p| p.label == label && p.targets.first() == Some(url));
-            if let Some(p) = found {
-                let server_cpu_s = info
-                    .server_cpu
-                    .iter()
-                    .find(|c| &c.target == name && c.job == job_name && c.point == label)
-                    .filter(|c| !c.servers.is_empty())
-                    .map(|c| c.servers.iter().map(|s| s.cpu_s).sum());
+                .filter(|p| p.label == label && p.targets.first() == Some(url))
+                .collect();
+            for k in 0..found.len() {
+                names.push((
+                    if k == 0 {
+                        name.clone()
+                    } else {
+                        format!("{name} #{}", k + 1)
+                    },
+                    name,
+                ));
+            }
+            found_per_target.push((name.as_str(), found));
+        }
+        let server_cpu = |name: &str| {
+            info.server_cpu
+                .iter()
+                .filter(|c| c.target == name && c.job == job_name && c.point == label)
+                .filter(|c| !c.servers.is_empty())
+                .map(|c| c.servers.iter().map(|s| s.cpu_s).sum::<f64>())
+                .collect::<Vec<f64>>()
+        };
+        let mut row_names = names.iter();
+        for (name, found) in &found_per_target {
+            let cpus = server_cpu(name);
+            for (k, p) in found.iter().enumerate() {
+                let (row_label, _) = row_names.next().expect("a label per row");
                 rows.push(Row {
-                    target: name,
+                    target: row_label,
                     point: p,
-                    server_cpu_s,
+                    server_cpu_s: cpus.get(k).copied(),
                 });
             }
         }
@@ -204,5 +237,6 @@ fn print_tables(s: &Session, info: &CompareInfo) {
             format!("{job_name} · {label}")
         };
         print!("{}", compare::table(&title, &info.baseline, &rows));
+        print!("{}", compare::noise(&info.baseline, &found_per_target));
     }
 }

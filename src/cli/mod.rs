@@ -164,6 +164,9 @@ pub struct OutArgs {
     /// No progress lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Run every load point N times; summaries show the mean and its 95% confidence interval.
+    #[arg(long, default_value = "1", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
 }
 
 /// Arguments of `storlab run`.

@@ -72,7 +72,11 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     'jobs: for job in &jobs {
         s.begin_job(job, &job.name)?;
         fleet_progress.set_job(&job.name);
-        for spec in &job.points {
+        for spec in job
+            .points
+            .iter()
+            .flat_map(|p| std::iter::repeat_n(p, args.out.repeat as usize))
+        {
             if s.stopping() {
                 break 'jobs;
             }

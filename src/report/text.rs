@@ -132,6 +132,7 @@ pub fn job_summary(job: &JobRecord) -> String {
     out.push_str(&t.render());
     out.push('\n');
     out.push_str(&lat.render());
+    out.push_str(&repeats(job));
     for p in &job.points {
         if p.interrupted {
             let _ = writeln!(
@@ -145,6 +146,53 @@ pub fn job_summary(job: &JobRecord) -> String {
         }
     }
     out
+}
+
+/// Load points run more than once (`--repeat`): each figure's mean and the
+/// half-width of its 95% confidence interval. Empty when nothing repeated.
+fn repeats(job: &JobRecord) -> String {
+    use crate::report::stats_ci::Estimate;
+    let mut labels: Vec<&str> = Vec::new();
+    for p in &job.points {
+        if !labels.contains(&p.label.as_str()) {
+            labels.push(&p.label);
+        }
+    }
+    let mut t = Table {
+        head: vec!["load point", "runs", "IOPS", "MB/s", "mean ms", "p99 ms"],
+        rows: Vec::new(),
+    };
+    for label in labels {
+        let ps: Vec<&PointResult> = job.points.iter().filter(|p| p.label == label).collect();
+        if ps.len() < 2 {
+            continue;
+        }
+        let cell = |f: &dyn Fn(&PointResult) -> f64, scale: f64, digits: usize| {
+            let e = Estimate::of(&ps.iter().map(|p| f(p) / scale).collect::<Vec<_>>());
+            format!(
+                "{:.*} ± {:.*}",
+                digits,
+                e.mean,
+                digits,
+                e.ci95.unwrap_or(0.0)
+            )
+        };
+        t.rows.push(vec![
+            label.to_string(),
+            ps.len().to_string(),
+            cell(&|p| p.summary.total.iops, 1.0, 0),
+            cell(&|p| p.summary.total.mb_s, 1.0, 1),
+            cell(&|p| p.summary.total.lat_mean_us, 1000.0, 3),
+            cell(&|p| p.summary.total.p99_us, 1000.0, 3),
+        ]);
+    }
+    if t.rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nrepeated load points: mean ± 95% confidence interval\n{}",
+        t.render()
+    )
 }
 
 /// SQLIO-style latency histogram of one point: I/Os in 1 ms buckets 0..24 ms and 24+.
