@@ -67,8 +67,31 @@ pub fn parse_ms(s: &str) -> Result<f64, CliError> {
     }
 }
 
+/// In a comparison, call each point's target by its short name ("nfs3").
+fn name_targets(mut run: RunRecord) -> RunRecord {
+    if let Some(c) = run.compare.clone() {
+        for p in run.jobs.iter_mut().flat_map(|j| j.points.iter_mut()) {
+            if let Some((name, _)) = c
+                .targets
+                .iter()
+                .find(|(_, url)| p.targets.first() == Some(url))
+            {
+                p.targets = vec![name.clone()];
+            }
+        }
+    }
+    run
+}
+
 /// Load one RUN: a `--json` file if such a file exists, else a run id.
 fn load(run: &str, db: Option<&Path>, store: &mut Option<Store>) -> Result<Source, CliError> {
+    load_raw(run, db, store).map(|s| Source {
+        run: name_targets(s.run),
+        ..s
+    })
+}
+
+fn load_raw(run: &str, db: Option<&Path>, store: &mut Option<Store>) -> Result<Source, CliError> {
     let path = Path::new(run);
     if path.is_file() {
         let text = std::fs::read_to_string(path)

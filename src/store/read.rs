@@ -128,12 +128,22 @@ impl Store {
     /// The run `id`, as it was stored.
     pub fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
         let what = format!("reading run {id}");
-        type RunRow = (String, u32, String, String, f64, bool, bool, Option<String>);
+        type RunRow = (
+            String,
+            u32,
+            String,
+            String,
+            f64,
+            bool,
+            bool,
+            Option<String>,
+            Option<String>,
+        );
         let row: Option<RunRow> = self
             .conn
             .query_row(
                 "SELECT record_schema, record_version, command, environment, started_unix,
-                        complete, interrupted, error FROM runs WHERE id = ?1",
+                        complete, interrupted, error, compare FROM runs WHERE id = ?1",
                 [id.0],
                 |r| {
                     Ok((
@@ -145,12 +155,23 @@ impl Store {
                         r.get(5)?,
                         r.get(6)?,
                         r.get(7)?,
+                        r.get(8)?,
                     ))
                 },
             )
             .optional()
             .map_err(|e| self.err(&what, e))?;
-        let Some((schema, version, command, env, started_unix, complete, interrupted, error)) = row
+        let Some((
+            schema,
+            version,
+            command,
+            env,
+            started_unix,
+            complete,
+            interrupted,
+            error,
+            compare,
+        )) = row
         else {
             return Err(StoreError::NoRun {
                 path: self.path.clone(),
@@ -188,7 +209,9 @@ impl Store {
             interrupted,
             error,
             complete,
-            compare: None,
+            compare: compare
+                .map(|c| self.decode("the comparison", &c))
+                .transpose()?,
         })
     }
 

@@ -13,7 +13,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// The schema version this storlab writes (and the newest it reads).
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// What `schema_version.app` holds in a storlab database.
 pub const APP: &str = "storlab";
@@ -84,6 +84,8 @@ pub const MIGRATIONS: [&str; VERSION as usize] = [
         PRIMARY KEY (point_id, seq)
      );
      CREATE INDEX points_label ON points (label);",
+    // 1 → 2: a comparison's target names, baseline, server CPU and lab layout.
+    "ALTER TABLE runs ADD COLUMN compare TEXT;           -- JSON: CompareInfo, or NULL",
 ];
 
 /// What a new database starts from: version 0, only the version table.

@@ -254,14 +254,18 @@ impl Store {
             .conn
             .execute(
                 "UPDATE runs SET status = ?2, complete = ?3, interrupted = ?4, error = ?5,
-                        finished_unix = ?6 WHERE id = ?1",
+                        finished_unix = ?6, compare = ?7 WHERE id = ?1",
                 params![
                     run.0,
                     status(rec),
                     rec.complete,
                     rec.interrupted,
                     rec.error,
-                    now_unix()
+                    now_unix(),
+                    rec.compare
+                        .as_ref()
+                        .map(|c| self.json("the comparison", c))
+                        .transpose()?
                 ],
             )
             .map_err(|e| self.err(format!("finishing run {run}"), e))?;
