@@ -218,37 +218,9 @@ fn dedupe_shared_disks(disks: &mut Vec<Disk>, workers: &mut [WorkerPlan]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::{BlockSizes, Content, Group, SyncMode};
-    use std::time::Duration;
 
     fn spec(vms: u32, workers: u32, disks: u32) -> Spec {
-        Spec {
-            label: "t".into(),
-            groups: vec![Group {
-                name: "vm".into(),
-                vms,
-                workers_per_vm: workers,
-                disks_per_vm: disks,
-                access: Access {
-                    bs: BlockSizes::one(4096),
-                    read_pct: 75,
-                    random_pct: 100,
-                    align: None,
-                    iodepth: 2,
-                    rate: None,
-                },
-            }],
-            offset: 0,
-            size: 1 << 20,
-            content: Content::Random,
-            direct: false,
-            sync: SyncMode::None,
-            ramp: Duration::ZERO,
-            runtime: Duration::from_secs(1),
-            interval: Duration::from_secs(1),
-            io_limit: None,
-            seed: 1,
-        }
+        crate::workload::test_spec(vms, workers, disks)
     }
 
     #[test]

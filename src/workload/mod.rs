@@ -254,6 +254,39 @@ pub struct Job {
     pub provenance: Vec<Provenance>,
 }
 
+/// A small valid spec for unit tests: `vms` VMs of `workers` workers over
+/// `disks` disks, 4 KiB 75% read 100% random, iodepth 2, 1 MiB per disk, 1 s.
+#[cfg(test)]
+pub(crate) fn test_spec(vms: u32, workers: u32, disks: u32) -> Spec {
+    Spec {
+        label: "t".into(),
+        groups: vec![Group {
+            name: "vm".into(),
+            vms,
+            workers_per_vm: workers,
+            disks_per_vm: disks,
+            access: Access {
+                bs: BlockSizes::one(4096),
+                read_pct: 75,
+                random_pct: 100,
+                align: None,
+                iodepth: 2,
+                rate: None,
+            },
+        }],
+        offset: 0,
+        size: 1 << 20,
+        content: Content::Random,
+        direct: false,
+        sync: SyncMode::None,
+        ramp: Duration::ZERO,
+        runtime: Duration::from_secs(1),
+        interval: Duration::from_secs(1),
+        io_limit: None,
+        seed: 1,
+    }
+}
+
 /// Serialize durations as fractional seconds.
 pub(crate) mod secs {
     use serde::{Deserialize, Deserializer, Serializer};

@@ -104,37 +104,11 @@ pub fn host_plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::{Access, BlockSizes, Content, Group, SyncMode};
-    use std::time::Duration;
 
     fn spec(vms: u32, workers: u32, disks: u32) -> Spec {
-        Spec {
-            label: "t".into(),
-            groups: vec![Group {
-                name: "vm".into(),
-                vms,
-                workers_per_vm: workers,
-                disks_per_vm: disks,
-                access: Access {
-                    bs: BlockSizes::one(4096),
-                    read_pct: 100,
-                    random_pct: 100,
-                    align: None,
-                    iodepth: 2,
-                    rate: None,
-                },
-            }],
-            offset: 0,
-            size: 1 << 20,
-            content: Content::Random,
-            direct: false,
-            sync: SyncMode::None,
-            ramp: Duration::ZERO,
-            runtime: Duration::from_secs(1),
-            interval: Duration::from_secs(1),
-            io_limit: None,
-            seed: 1,
-        }
+        let mut s = crate::workload::test_spec(vms, workers, disks);
+        s.groups[0].access.read_pct = 100;
+        s
     }
 
     #[test]
