@@ -109,7 +109,12 @@ fn hosts_arg(agents: &[AgentProc]) -> String {
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(bin()).env("STORLAB_DB", test_db()).arg("run").args(args).output().unwrap()
+    Command::new(bin())
+        .env("STORLAB_DB", test_db())
+        .arg("run")
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn stderr(o: &Output) -> String {
@@ -411,8 +416,9 @@ fn agent_refuses_another_protocol_version_naming_both() {
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["kind"], "version");
     let e = v["error"].as_str().unwrap();
+    let ours = format!("protocol {}", storlab::fleet::wire::PROTOCOL_VERSION);
     for part in [
-        "protocol 1",
+        ours.as_str(),
         "protocol 999",
         "storlab 9.9.9",
         env!("CARGO_PKG_VERSION"),
@@ -421,11 +427,12 @@ fn agent_refuses_another_protocol_version_naming_both() {
         assert!(e.contains(part), "{part} missing in {e}");
     }
     // The version is checked before the token.
+    let other = (storlab::fleet::wire::PROTOCOL_VERSION + 1).to_string();
     let (status, body) = http(
         &ag.addr,
         "POST",
         "/v1/hello",
-        &[("X-Storlab-Protocol", "2")],
+        &[("X-Storlab-Protocol", other.as_str())],
         "{}",
     );
     assert_eq!(status, 409, "{body}");

@@ -98,6 +98,7 @@ fn reply_body(host: usize, index: u32, templates: &[Snapshot]) -> String {
         intervals: vec![WireInterval::from(&hi)],
         done: false,
         error: None,
+        workers: Vec::new(),
     })
     .unwrap()
 }

@@ -263,6 +263,10 @@ pub enum HostEvent {
         host: usize,
         /// What failed, if anything.
         error: Option<String>,
+        /// Per-worker measured totals with their latency histograms, when the
+        /// host sends them once at the end (a remote agent, whose intervals
+        /// carry per-worker counters only); they replace what the intervals summed.
+        workers: Option<Vec<(u32, Snapshot)>>,
     },
     /// The host can no longer be reached; no more events come from it.
     Lost {

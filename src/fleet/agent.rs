@@ -14,6 +14,7 @@ use super::wire::{self, ErrorKind, ErrorReply, RunState, paths};
 use crate::backends::target::Target;
 use crate::engine::plan::{self, TargetKind};
 use crate::engine::runner::{HostEvent, HostPlan, HostRunner, LocalRunner, RunError, share};
+use crate::stats::Snapshot;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::io::Read;
@@ -50,7 +51,12 @@ struct Slot {
     run: u64,
     state: RunState,
     runner: Option<LocalRunner>,
+    /// Intervals as sent: per-worker counters only.
     intervals: Vec<wire::WireInterval>,
+    /// Per-worker measured totals with histograms, sent once at the end.
+    workers: Vec<(u32, Snapshot)>,
+    /// Intervals of ramp-up (not in `workers`).
+    ramp_intervals: u32,
     done: bool,
     error: Option<String>,
     last_contact: Instant,
@@ -97,6 +103,8 @@ impl Agent {
                 state: RunState::Idle,
                 runner: None,
                 intervals: Vec::new(),
+                workers: Vec::new(),
+                ramp_intervals: 0,
                 done: false,
                 error: None,
                 last_contact: Instant::now(),
@@ -478,6 +486,8 @@ fn prepare(shared: &Shared, req: wire::PrepareRequest) -> Reply {
         s.run = req.run;
         s.state = RunState::Preparing;
         s.intervals.clear();
+        s.workers.clear();
+        s.ramp_intervals = req.spec.ramp_intervals();
         s.done = false;
         s.error = None;
         s.runner.take()
@@ -573,6 +583,14 @@ fn forward(shared: &Shared, run: u64, rx: mpsc::Receiver<HostEvent>) {
         match ev {
             HostEvent::Interval { interval, .. } => {
                 shared.metrics.add_interval(&interval.stats);
+                if interval.index >= s.ramp_intervals {
+                    for (w, snap) in &interval.workers {
+                        match s.workers.iter_mut().find(|(x, _)| x == w) {
+                            Some((_, total)) => *total += snap,
+                            None => s.workers.push((*w, snap.clone())),
+                        }
+                    }
+                }
                 s.intervals.push(interval.as_ref().into());
             }
             HostEvent::Done { error, .. } => {
@@ -636,6 +654,17 @@ fn intervals(shared: &Shared, req: wire::IntervalsRequest) -> Reply {
             s.error.clone()
         } else {
             None
+        },
+        workers: if s.done && all_sent {
+            s.workers
+                .iter()
+                .map(|(w, stats)| wire::WireWorker {
+                    worker: *w,
+                    stats: stats.clone(),
+                })
+                .collect()
+        } else {
+            Vec::new()
         },
     })
 }

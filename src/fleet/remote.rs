@@ -312,9 +312,11 @@ fn poll(client: &Client, run: u64, host: usize, stop: &AtomicBool, events: &Send
                     });
                 }
                 if r.done {
+                    let workers = r.workers.into_iter().map(|w| (w.worker, w.stats)).collect();
                     let _ = events.send(HostEvent::Done {
                         host,
                         error: r.error,
+                        workers: Some(workers),
                     });
                     return;
                 }

@@ -16,7 +16,7 @@ use crate::workload::Spec;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this build speaks.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 /// Request header carrying the sender's [`PROTOCOL_VERSION`].
 pub const PROTOCOL_HEADER: &str = "X-Storlab-Protocol";
 /// Request header carrying the sender's storlab version.
@@ -236,7 +236,8 @@ pub struct WireInterval {
     pub end_ns: u64,
     /// Sum over the agent's workers.
     pub stats: Snapshot,
-    /// Each of the agent's workers.
+    /// Each of the agent's workers: counters only (latency histograms per
+    /// worker come once, in the final [`IntervalsReply::workers`]).
     pub workers: Vec<WireWorker>,
     /// The agent's CPU.
     pub cpu: WireCpu,
@@ -253,6 +254,9 @@ pub struct IntervalsReply {
     pub done: bool,
     /// What failed, once done.
     pub error: Option<String>,
+    /// Once done: each worker's measured totals with latency histograms.
+    #[serde(default)]
+    pub workers: Vec<WireWorker>,
 }
 
 /// End the run early.
@@ -361,7 +365,7 @@ impl From<&HostInterval> for WireInterval {
                 .iter()
                 .map(|(w, s)| WireWorker {
                     worker: *w,
-                    stats: s.clone(),
+                    stats: s.counters_only(),
                 })
                 .collect(),
             cpu: (&h.cpu).into(),
@@ -532,10 +536,21 @@ mod tests {
         round_trip(IntervalsReply {
             run: 7,
             intervals: vec![w.clone()],
-            done: false,
+            done: true,
             error: None,
+            workers: vec![WireWorker {
+                worker: 5,
+                stats: snap(30),
+            }],
         });
-        assert_eq!(HostInterval::from(w), h);
+        // Per worker, an interval carries counters only; histograms come at the end.
+        let back = HostInterval::from(w);
+        assert_eq!(back.stats, h.stats);
+        for ((wa, a), (wb, b)) in back.workers.iter().zip(&h.workers) {
+            assert_eq!((wa, a), (wb, &b.counters_only()));
+            assert_eq!(a.total_ios(), b.total_ios());
+            assert!(a.total_lat().is_empty());
+        }
     }
 
     #[test]

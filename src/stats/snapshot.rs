@@ -70,6 +70,21 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The same counters without the latency histograms (what a fleet agent
+    /// sends per worker and interval; the histograms come once at the end).
+    pub fn counters_only(&self) -> Snapshot {
+        let strip = |d: &DirStats| DirStats {
+            ios: d.ios,
+            bytes: d.bytes,
+            errors: d.errors,
+            lat: Default::default(),
+        };
+        Snapshot {
+            read: strip(&self.read),
+            write: strip(&self.write),
+        }
+    }
+
     /// The stats for one direction.
     pub fn dir(&self, dir: Dir) -> &DirStats {
         match dir {

@@ -180,6 +180,13 @@ impl Spec {
             .map(|g| g.vms as u64 * g.workers_per_vm as u64 * g.access.iodepth as u64)
             .sum()
     }
+    /// Intervals of ramp-up (rounded up to whole intervals).
+    pub fn ramp_intervals(&self) -> u32 {
+        self.ramp
+            .as_nanos()
+            .div_ceil(self.interval.as_nanos().max(1)) as u32
+    }
+
     /// Whether any group writes.
     pub fn writes(&self) -> bool {
         self.groups.iter().any(|g| g.access.read_pct < 100)

@@ -260,8 +260,17 @@ fn run_started(
                 });
                 host_series[host].push(rec);
             }
-            Ok(HostEvent::Done { host, error }) => {
+            Ok(HostEvent::Done {
+                host,
+                error,
+                workers,
+            }) => {
                 merger.end(host);
+                for (w, s) in workers.into_iter().flatten() {
+                    if let Some(pw) = per_worker.get_mut(w as usize) {
+                        *pw = s;
+                    }
+                }
                 if let Some(e) = error {
                     let e = if n > 1 {
                         format!("host {}: {e}", hosts[host].name())

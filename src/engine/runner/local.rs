@@ -269,6 +269,7 @@ fn collect(rx: Receiver<Msg>, nthreads: usize, host: usize, events: Sender<HostE
     let _ = events.send(HostEvent::Done {
         host,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
+        workers: None,
     });
 }
 
