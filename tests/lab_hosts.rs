@@ -291,19 +291,74 @@ fn hosts_on_a_shaped_1gbe_link_read_nbd_at_link_rate() {
     ];
     // Both agents answer and run.
     let mut args = base.to_vec();
+    let null_json = lab.dir.join("null.json");
     args.extend([
         "--target",
         "null:",
         "--rw",
-        "read",
+        "randrw",
         "--bs",
         "4k",
         "--runtime",
-        "1",
+        "2",
+        "--json",
+        null_json.to_str().unwrap(),
     ]);
     ok(
         run(bin(), &args),
         "storlab run --target null: through the agents",
+    );
+    // Across the namespaces, the fleet's result is exactly the sum of its hosts'.
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&null_json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&null_json);
+    let point = &doc["jobs"][0]["points"][0];
+    let hosts_res = point["hosts"].as_array().expect("per-host results");
+    assert_eq!(hosts_res.len(), 2, "{point}");
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    for (i, iv) in point["intervals"].as_array().unwrap().iter().enumerate() {
+        for dir in ["read", "write"] {
+            for field in ["ios", "bytes"] {
+                let parts: u64 = hosts_res
+                    .iter()
+                    .map(|h| n(&h["intervals"][i]["stats"][dir][field]))
+                    .sum();
+                assert_eq!(
+                    n(&iv["stats"][dir][field]),
+                    parts,
+                    "interval {i} {dir} {field}"
+                );
+            }
+            let parts: u64 = hosts_res
+                .iter()
+                .map(|h| n(&h["intervals"][i]["stats"][dir]["lat"]["count"]))
+                .sum();
+            assert_eq!(
+                n(&iv["stats"][dir]["lat"]["count"]),
+                parts,
+                "interval {i} {dir} histogram count"
+            );
+        }
+    }
+    let total = n(&point["summary"]["total"]["ios"]);
+    assert!(total > 0);
+    let hosts_total: u64 = hosts_res
+        .iter()
+        .map(|h| n(&h["summary"]["total"]["ios"]))
+        .sum();
+    assert_eq!(total, hosts_total, "fleet total = sum of hosts");
+    let mut workers_total = 0;
+    for w in point["workers"].as_array().unwrap() {
+        for dir in ["read", "write"] {
+            let ios = n(&w["stats"][dir]["ios"]);
+            // Per-worker histograms come whole at the end of the run.
+            assert_eq!(n(&w["stats"][dir]["lat"]["count"]), ios, "worker {w}");
+            workers_total += ios;
+        }
+    }
+    assert_eq!(
+        workers_total, total,
+        "per-worker totals add up to the fleet's"
     );
 
     // 64k sequential read over NBD: each host is held to its 1 Gbit/s link.
