@@ -4,7 +4,7 @@
 use crate::engine::runner::{IntervalRecord, Observer};
 use crate::report::progress;
 use crate::workload::Spec;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 /// Prints fleet progress to standard error.
 pub struct FleetProgress {
@@ -58,21 +58,12 @@ impl Observer for FleetProgress {
             "{}{slowest}",
             progress::line(&self.job, spec, rec, intervals)
         );
-        let mut err = std::io::stderr().lock();
-        if self.tty {
-            let _ = write!(err, "\r\x1b[2K{l}");
-            if rec.index + 1 >= intervals {
-                let _ = writeln!(err);
-            }
-        } else {
-            let _ = writeln!(err, "{l}");
-        }
-        let _ = err.flush();
+        progress::print_line(self.tty, &l, rec.index + 1 >= intervals);
     }
 
     fn note(&mut self, msg: &str) {
         if !self.quiet {
-            eprintln!("{}{msg}", if self.tty { "\r\x1b[2K" } else { "" });
+            progress::print_note(self.tty, msg);
         }
     }
 }

@@ -62,27 +62,40 @@ pub fn line(job: &str, spec: &Spec, rec: &IntervalRecord, intervals: u32) -> Str
     )
 }
 
+/// Print a progress line on stderr: rewritten in place on a terminal (ended
+/// with a newline after the `last` interval), a plain line otherwise.
+pub fn print_line(tty: bool, l: &str, last: bool) {
+    let mut err = std::io::stderr().lock();
+    if tty {
+        let _ = write!(err, "\r\x1b[2K{l}");
+        if last {
+            let _ = writeln!(err);
+        }
+    } else {
+        let _ = writeln!(err, "{l}");
+    }
+    let _ = err.flush();
+}
+
+/// Print a note on stderr, clearing a rewritten progress line first.
+pub fn print_note(tty: bool, msg: &str) {
+    eprintln!("{}{msg}", if tty { "\r\x1b[2K" } else { "" });
+}
+
 impl Observer for Progress {
     fn interval(&mut self, spec: &Spec, rec: &IntervalRecord, intervals: u32) {
-        if self.quiet {
-            return;
+        if !self.quiet {
+            print_line(
+                self.tty,
+                &line(&self.job, spec, rec, intervals),
+                rec.index + 1 >= intervals,
+            );
         }
-        let l = line(&self.job, spec, rec, intervals);
-        let mut err = std::io::stderr().lock();
-        if self.tty {
-            let _ = write!(err, "\r\x1b[2K{l}");
-            if rec.index + 1 >= intervals {
-                let _ = writeln!(err);
-            }
-        } else {
-            let _ = writeln!(err, "{l}");
-        }
-        let _ = err.flush();
     }
 
     fn note(&mut self, msg: &str) {
         if !self.quiet {
-            eprintln!("{}{msg}", if self.tty { "\r\x1b[2K" } else { "" });
+            print_note(self.tty, msg);
         }
     }
 }

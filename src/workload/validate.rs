@@ -242,37 +242,13 @@ pub fn validate_job(job: &Job) -> Result<(), SpecError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Access, BlockSizes, SyncMode};
+    use super::super::BlockSizes;
     use super::*;
 
     fn spec() -> Spec {
-        Spec {
-            label: "t".into(),
-            groups: vec![Group {
-                name: "vm".into(),
-                vms: 1,
-                workers_per_vm: 1,
-                disks_per_vm: 1,
-                access: Access {
-                    bs: BlockSizes::one(4096),
-                    read_pct: 75,
-                    random_pct: 100,
-                    align: None,
-                    iodepth: 2,
-                    rate: None,
-                },
-            }],
-            offset: 0,
-            size: 1 << 20,
-            content: Content::Random,
-            direct: true,
-            sync: SyncMode::None,
-            ramp: Duration::ZERO,
-            runtime: Duration::from_secs(1),
-            interval: Duration::from_secs(1),
-            io_limit: None,
-            seed: 1,
-        }
+        let mut s = crate::workload::test_spec(1, 1, 1);
+        s.direct = true;
+        s
     }
 
     fn err(f: impl FnOnce(&mut Spec)) -> String {
