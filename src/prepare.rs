@@ -158,7 +158,8 @@ impl fmt::Display for PrepareError {
             ),
             PrepareError::TooSmall { path, have, need } => write!(
                 f,
-                "{}: is {have} bytes ({}), the workload needs {need} bytes ({})",
+                "{}: is {have} bytes ({}), the workload needs {need} bytes ({}): \
+                 use a bigger file or device, or a smaller size or fewer VM disks",
                 path.display(),
                 human(*have),
                 human(*need)
@@ -640,6 +641,41 @@ mod tests {
             expected(2 * 4096, allowed.content, 99)[..]
         );
         assert_eq!(ownership(&p).unwrap(), Ownership::Foreign);
+    }
+
+    #[test]
+    fn sliced_plan_sizes_created_files_and_refuses_a_small_foreign_one() {
+        use crate::backends::target::Target;
+        use crate::engine::plan::{self, TargetKind};
+        use crate::workload::DiskLayout;
+        let d = TempDir::new();
+        // 4 VMs x 2 disks of 1 MiB, sliced on one file: it must hold 8 MiB.
+        let mut spec = crate::workload::test_spec(4, 1, 2);
+        let prep = |p: &Path, spec: &crate::workload::Spec, writes| {
+            let t = vec![(Target::File(p.to_path_buf()), TargetKind::Single)];
+            let plan = plan::build(spec, &t, 2);
+            assert_eq!(plan.disks.len(), 1);
+            prepare(&req(p, plan.disks[0].end(), writes))
+        };
+        let created = d.path("datastore");
+        let r = prep(&created, &spec, true).unwrap();
+        assert!(r.created);
+        assert_eq!(fs::metadata(&created).unwrap().len(), 8 << 20);
+        // A file of the user's (or a device) smaller than the working set.
+        let small = d.path("user.img");
+        fs::write(&small, vec![7u8; 6 << 20]).unwrap();
+        let err = prep(&small, &spec, false).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            matches!(err, PrepareError::TooSmall { have, need, .. } if have == 6 << 20 && need == 8 << 20),
+            "{msg}"
+        );
+        assert!(msg.starts_with(&small.display().to_string()), "{msg}");
+        assert!(msg.contains("6291456") && msg.contains("8388608"), "{msg}");
+        // The old layout needs one region only.
+        spec.disk_layout = DiskLayout::Shared;
+        assert!(prep(&small, &spec, false).unwrap().reused);
+        assert_eq!(fs::read(&small).unwrap(), vec![7u8; 6 << 20]);
     }
 
     #[test]

@@ -217,9 +217,17 @@ fn lab_serves_every_protocol_and_cleans_up() {
     }
 
     // Written over NBD, read back over NFSv3 and from the backing file.
-    let backing = t["local"].as_str().unwrap().strip_prefix("file:").unwrap().to_string();
+    let backing = t["local"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("file:")
+        .unwrap()
+        .to_string();
     let before = std::fs::read(&backing).unwrap();
-    assert!(before[..1 << 20].iter().any(|&b| b != 0), "the backing store is filled, not zeros");
+    assert!(
+        before[..1 << 20].iter().any(|&b| b != 0),
+        "the backing store is filled, not zeros"
+    );
     ok(
         run("qemu-io", &["-f", "raw", "-c", "write -P 0x5a 1M 64k", nbd]),
         "qemu-io write over NBD",

@@ -108,18 +108,30 @@ pub struct Generator {
     /// Random offset when the high 32 random bits are below this.
     random_below: u64,
     align: u64,
-    base: u64,
+    /// Size of every disk's region.
     size: u64,
-    /// Per disk: next sequential position, relative to `base`.
-    cursors: Vec<u64>,
+    /// Per disk: its region's start and the next sequential position in it.
+    disks: Vec<DiskCursor>,
+}
+
+/// One disk's region start and sequential cursor.
+#[derive(Clone, Copy, Debug)]
+struct DiskCursor {
+    /// Absolute start of the disk's region, bytes.
+    base: u64,
+    /// Next sequential position, relative to `base`.
+    next: u64,
 }
 
 impl Generator {
-    /// `disks`: number of disks the worker spreads its I/O over; region [offset, offset+size) on each.
+    /// `bases`: one entry per disk the worker spreads its I/O over, the start
+    /// of its region on that disk; every region is `size` bytes, so I/O to
+    /// disk `i` stays in `[bases[i], bases[i] + size)`. No bases means one disk
+    /// with its region at 0.
     ///
     /// Expects a validated spec (size at least the largest block); a block
     /// larger than the region is issued at the region start rather than panicking.
-    pub fn new(access: &Access, offset: u64, size: u64, disks: usize, seed: u64) -> Self {
+    pub fn new(access: &Access, bases: &[u64], size: u64, seed: u64) -> Self {
         let align = access.alignment().max(1);
         let mut cum = 0u64;
         let sizes: Vec<Size> = access
@@ -159,9 +171,15 @@ impl Generator {
             read_below: threshold(access.read_pct),
             random_below: threshold(access.random_pct),
             align,
-            base: offset,
             size,
-            cursors: vec![0; disks.max(1)],
+            disks: if bases.is_empty() {
+                vec![DiskCursor { base: 0, next: 0 }]
+            } else {
+                bases
+                    .iter()
+                    .map(|&base| DiskCursor { base, next: 0 })
+                    .collect()
+            },
         }
     }
 
@@ -189,17 +207,17 @@ impl Generator {
         };
         let (len, slots, advance) = (s.len, s.slots, s.advance);
         let random_pos = self.rng.below(slots) * self.align;
-        let cursor = &mut self.cursors[disk];
-        let seq_pos = if *cursor + len as u64 <= self.size {
-            *cursor
+        let d = &mut self.disks[disk];
+        let seq_pos = if d.next + len as u64 <= self.size {
+            d.next
         } else {
             0
         };
         let pos = if random { random_pos } else { seq_pos };
-        *cursor = pos + advance;
+        d.next = pos + advance;
         Io {
             dir,
-            offset: self.base + pos,
+            offset: d.base + pos,
             len,
         }
     }
@@ -218,6 +236,7 @@ mod tests {
             align: None,
             iodepth: 1,
             rate: None,
+            rate_mode: Default::default(),
         }
     }
 
@@ -235,7 +254,7 @@ mod tests {
         ] {
             let a = access(BlockSizes::one(4096), read, random);
             let size = 1 << 30;
-            let mut g = Generator::new(&a, 0, size, 2, 42);
+            let mut g = Generator::new(&a, &[0, 0], size, 42);
             let mut reads = 0;
             let mut jumps = 0;
             let mut last_end = [0u64; 2];
@@ -273,7 +292,7 @@ mod tests {
         for align in [None, Some(512u64), Some(8192), Some(3 * 4096)] {
             a.align = align;
             let al = a.alignment();
-            let mut g = Generator::new(&a, base, size, 3, 7);
+            let mut g = Generator::new(&a, &[base; 3], size, 7);
             for i in 0..N {
                 let io = g.next(i % 3);
                 assert_eq!((io.offset - base) % al, 0, "align {al}: {io:?}");
@@ -289,7 +308,7 @@ mod tests {
     fn sequential_is_contiguous_and_wraps() {
         let a = access(BlockSizes::one(4096), 100, 0);
         let (base, size) = (1 << 20, 10 * 4096 + 100);
-        let mut g = Generator::new(&a, base, size, 2, 1);
+        let mut g = Generator::new(&a, &[base, base], size, 1);
         for lap in 0..3 {
             for k in 0..10u64 {
                 let io = g.next(0);
@@ -306,7 +325,7 @@ mod tests {
     fn sequential_mix_stays_aligned() {
         let mut a = access(BlockSizes(vec![(512, 1), (4096, 1)]), 0, 0);
         a.align = Some(4096);
-        let mut g = Generator::new(&a, 0, 1 << 20, 1, 3);
+        let mut g = Generator::new(&a, &[0], 1 << 20, 3);
         let mut expect = 0u64;
         for _ in 0..10_000 {
             let io = g.next(0);
@@ -321,7 +340,7 @@ mod tests {
     #[test]
     fn bs_mix_weights() {
         let mix = BlockSizes(vec![(4096, 50), (8192, 30), (65536, 20)]);
-        let mut g = Generator::new(&access(mix.clone(), 50, 50), 0, 1 << 30, 1, 9);
+        let mut g = Generator::new(&access(mix.clone(), 50, 50), &[0], 1 << 30, 9);
         let mut counts = [0usize; 3];
         for _ in 0..N {
             let io = g.next(0);
@@ -338,10 +357,42 @@ mod tests {
     fn deterministic_per_seed() {
         let a = access(BlockSizes(vec![(4096, 1), (8192, 1)]), 60, 40);
         let run = |seed| {
-            let mut g = Generator::new(&a, 0, 1 << 24, 2, seed);
+            let mut g = Generator::new(&a, &[0, 0], 1 << 24, seed);
             (0..1000).map(|i| g.next(i % 2)).collect::<Vec<_>>()
         };
         assert_eq!(run(5), run(5));
         assert_ne!(run(5), run(6));
+    }
+    #[test]
+    fn every_io_stays_in_its_disks_slice() {
+        // Property-style: random slice layouts, sizes, mixes and alignments;
+        // each I/O must lie wholly inside the slice of the disk it was drawn for.
+        let mut r = Rng::new(2024);
+        for case in 0..200 {
+            let mut sizes = vec![512u64, 4096, 8192, 65536, 1 << 20];
+            sizes.truncate(1 + r.below(5) as usize);
+            let mix = BlockSizes(sizes.iter().map(|&s| (s, 1 + r.below(9) as u32)).collect());
+            let mut a = access(mix, r.below(101) as u8, r.below(101) as u8);
+            a.align = [None, Some(512), Some(4096)][r.below(3) as usize];
+            let size = a.bs.max() + r.below(4 << 20);
+            let disks = 1 + r.below(8) as usize;
+            let offset = r.below(1 << 20) * 512;
+            // Disk i of the worker is VM disk k_i of a shared target: the
+            // slices of other workers sit in between.
+            let bases: Vec<u64> = (0..disks)
+                .map(|i| offset + (i as u64 * 3 + r.below(3)) * size)
+                .collect();
+            let mut g = Generator::new(&a, &bases, size, case);
+            for i in 0..5_000 {
+                let d = (i + (r.below(2) as usize)) % disks;
+                let io = g.next(d);
+                let (lo, hi) = (bases[d], bases[d] + size);
+                assert!(
+                    io.offset >= lo && io.offset + io.len as u64 <= hi,
+                    "case {case}: disk {d} slice [{lo}, {hi}), got {io:?}"
+                );
+                assert_eq!((io.offset - lo) % a.alignment(), 0, "case {case}: {io:?}");
+            }
+        }
     }
 }

@@ -5,7 +5,7 @@
 //! `bs`, `rwmixread`, `iodepth`, `numjobs`), whatever the spec was built from.
 
 use super::units::{format_duration, format_size};
-use super::{Content, Group, Job, Rate, Spec};
+use super::{Content, DiskLayout, Group, Job, Rate, Spec};
 use std::fmt;
 use std::time::Duration;
 
@@ -157,6 +157,13 @@ fn validate_group(g: &Group, spec: &Spec) -> Result<(), SpecError> {
         Some(Rate::Bytes(0)) => return Err(SpecError::invalid("rate", 0, "> 0 bytes per second")),
         _ => {}
     }
+    if a.rate.is_none() && a.rate_mode == super::RateMode::Open {
+        return Err(SpecError::invalid(
+            "rate_mode",
+            "open",
+            "closed; open needs rate_iops or rate to schedule by (--curve sets its own)",
+        ));
+    }
     Ok(())
 }
 
@@ -181,6 +188,33 @@ pub fn validate(spec: &Spec) -> Result<(), SpecError> {
             spec.offset,
             "offset + size below 2^64",
         ));
+    }
+    if spec.disk_layout == DiskLayout::Slice {
+        // Slices of a single target start at offset + k * size.
+        let disks: u64 = spec
+            .groups
+            .iter()
+            .map(|g| g.vms as u64 * g.disks_per_vm as u64)
+            .sum();
+        if disks
+            .checked_mul(spec.size)
+            .and_then(|b| b.checked_add(spec.offset))
+            .is_none()
+        {
+            return Err(SpecError::invalid(
+                "size",
+                spec.size,
+                "offset + disks x size below 2^64 (disk_layout = slice)",
+            ));
+        }
+        if spec.direct && spec.size % DIRECT_ALIGN != 0 {
+            return Err(SpecError::invalid(
+                "size",
+                spec.size,
+                "a multiple of 512 with direct I/O and disk_layout = slice \
+                 (each disk's slice starts at offset + k x size), or disk_layout = shared",
+            ));
+        }
     }
     let several = spec.groups.len() > 1;
     for g in &spec.groups {
@@ -217,6 +251,17 @@ pub fn validate(spec: &Spec) -> Result<(), SpecError> {
     }
     if spec.io_limit == Some(0) {
         return Err(SpecError::invalid("io_size", 0, "> 0 when set"));
+    }
+    let min_timeout = crate::engine::timeout::MIN_IO_TIMEOUT;
+    if !spec.io_timeout.is_zero() && spec.io_timeout < min_timeout {
+        return Err(SpecError::invalid(
+            "io_timeout",
+            format_duration(spec.io_timeout),
+            format!(
+                "0 or none (no limit), or at least {}",
+                format_duration(min_timeout)
+            ),
+        ));
     }
     Ok(())
 }
@@ -388,6 +433,7 @@ mod tests {
             profile: None,
             points: vec![a, b],
             provenance: vec![],
+            curve: None,
         };
         let e = validate_job(&job)
             .unwrap_err()

@@ -125,9 +125,12 @@ fn connect(
         return Err(BackendError::new(
             &url,
             format!(
-                "export is {}, the workload needs {} (offset + size)",
+                "export is {} ({size} bytes), the workload needs {} ({} bytes: offset + size, \
+                 or offset + disks x size with disk_layout = slice); \
+                 use a bigger export, or a smaller size or fewer VM disks",
                 format_size(size),
-                format_size(opts.size_needed)
+                format_size(opts.size_needed),
+                opts.size_needed
             ),
         ));
     }
@@ -772,9 +775,34 @@ mod tests {
             .to_string();
         assert!(e.starts_with(&srv.target.to_string()), "{e}");
         assert!(
-            e.contains("export is 64 MiB, the workload needs 1 GiB (offset + size)"),
+            e.contains(
+                "export is 64 MiB (67108864 bytes), the workload needs 1 GiB (1073741824 bytes"
+            ),
             "{e}"
         );
+    }
+
+    #[test]
+    fn export_smaller_than_the_sliced_working_set_fails_at_open() {
+        use crate::engine::plan::{self, TargetKind};
+        let srv = Nbdkit::start(false, &["memory", "64M"]);
+        // 8 VMs x 1 disk x 16 MiB, each its own slice: 128 MiB on a 64 MiB export.
+        let mut spec = crate::workload::test_spec(8, 1, 1);
+        spec.size = 16 * MIB;
+        let t = vec![(srv.target.clone(), TargetKind::Single)];
+        let need = plan::build(&spec, &t, 1).size_needed();
+        assert_eq!(need, 128 * MIB);
+        let e = NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 1, need))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.starts_with(&srv.target.to_string()), "{e}");
+        assert!(e.contains("64 MiB (67108864 bytes)"), "{e}");
+        assert!(e.contains("128 MiB (134217728 bytes"), "{e}");
+        // Sharing one region, the same VMs fit.
+        spec.disk_layout = crate::workload::DiskLayout::Shared;
+        let need = plan::build(&spec, &t, 1).size_needed();
+        NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 1, need)).unwrap();
     }
 
     #[test]

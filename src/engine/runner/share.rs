@@ -158,4 +158,55 @@ mod tests {
         let e = deal(7, 3, Some(2)).unwrap_err();
         assert!(e.contains("7 VMs") && e.contains("3 host(s) x 2"), "{e}");
     }
+
+    #[test]
+    fn hosts_get_the_slices_they_would_have_alone_and_never_overlap() {
+        for (vms, workers, disks, hosts, per_host) in [
+            (5, 2, 2, 2, None),
+            (8, 1, 1, 3, None),
+            (7, 3, 2, 3, Some(3)),
+            (16, 1, 2, 4, Some(4)),
+        ] {
+            let s = spec(vms, workers, disks);
+            let t = vec![(Target::File("/f".into()), TargetKind::Single)];
+            let full = plan::build(&s, &t, 2);
+            let by_index = |p: &Plan| -> Vec<(u32, Vec<u64>)> {
+                let mut v: Vec<_> = p
+                    .threads
+                    .iter()
+                    .flat_map(|t| &t.workers)
+                    .map(|w| (w.index, w.bases.clone()))
+                    .collect();
+                v.sort();
+                v
+            };
+            let alone = by_index(&full);
+            let mut seen: Vec<(u64, u32)> = Vec::new(); // (slice start, vm)
+            let mut workers_seen = 0;
+            for share in deal(vms, hosts, per_host).unwrap() {
+                let p = host_plan(&s, &t, &share, 2);
+                // The disk to open still covers the whole working set.
+                assert_eq!(p.disks.len(), usize::from(!share.is_empty()));
+                if let Some(d) = p.disks.first() {
+                    assert_eq!(d, &full.disks[0]);
+                }
+                for (index, bases) in by_index(&p) {
+                    assert_eq!(bases, alone[index as usize].1, "worker {index}");
+                    workers_seen += 1;
+                }
+                for w in p.threads.iter().flat_map(|t| &t.workers) {
+                    for &b in &w.bases {
+                        seen.push((b, w.id.vm));
+                    }
+                }
+            }
+            assert_eq!(workers_seen, alone.len());
+            // A slice is used by one VM only, on whichever host it runs.
+            seen.sort();
+            seen.dedup();
+            let starts: Vec<u64> = seen.iter().map(|x| x.0).collect();
+            let expect: Vec<u64> = (0..(vms * disks) as u64).map(|k| k * s.size).collect();
+            assert_eq!(starts, expect, "{vms} VMs on {hosts} hosts");
+        }
+    }
 }
