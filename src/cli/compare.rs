@@ -10,6 +10,9 @@ use crate::prepare;
 
 /// Run `storlab compare`.
 pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
+    if !args.runs.is_empty() {
+        return super::diff::run_compare(&args);
+    }
     let jobs = session::jobs(&args.job)?;
     session::check_outputs(&args.out)?;
     let _temporary = if args.lab {
@@ -48,6 +51,14 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     let opts = session::run_options(&args.out);
     let store = session::open_store(&args.out)?;
     let mut s = Session::new(&args.out, store.as_ref(), argv, Vec::new())?;
+    s.record.environment.network = lab_state
+        .as_ref()
+        .filter(|_| contenders.iter().any(|c| c.backing.is_some()))
+        .map(crate::result::Network::of_lab)
+        .or_else(|| {
+            let urls: Vec<String> = contenders.iter().map(|c| c.target.to_string()).collect();
+            crate::result::Network::of_targets(&urls)
+        });
     let mut info = CompareInfo {
         baseline: baseline.clone(),
         targets: contenders
@@ -60,7 +71,6 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         ..CompareInfo::default()
     };
     let mut dirty = false; // the backing store was written since its last restore
-    let repeat = args.out.repeat as usize;
     'targets: for c in &contenders {
         s.set_targets(vec![c.target.to_string()]);
         for job in &jobs {
@@ -70,17 +80,22 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             }
             s.begin_job(job, &job.name)?;
             s.progress.set_job(&format!("{} on {}", job.name, c.name));
-            for (i, spec) in job
-                .points
-                .iter()
-                .flat_map(|p| std::iter::repeat_n(p, repeat))
-                .enumerate()
-            {
+            let mut points = super::curve::Points::new(job, args.out.repeat);
+            loop {
+                let next = match points.next() {
+                    Ok(Some(n)) => n,
+                    Ok(None) => break,
+                    Err(e) => {
+                        (s.record.error, s.code) = (Some(e), ExitCode::Failed);
+                        break 'targets;
+                    }
+                };
+                let spec = &next.spec;
                 if s.stopping() {
                     break 'targets;
                 }
                 // A repetition is a test of its own: it starts from the initial store too.
-                if dirty && i % repeat != 0 {
+                if dirty && next.repetition {
                     restore(c, &mut s)?;
                     dirty = false;
                 }
@@ -96,6 +111,7 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
                 });
                 dirty |= spec.writes();
                 if let Ok(p) = &point {
+                    points.measured(p);
                     info.server_cpu.push(PointServerCpu {
                         target: c.name.clone(),
                         job: job.name.clone(),

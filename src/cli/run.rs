@@ -1,6 +1,7 @@
 //! `storlab run`: build the jobs, run every load point locally or on a fleet of
 //! agents, save as it goes.
 
+use super::curve;
 use super::session::{self, Session};
 use super::{CliError, ExitCode, RunArgs};
 use crate::backends::target::Target;
@@ -50,6 +51,12 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             on_loss: args.on_host_loss,
             threads: args.out.threads,
             allow_overwrite: args.out.allow_overwrite,
+            tls: args
+                .tls_ca
+                .as_deref()
+                .map(crate::fleet::remote::TlsTrust::load)
+                .transpose()
+                .map_err(CliError::input)?,
         }),
         None => None,
     };
@@ -65,6 +72,16 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             }
         }
     }
+    if fleet.is_some()
+        && jobs
+            .iter()
+            .flat_map(|j| &j.points)
+            .any(|p| p.verify || p.journal.is_some())
+    {
+        return Err(CliError::input(
+            "--verify and --journal run on this host only, not with --hosts (the block map and the in-flight locks are per process)",
+        ));
+    }
     let store = session::open_store(&args.out)?;
     let names: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
     let mut s = Session::new(&args.out, store.as_ref(), argv, names)?;
@@ -72,11 +89,17 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     'jobs: for job in &jobs {
         s.begin_job(job, &job.name)?;
         fleet_progress.set_job(&job.name);
-        for spec in job
-            .points
-            .iter()
-            .flat_map(|p| std::iter::repeat_n(p, args.out.repeat as usize))
-        {
+        let mut points = curve::Points::new(job, args.out.repeat);
+        loop {
+            let next = match points.next() {
+                Ok(Some(n)) => n,
+                Ok(None) => break,
+                Err(e) => {
+                    (s.record.error, s.code) = (Some(e), ExitCode::Failed);
+                    break 'jobs;
+                }
+            };
+            let spec = &next.spec;
             if s.stopping() {
                 break 'jobs;
             }
@@ -87,6 +110,7 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
                 None => s.measure(None, |obs| runner::run_point(spec, &targets, &opts, obs)),
             };
             if let Ok(point) = &result {
+                points.measured(point);
                 for h in point
                     .hosts
                     .iter()
