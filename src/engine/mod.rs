@@ -9,6 +9,7 @@ pub mod buffers;
 pub mod content;
 pub mod plan;
 pub mod runner;
+pub mod timeout;
 pub mod worker;
 
 use crate::workload::Dir;
@@ -149,6 +150,19 @@ pub trait Backend: Send {
         timeout: Option<Duration>,
         out: &mut Vec<Completion>,
     ) -> Result<usize, BackendError>;
+
+    /// What the storage said about the last failed request beyond its errno
+    /// (a SCSI status and sense), added to the run's error; `None` by default.
+    fn error_detail(&self) -> Option<String> {
+        None
+    }
+
+    /// The engine gave up on the requests in flight (one exceeded the I/O
+    /// timeout, [`timeout`]): the backend is about to be dropped without
+    /// reaping them, and its drop must not wait for the storage (no draining,
+    /// no flush or COMMIT, no orderly close) beyond what memory safety needs.
+    /// The default does nothing, for backends whose drop never waits.
+    fn abandon(&mut self) {}
 }
 
 /// How a backend opens its disks.
@@ -162,7 +176,8 @@ pub struct OpenOptions {
     pub write: bool,
     /// Requests in flight the backend must accept (sum of its workers' iodepth).
     pub depth: u32,
-    /// Bytes every disk must hold (region offset + size): a backend that can
-    /// learn a disk's size refuses to open a smaller one, naming both sizes.
+    /// Bytes every disk must hold (the plan's largest region end: offset +
+    /// size, or offset + slices x size on a sliced single target): a backend
+    /// that can learn a disk's size refuses to open a smaller one, naming both sizes.
     pub size_needed: u64,
 }

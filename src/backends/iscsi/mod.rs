@@ -531,6 +531,13 @@ impl Backend for IscsiBackend {
         }
     }
 
+    /// The SCSI status and sense of the last failed request.
+    fn error_detail(&self) -> Option<String> {
+        self.last_error
+            .as_ref()
+            .map(|e| format!("last SCSI error: {e}"))
+    }
+
     /// Writes the queued PDUs to the sockets without waiting.
     fn commit(&mut self) -> Result<(), BackendError> {
         if self.broken.is_some() {

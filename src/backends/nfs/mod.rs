@@ -606,6 +606,11 @@ impl Backend for NfsBackend {
         Ok(())
     }
 
+    /// Drop then closes the sockets at once: no waiting for replies, COMMIT or CLOSE.
+    fn abandon(&mut self) {
+        self.broken = true;
+    }
+
     /// Replies are read without blocking; between reads, poll(2) waits on every
     /// connection for at most what is left of `timeout`.
     fn reap(
