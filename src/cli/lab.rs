@@ -68,6 +68,14 @@ pub enum LabCmd {
         #[arg(long, value_name = "DIR")]
         state_dir: Option<PathBuf>,
     },
+    /// Restart one server (ganesha, tgtd or nbdkit) with its recorded ports, e.g. after a crash.
+    Restart {
+        /// ganesha, tgtd or nbdkit.
+        server: String,
+        /// State directory.
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
     /// Stop every server, remove the namespace, backing store and state.
     Down {
         /// State directory.
@@ -246,6 +254,15 @@ pub fn run(cmd: LabCmd) -> Result<ExitCode, CliError> {
             } else {
                 ExitCode::Failed
             })
+        }
+        LabCmd::Restart {
+            server,
+            state_dir: dir,
+        } => {
+            let dir = state_dir(dir)?;
+            lab::restart::restart(&dir, &server).map_err(failed)?;
+            println!("{server} restarted");
+            Ok(ExitCode::Ok)
         }
         LabCmd::Down { state_dir: dir } => {
             let dir = state_dir(dir)?;

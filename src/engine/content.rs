@@ -75,6 +75,95 @@ pub fn fill(buf: &mut [u8], content: Content, seed: u64, block_no: u64) {
     }
 }
 
+/// The bytes a file prepared by `crate::prepare` holds at `offset`: the file
+/// of `file_size` bytes was filled chunk by chunk, chunk `n` (of `chunk` bytes,
+/// the last one shorter) with [`fill`]`(.., content, seed, n)`. Writes
+/// `out.len()` bytes (clipped at `file_size`; the rest is left alone) and
+/// returns how many it wrote. Used by the verifier to check blocks a run never
+/// wrote; the cost is that of filling up to `offset` within its chunk.
+pub fn prepared_bytes(
+    out: &mut [u8],
+    content: Content,
+    seed: u64,
+    chunk: u64,
+    file_size: u64,
+    offset: u64,
+) -> usize {
+    let mut done = 0usize;
+    while done < out.len() {
+        let off = offset + done as u64;
+        if off >= file_size || chunk == 0 {
+            break;
+        }
+        let n = off / chunk;
+        let start = n * chunk;
+        let chunk_len = chunk.min(file_size - start) as usize;
+        let pos = (off - start) as usize;
+        let take = (chunk_len - pos).min(out.len() - done);
+        chunk_range(
+            &mut out[done..done + take],
+            content,
+            seed,
+            n,
+            chunk_len,
+            pos,
+        );
+        done += take;
+    }
+    done
+}
+
+/// Bytes `[pos, pos + out.len())` of `fill(buf of chunk_len, content, seed, n)`.
+fn chunk_range(out: &mut [u8], content: Content, seed: u64, n: u64, chunk_len: usize, pos: usize) {
+    // Bytes [pos, ..) of a random stream: skip whole words, then copy.
+    let stream = |out: &mut [u8], key: u64, pos: usize| {
+        let mut rng = Rng::new(key);
+        for _ in 0..pos / 8 {
+            rng.next_u64();
+        }
+        let skip = pos % 8;
+        let mut tmp = vec![0u8; out.len() + skip];
+        rng.fill_bytes(&mut tmp);
+        out.copy_from_slice(&tmp[skip..]);
+    };
+    match content {
+        Content::Zeros => out.fill(0),
+        Content::Random => stream(out, mix(seed, n), pos),
+        Content::Mixed {
+            compress_pct,
+            dedupe_pct,
+        } => {
+            let key = if is_dedupe_block(seed, n, dedupe_pct) {
+                mix(seed ^ CANON_TAG, 0)
+            } else {
+                mix(seed, n)
+            };
+            let mut at = pos;
+            let mut done = 0;
+            while done < out.len() {
+                let u = at / UNIT;
+                let unit_len = UNIT.min(chunk_len - u * UNIT);
+                let r = random_len(unit_len, compress_pct);
+                let in_unit = at - u * UNIT;
+                let take = (unit_len - in_unit).min(out.len() - done);
+                let dst = &mut out[done..done + take];
+                // Random part of the unit first, zeros after.
+                let rnd_end = r.saturating_sub(in_unit).min(take);
+                if rnd_end > 0 {
+                    stream(
+                        &mut dst[..rnd_end],
+                        key ^ (u as u64).wrapping_mul(GOLDEN),
+                        in_unit,
+                    );
+                }
+                dst[rnd_end..].fill(0);
+                at += take;
+                done += take;
+            }
+        }
+    }
+}
+
 /// Make a filled buffer unique to write number `seq`: overwrite the first 8
 /// bytes of every 512-byte sector with a value derived from `seq`.
 ///
@@ -150,6 +239,41 @@ mod tests {
         let mut c = vec![0u8; 1000];
         fill(&mut c, Content::Random, 42, 7);
         assert_eq!(&c[..], &a[..1000]);
+    }
+
+    #[test]
+    fn prepared_bytes_match_a_chunked_fill() {
+        let chunk = 3 * UNIT as u64 + 1000;
+        let size = 3 * chunk + 777;
+        for content in [
+            Content::Random,
+            Content::Zeros,
+            Content::Mixed {
+                compress_pct: 37,
+                dedupe_pct: 0,
+            },
+            Content::Mixed {
+                compress_pct: 10,
+                dedupe_pct: 50,
+            },
+        ] {
+            let mut whole = vec![0u8; size as usize];
+            for (i, c) in whole.chunks_mut(chunk as usize).enumerate() {
+                fill(c, content, 5, i as u64);
+            }
+            for (off, len) in [
+                (0u64, 512usize),
+                (13, 5000),
+                (chunk - 3, 9),
+                (size - 100, 300),
+            ] {
+                let mut out = vec![0xEEu8; len];
+                let n = prepared_bytes(&mut out, content, 5, chunk, size, off);
+                let end = (off as usize + len).min(size as usize);
+                assert_eq!(n, end - off as usize);
+                assert_eq!(&out[..n], &whole[off as usize..end], "{content:?} at {off}");
+            }
+        }
     }
 
     #[test]

@@ -10,9 +10,10 @@
 
 use super::content;
 use super::plan::{Disk, ThreadPlan};
+use super::timeout::{self, IoWatch};
 use super::{Backend, BufferPool, Completion, QueueError, Request};
 use crate::stats::{Recorder, Snapshot};
-use crate::workload::pace::Pacer;
+use crate::workload::pace::{self, Pacer};
 use crate::workload::pattern::Generator;
 use crate::workload::{Content, Dir};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -83,6 +84,11 @@ pub struct ThreadCtx<'a> {
     pub stop: &'a AtomicBool,
     /// Where snapshots go.
     pub tx: Sender<Msg>,
+    /// Longest an I/O may be in flight before the run ends with an error
+    /// naming it ([`timeout`]); zero: no limit.
+    pub io_timeout: Duration,
+    /// Verify mode's shared block map (`crate::verify`); `None`: no checks.
+    pub verify: Option<&'a crate::verify::map::Shared>,
 }
 
 /// One outstanding-I/O slot.
@@ -96,6 +102,8 @@ struct Slot {
     len: u32,
     offset: u64,
     submit_ns: u64,
+    /// Scheduled time of an open-loop I/O (its latency origin), else u64::MAX.
+    sched_ns: u64,
 }
 
 /// Per-worker state on the thread.
@@ -153,11 +161,10 @@ pub fn run(
                     .expect("worker disk on its thread") as u32
             })
             .collect();
-        let disk0 = &ctx.disks[w.disks[0] as usize];
         workers.push(Worker {
             index: w.index,
-            pattern: Generator::new(&w.access, disk0.offset, disk0.size, w.disks.len(), w.seed),
-            pacer: Pacer::new(w.access.rate),
+            pattern: w.generator(),
+            pacer: Pacer::with_mode(w.access.rate, w.access.rate_mode),
             rec: Recorder::new(),
             issued_bytes: 0,
             write_seq: 0,
@@ -172,6 +179,7 @@ pub fn run(
                 len: 0,
                 offset: 0,
                 submit_ns: 0,
+                sched_ns: u64::MAX,
             });
         }
     }
@@ -186,6 +194,11 @@ pub fn run(
     let mut interval = 0u32;
     let mut next_boundary = interval_ns;
     let mut failure: Option<String> = None;
+    let mut watch = IoWatch::new(ctx.io_timeout, slots.len());
+    let mut timed_out = false;
+    let mut verify = ctx
+        .verify
+        .map(|v| crate::verify::hooks::Checker::new(v, &ctx.plan.disks, slots.len()));
 
     let ship = |workers: &mut Vec<Worker>, index: u32, end: u64| {
         let snaps = workers
@@ -228,13 +241,27 @@ pub fn run(
                 retired += 1;
                 continue;
             }
-            let io = w.pattern.next(slot.wdisk as usize);
+            let io = match verify.as_mut() {
+                // Never two I/Os on one block: a slot whose blocks are busy
+                // keeps its I/O and retries (crate::verify::hooks).
+                Some(v) => match v.next_io(s, slot.disk, || w.pattern.next(slot.wdisk as usize)) {
+                    Some(io) => io,
+                    None => {
+                        next_due = next_due.min(now + crate::verify::hooks::RETRY_NS);
+                        waiting.push(s);
+                        continue;
+                    }
+                },
+                None => w.pattern.next(slot.wdisk as usize),
+            };
             let buf = pool.ptr(s as usize);
             if io.dir == Dir::Write {
                 w.write_seq += 1;
                 // The slot is not in flight, so its buffer is ours to change.
                 let data = &mut pool.slice_mut(s as usize)[..io.len as usize];
-                if dedupe {
+                if let Some(v) = verify.as_mut() {
+                    v.prepare_write(s, data, w.index);
+                } else if dedupe {
                     // A stamp would make every block unique; refill so the
                     // dedupable share repeats the canonical block.
                     content::fill(
@@ -261,14 +288,20 @@ pub fn run(
                     slot.len = io.len;
                     slot.offset = io.offset;
                     w.issued_bytes += io.len as u64;
-                    w.pacer.issued(io.len, now);
+                    slot.sched_ns = w.pacer.issued(io.len, now);
                     batch.push(s);
                 }
                 Err(QueueError::Busy) => {
+                    if let Some(v) = verify.as_mut() {
+                        v.unqueued(s);
+                    }
                     free.push(s);
                     break;
                 }
                 Err(QueueError::Fatal(e)) => {
+                    if let Some(v) = verify.as_mut() {
+                        v.unqueued(s);
+                    }
                     failure = Some(e.to_string());
                     break;
                 }
@@ -282,6 +315,7 @@ pub fn run(
             let t = now_ns();
             for &s in &batch {
                 slots[s as usize].submit_ns = t;
+                watch.submitted(s, t);
             }
             in_flight += batch.len();
             batch.clear();
@@ -294,6 +328,7 @@ pub fn run(
         // end, or the next rate-capped issue time.
         let wake = next_boundary.min(end_ns).min(next_due);
         let (min, timeout) = if in_flight > 0 {
+            let wake = wake.min(watch.wake());
             (
                 1,
                 Some(Duration::from_nanos(wake.saturating_sub(now).max(1))),
@@ -324,18 +359,41 @@ pub fn run(
         }
         for c in done.drain(..) {
             in_flight -= 1;
+            watch.completed(c.slot);
             let slot = &slots[c.slot as usize];
             let w = &mut workers[slot.worker as usize];
             match c.result {
-                Ok(n) if n == slot.len => w.rec.record(slot.dir, n as u64, now - slot.submit_ns),
+                Ok(n) if n == slot.len => {
+                    let origin = pace::latency_origin(slot.submit_ns, slot.sched_ns);
+                    w.rec.record(slot.dir, n as u64, now - origin)
+                }
                 other => {
                     w.rec.record_error(slot.dir);
                     if failure.is_none() {
-                        failure = Some(io_error_message(ctx, slot, other));
+                        let mut m = io_error_message(ctx, slot, other);
+                        if let Some(detail) = backend.error_detail() {
+                            m = format!("{m} [{detail}]");
+                        }
+                        failure = Some(m);
                     }
                 }
             }
+            if let Some(v) = verify.as_mut() {
+                let ok = matches!(c.result, Ok(n) if n == slot.len);
+                let data = &pool.slice(c.slot as usize)[..slot.len as usize];
+                w.rec.record_verify_errors(v.completed(c.slot, ok, data));
+            }
             free.push(c.slot);
+        }
+        if failure.is_none()
+            && let Some(s) = watch.overdue(now)
+        {
+            let slot = &slots[s as usize];
+            let disk = &ctx.disks[ctx.plan.disks[slot.disk as usize] as usize];
+            let (name, limit) = (disk.name(), watch.limit());
+            let m = timeout::message(slot.dir, slot.len, slot.offset, &name, limit);
+            failure = Some(m);
+            timed_out = true;
         }
         if failure.is_some() {
             break;
@@ -346,22 +404,38 @@ pub fn run(
         let end = now.min(next_boundary);
         ship(&mut workers, interval, end);
     }
-    let drain_deadline = Instant::now() + DRAIN_TIMEOUT;
+    let drain = watch.drain_limit(DRAIN_TIMEOUT);
+    let drain_deadline = Instant::now() + drain;
     while in_flight > 0 {
         let left = drain_deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            let msg =
-                format!("{in_flight} I/Os still in flight {DRAIN_TIMEOUT:?} after the run ended");
+        if left.is_zero() || timed_out {
+            // What the storage never answered is given up, not waited for.
+            backend.abandon();
+            let target = ctx.disks[ctx.plan.disks[0] as usize].name();
+            let msg = format!(
+                "{in_flight} I/Os on {target} still in flight {drain:?} after the run ended"
+            );
             return Err(failure.unwrap_or(msg));
         }
         match backend.reap(in_flight, Some(left), &mut done) {
-            Ok(_) => in_flight -= done.drain(..).count(),
+            Ok(_) => {
+                for c in done.drain(..) {
+                    in_flight -= 1;
+                    if let Some(v) = verify.as_mut() {
+                        let len = slots[c.slot as usize].len as usize;
+                        let ok = matches!(c.result, Ok(n) if n as usize == len);
+                        v.completed(c.slot, ok, &pool.slice(c.slot as usize)[..len]);
+                    }
+                }
+            }
             Err(e) => return Err(failure.unwrap_or_else(|| e.to_string())),
         }
     }
-    match failure {
-        Some(f) => Err(f),
-        None => Ok(()),
+    let bad = verify.as_mut().and_then(|v| v.finish());
+    match (failure, bad) {
+        (Some(f), Some(b)) => Err(format!("{f}; {b}")),
+        (Some(f), None) | (None, Some(f)) => Err(f),
+        (None, None) => Ok(()),
     }
 }
 

@@ -23,6 +23,7 @@ pub mod netns;
 pub mod process;
 pub mod ready;
 pub mod registry;
+pub mod restart;
 pub mod rpcbind;
 pub mod state;
 pub mod tgt;

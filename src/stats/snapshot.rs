@@ -67,6 +67,13 @@ pub struct Snapshot {
     pub read: DirStats,
     /// Writes.
     pub write: DirStats,
+    /// Verify blocks (512 B) that read back wrong in verify mode (docs/verify.md).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub verify_errors: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Snapshot {
@@ -82,6 +89,7 @@ impl Snapshot {
         Snapshot {
             read: strip(&self.read),
             write: strip(&self.write),
+            verify_errors: self.verify_errors,
         }
     }
 
@@ -110,7 +118,7 @@ impl Snapshot {
 
     /// True when nothing completed or failed in either direction.
     pub fn is_empty(&self) -> bool {
-        self.read.is_empty() && self.write.is_empty()
+        self.read.is_empty() && self.write.is_empty() && self.verify_errors == 0
     }
 
     /// Latency of reads and writes together.
@@ -128,6 +136,7 @@ impl AddAssign<&Snapshot> for Snapshot {
     fn add_assign(&mut self, rhs: &Snapshot) {
         self.read += &rhs.read;
         self.write += &rhs.write;
+        self.verify_errors += rhs.verify_errors;
     }
 }
 
@@ -200,6 +209,7 @@ impl DirRecorder {
 pub struct Recorder {
     read: DirRecorder,
     write: DirRecorder,
+    verify_errors: u64,
 }
 
 impl Recorder {
@@ -225,6 +235,12 @@ impl Recorder {
         s.hist.record(lat_ns);
     }
 
+    /// Records `n` verify blocks that read back wrong.
+    #[inline]
+    pub fn record_verify_errors(&mut self, n: u64) {
+        self.verify_errors += n;
+    }
+
     /// Records one failed I/O.
     #[inline]
     pub fn record_error(&mut self, dir: Dir) {
@@ -233,7 +249,11 @@ impl Recorder {
 
     /// True when nothing was recorded since the last `take`.
     pub fn is_empty(&self) -> bool {
-        self.read.ios == 0 && self.read.errors == 0 && self.write.ios == 0 && self.write.errors == 0
+        self.read.ios == 0
+            && self.read.errors == 0
+            && self.write.ios == 0
+            && self.write.errors == 0
+            && self.verify_errors == 0
     }
 
     /// This interval's snapshot; the recorder starts a new interval. Only
@@ -242,6 +262,7 @@ impl Recorder {
         Snapshot {
             read: self.read.take(),
             write: self.write.take(),
+            verify_errors: std::mem::take(&mut self.verify_errors),
         }
     }
 }
@@ -312,7 +333,11 @@ mod tests {
                 parts[(i + 1) % 3].record_error(d);
             }
         }
+        all.record_verify_errors(3);
+        parts[2].record_verify_errors(1);
+        parts[0].record_verify_errors(2);
         let [a, b, c] = parts.map(|mut r| r.take());
+        assert_eq!(a.verify_errors + c.verify_errors, 3);
         let whole = all.take();
         assert_eq!((a.clone() + b.clone()) + c.clone(), whole);
         assert_eq!(a.clone() + (b.clone() + c.clone()), whole);

@@ -39,6 +39,8 @@ pub struct LocalRunner {
     msgs: Option<Receiver<Msg>>,
     timing: Timing,
     collector: Option<JoinHandle<()>>,
+    /// Verify mode's block map, saved in `finish` however the point ended.
+    verify: Option<Arc<crate::verify::map::Shared>>,
 }
 
 impl LocalRunner {
@@ -55,6 +57,7 @@ impl LocalRunner {
                 intervals: 0,
             },
             collector: None,
+            verify: None,
         }
     }
 }
@@ -136,11 +139,13 @@ struct EngineThread {
     open: OpenOptions,
     timing: Timing,
     io_limit: Option<u64>,
+    io_timeout: Duration,
     content: crate::workload::Content,
     seed: u64,
     stop: Arc<AtomicBool>,
     tx: Sender<Msg>,
     start: Receiver<Instant>,
+    verify: Option<Arc<crate::verify::map::Shared>>,
 }
 
 impl EngineThread {
@@ -158,6 +163,8 @@ impl EngineThread {
             seed: self.seed,
             stop: &self.stop,
             tx: self.tx.clone(),
+            io_timeout: self.io_timeout,
+            verify: self.verify.as_deref(),
         };
         let mut pool = worker::make_pool(&ctx);
         let depth: u32 = tp.workers.iter().map(|w| w.access.iodepth).sum();
@@ -301,6 +308,7 @@ impl HostRunner for LocalRunner {
         });
         let plan = Arc::new(share::host_plan(spec, &kinds, &hp.vms, max_threads));
         let (prepared, note) = prepare_disks(spec, &plan, hp.allow_overwrite, stop)?;
+        self.verify = crate::verify::start(spec, &plan).map_err(RunError::Setup)?;
         self.timing = Timing {
             interval_ns: spec.interval.as_nanos() as u64,
             intervals: intervals_in(spec.ramp, spec.interval)
@@ -311,7 +319,7 @@ impl HostRunner for LocalRunner {
             sync: Some(spec.sync),
             write: spec.writes(),
             depth: 0,
-            size_needed: spec.offset + spec.size,
+            size_needed: plan.size_needed(),
         };
         let (tx, rx) = mpsc::channel::<Msg>();
         let nthreads = plan.threads.len();
@@ -324,11 +332,13 @@ impl HostRunner for LocalRunner {
                 open,
                 timing: self.timing,
                 io_limit: spec.io_limit,
+                io_timeout: spec.io_timeout,
                 content: spec.content,
                 seed: spec.seed,
                 stop: Arc::clone(&self.stop),
                 tx: tx.clone(),
                 start: start_rx,
+                verify: self.verify.clone(),
             };
             let h = std::thread::Builder::new()
                 .name(format!("storlab-engine-{i}"))
@@ -401,6 +411,9 @@ impl HostRunner for LocalRunner {
         }
         if let Some(h) = self.collector.take() {
             let _ = h.join();
+        }
+        if let Some(v) = self.verify.take() {
+            crate::verify::finish(&v);
         }
     }
 }

@@ -1,0 +1,177 @@
+//! Data verification and the durability journal (`--verify`, `--journal`,
+//! `storlab verify`); see docs/verify.md.
+//!
+//! * [`format`]: the self-describing 512-byte verify block and its checksum.
+//! * [`map`]: the per-block map of acknowledged writes and in-flight locks,
+//!   shared by a point's engine threads and saved when the point ends.
+//! * [`hooks`]: what an engine thread calls at issue and completion.
+//! * [`journal`]: the durable record of acknowledged writes (and the map's
+//!   file format).
+//! * [`check`]: the verdict on one block; [`reread`]: `storlab verify`.
+
+pub mod check;
+pub mod format;
+pub mod hooks;
+pub mod journal;
+pub mod map;
+pub mod reread;
+
+use journal::Record;
+use map::{Entry, StoreInfo};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static RUN_ID: OnceLock<u32> = OnceLock::new();
+static SEQ: AtomicU64 = AtomicU64::new(1);
+
+/// This process's run id, written into every verify header (random, never 0).
+pub fn run_id() -> u32 {
+    *RUN_ID.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        let mut x = nanos ^ ((std::process::id() as u64) << 32);
+        (crate::workload::pattern::splitmix64(&mut x) as u32).max(1)
+    })
+}
+
+/// The next write sequence number: unique and increasing over the process,
+/// so the order of the writes to one block (never two in flight) is the order
+/// of their numbers.
+pub fn next_seq() -> u64 {
+    SEQ.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Where verify maps are saved: `$STORLAB_VERIFY_DIR`, else
+/// `$XDG_STATE_HOME/storlab/verify`, else `~/.local/state/storlab/verify`.
+pub fn state_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("STORLAB_VERIFY_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("storlab/verify");
+    }
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
+    PathBuf::from(home).join(".local/state/storlab/verify")
+}
+
+/// The saved map of `target` (a target URL as storlab prints it).
+pub fn map_path(target: &str) -> PathBuf {
+    let safe: String = target
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .take(80)
+        .collect();
+    let id = format::target_id(target);
+    state_dir().join(format!("{safe}-{:08x}.map", id as u32))
+}
+
+/// A journal or saved map, replayed: per store, what each written block holds.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The run that wrote it.
+    pub run: u32,
+    /// True for a journal (later writes than recorded are acceptable).
+    pub journal: bool,
+    /// Store name → (store, block → entry).
+    pub stores: BTreeMap<String, (StoreInfo, BTreeMap<u64, Entry>)>,
+    /// Bytes of a torn last record that were ignored.
+    pub torn_bytes: usize,
+}
+
+impl Loaded {
+    /// Read and replay `path`; `expect_journal` refuses a map given as a
+    /// journal (and the reverse), naming the file.
+    pub fn from_file(path: &Path, expect_journal: bool) -> Result<Loaded, String> {
+        let c = journal::read(path)?;
+        let is_journal = c.magic == journal::JOURNAL_MAGIC;
+        if is_journal != expect_journal {
+            return Err(format!(
+                "{} is a storlab {}, not a {}",
+                path.display(),
+                if is_journal { "journal" } else { "verify map" },
+                if expect_journal {
+                    "journal"
+                } else {
+                    "verify map"
+                }
+            ));
+        }
+        let mut names: HashMap<u32, String> = HashMap::new();
+        let mut stores: BTreeMap<String, (StoreInfo, BTreeMap<u64, Entry>)> = BTreeMap::new();
+        for r in c.records {
+            match r {
+                Record::Store(i, info) => {
+                    names.insert(i, info.name.clone());
+                    let e = stores
+                        .entry(info.name.clone())
+                        .or_insert_with(|| (info.clone(), BTreeMap::new()));
+                    e.0.size = e.0.size.max(info.size);
+                }
+                Record::Writes(w) | Record::Doubt(w) if w.is_empty() => {}
+                r => {
+                    let (acked, w) = match r {
+                        Record::Writes(w) => (true, w),
+                        Record::Doubt(w) => (false, w),
+                        Record::Store(..) => unreachable!("handled above"),
+                    };
+                    for rec in w {
+                        let name = names.get(&rec.store).ok_or_else(|| {
+                            format!(
+                                "{}: a write names store {} that was never declared",
+                                path.display(),
+                                rec.store
+                            )
+                        })?;
+                        let blocks = &mut stores.get_mut(name).expect("declared store").1;
+                        for b in rec.first..rec.first + rec.count as u64 {
+                            let e = blocks.entry(b).or_default();
+                            if acked && rec.seq > e.acked {
+                                e.acked = rec.seq;
+                                e.writer = rec.writer;
+                            } else if !acked {
+                                e.doubt = e.doubt.max(rec.seq);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for (_, blocks) in stores.values_mut() {
+            for e in blocks.values_mut() {
+                if e.doubt <= e.acked {
+                    e.doubt = 0;
+                }
+            }
+        }
+        Ok(Loaded {
+            run: c.run,
+            journal: is_journal,
+            stores,
+            torn_bytes: c.torn_bytes,
+        })
+    }
+}
+
+/// The block map of a point that runs in verify mode (`spec.verify`, or a
+/// journal), built once its files are prepared; `None` otherwise.
+pub fn start(
+    spec: &crate::workload::Spec,
+    plan: &crate::engine::plan::Plan,
+) -> Result<Option<std::sync::Arc<map::Shared>>, String> {
+    if !spec.verify && spec.journal.is_none() {
+        return Ok(None);
+    }
+    map::Shared::new(plan, spec, spec.journal.as_deref()).map(|s| Some(std::sync::Arc::new(s)))
+}
+
+/// The point ended (however): close the journal and save the map. A failure
+/// is printed, naming the file; the point's own outcome stands.
+pub fn finish(shared: &map::Shared) {
+    if let Err(e) = shared.save() {
+        eprintln!("storlab: error: verify: {e}");
+    }
+}

@@ -1,0 +1,226 @@
+//! `storlab verify`: re-read every block a journal or a saved map says was
+//! written and check it holds what the last acknowledged write put there.
+
+use super::Loaded;
+use super::check::{Bad, Expect, check_block};
+use super::format::{MAGIC, VBLOCK, target_id};
+use super::map::StoreInfo;
+use crate::backends::{self, target::Target};
+use crate::engine::plan::Disk;
+use crate::engine::{BufferPool, Completion, OpenOptions, QueueError, Request, content};
+use crate::workload::Dir;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Verify blocks per read (64 KiB).
+pub const EXTENT_BLOCKS: u32 = 128;
+/// How long one read may take before the check gives up on the target.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How `storlab verify` reads.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Reads in flight.
+    pub depth: usize,
+    /// Bypass the page cache (O_DIRECT) where the backend has one.
+    pub direct: bool,
+    /// Bad blocks kept in full in the outcome (all are counted).
+    pub keep: usize,
+}
+
+/// What a check found.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Stores checked.
+    pub stores: Vec<String>,
+    /// Blocks checked.
+    pub blocks: u64,
+    /// Bad blocks found.
+    pub bad_count: u64,
+    /// The first `keep` bad blocks.
+    pub bad: Vec<Bad>,
+}
+
+/// Check every written block of `target`'s stores in `loaded`.
+pub fn verify_target(loaded: &Loaded, target: &Target, opts: &Options) -> Result<Outcome, String> {
+    let name = target.to_string();
+    let stores: Vec<&(StoreInfo, BTreeMap<u64, super::map::Entry>)> = loaded
+        .stores
+        .values()
+        .filter(|(s, _)| s.target == name)
+        .collect();
+    if stores.is_empty() {
+        let known: Vec<&str> = loaded
+            .stores
+            .values()
+            .map(|(s, _)| s.target.as_str())
+            .collect();
+        return Err(format!(
+            "no writes to {name} are recorded (recorded targets: {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        ));
+    }
+    let mut out = Outcome::default();
+    for (info, blocks) in stores {
+        out.stores.push(info.name.clone());
+        check_store(loaded, target, info, blocks, opts, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn check_store(
+    loaded: &Loaded,
+    target: &Target,
+    info: &StoreInfo,
+    blocks: &BTreeMap<u64, super::map::Entry>,
+    opts: &Options,
+    out: &mut Outcome,
+) -> Result<(), String> {
+    // Consecutive written blocks, read EXTENT_BLOCKS at a time.
+    let mut extents: Vec<(u64, u32)> = Vec::new();
+    for &b in blocks.keys() {
+        match extents.last_mut() {
+            Some((first, n)) if *first + *n as u64 == b && *n < EXTENT_BLOCKS => *n += 1,
+            _ => extents.push((b, 1)),
+        }
+    }
+    let disk = Disk {
+        target: info.target.clone(),
+        path: info.path.clone(),
+        offset: 0,
+        size: info.size,
+    };
+    let depth = opts.depth.max(1);
+    let mut backend = backends::open(
+        target,
+        &[&disk],
+        &OpenOptions {
+            direct: opts.direct,
+            sync: None,
+            write: false,
+            depth: depth as u32,
+            size_needed: 0,
+        },
+    )
+    .map_err(|e| format!("cannot open {} to verify it: {e}", info.name))?;
+    let pool = BufferPool::new(depth, EXTENT_BLOCKS as usize * VBLOCK);
+    backend
+        .register_buffers(&pool)
+        .map_err(|e| format!("{}: {e}", info.name))?;
+    let id = target_id(&info.name);
+    let mut free: Vec<u32> = (0..depth as u32).rev().collect();
+    let mut slot_extent: Vec<(u64, u32)> = vec![(0, 0); depth];
+    let mut next = 0usize;
+    let mut in_flight = 0usize;
+    let mut done: Vec<Completion> = Vec::new();
+    let mut prepared = Vec::new();
+    while next < extents.len() || in_flight > 0 {
+        let mut queued = false;
+        while next < extents.len() {
+            let Some(s) = free.pop() else { break };
+            let (first, n) = extents[next];
+            let req = Request {
+                slot: s,
+                disk: 0,
+                dir: Dir::Read,
+                offset: first * VBLOCK as u64,
+                len: n * VBLOCK as u32,
+                buf: pool.ptr(s as usize),
+            };
+            match backend.queue(req) {
+                Ok(()) => {
+                    slot_extent[s as usize] = (first, n);
+                    next += 1;
+                    in_flight += 1;
+                    queued = true;
+                }
+                Err(QueueError::Busy) => {
+                    free.push(s);
+                    break;
+                }
+                Err(QueueError::Fatal(e)) => return Err(format!("{}: {e}", info.name)),
+            }
+        }
+        if queued {
+            backend
+                .commit()
+                .map_err(|e| format!("{}: {e}", info.name))?;
+        }
+        let got = backend
+            .reap(1, Some(READ_TIMEOUT), &mut done)
+            .map_err(|e| format!("{}: {e}", info.name))?;
+        if got == 0 && in_flight > 0 {
+            return Err(format!(
+                "{}: {in_flight} read(s) got no answer in {READ_TIMEOUT:?}",
+                info.name
+            ));
+        }
+        for c in done.drain(..) {
+            in_flight -= 1;
+            let (first, n) = slot_extent[c.slot as usize];
+            let len = n as usize * VBLOCK;
+            match c.result {
+                Ok(got) if got as usize == len => {}
+                other => {
+                    let why = match other {
+                        Err(errno) => std::io::Error::from_raw_os_error(errno).to_string(),
+                        Ok(got) => format!("short read: {got} of {len} bytes"),
+                    };
+                    return Err(format!(
+                        "{}: reading {len} bytes at offset {} to verify them: {why}",
+                        info.name,
+                        first * VBLOCK as u64
+                    ));
+                }
+            }
+            let buf = &pool.slice(c.slot as usize)[..len];
+            let needs_prepared = buf
+                .chunks_exact(VBLOCK)
+                .any(|b| b[..8] != MAGIC.to_le_bytes());
+            prepared.clear();
+            if needs_prepared && let Some(p) = &info.prepared {
+                prepared.resize(len, 0);
+                let k = content::prepared_bytes(
+                    &mut prepared,
+                    p.content,
+                    p.seed,
+                    p.chunk,
+                    p.size,
+                    first * VBLOCK as u64,
+                );
+                prepared.truncate(k);
+            }
+            for (i, block) in buf.chunks_exact(VBLOCK).enumerate() {
+                let b = first + i as u64;
+                let exp = Expect {
+                    target: id,
+                    offset: b * VBLOCK as u64,
+                    run: loaded.run,
+                    entry: blocks[&b],
+                    newer_ok: loaded.journal,
+                    prepared: (prepared.len() >= (i + 1) * VBLOCK)
+                        .then(|| &prepared[i * VBLOCK..(i + 1) * VBLOCK]),
+                };
+                out.blocks += 1;
+                if let Err((problem, expected, found)) = check_block(block, &exp) {
+                    out.bad_count += 1;
+                    if out.bad.len() < opts.keep {
+                        out.bad.push(Bad {
+                            store: info.name.clone(),
+                            offset: exp.offset,
+                            problem,
+                            expected,
+                            found,
+                        });
+                    }
+                }
+            }
+            free.push(c.slot);
+        }
+    }
+    Ok(())
+}
