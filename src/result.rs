@@ -31,6 +31,64 @@ pub struct Environment {
     pub memory_bytes: u64,
     /// storlab version.
     pub storlab_version: String,
+    /// The lab network the targets were reached over, when they are a lab's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<Network>,
+}
+
+/// The lab network of a run: its link rate (when the lab shapes its links)
+/// and MTU, as the lab's state records them. Nothing here is guessed: an
+/// unshaped lab has no link rate.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Network {
+    /// The lab's state directory.
+    pub lab: String,
+    /// The link as given to `lab up` (`10gbe`, `500mbit`); `None`: unshaped.
+    pub link: Option<String>,
+    /// Link rate in bits per second; `None`: unshaped, rate unknown.
+    pub link_rate_bps: Option<u64>,
+    /// MTU of every interface on the path.
+    pub mtu: u32,
+    /// The lab's load-generator host namespaces (fleet labs; empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
+}
+
+impl Network {
+    /// The network of a lab, from its state.
+    pub fn of_lab(lab: &crate::lab::LabState) -> Network {
+        Network {
+            lab: lab.state_dir.display().to_string(),
+            link: lab.link.as_ref().map(|l| l.name.clone()),
+            link_rate_bps: lab.link.as_ref().map(|l| l.rate_bps),
+            mtu: lab.mtu,
+            hosts: lab.hosts.iter().map(|h| h.name.clone()).collect(),
+        }
+    }
+
+    /// The network of the running lab that serves any of `targets` (URLs);
+    /// `None` when no running lab does.
+    pub fn of_targets(targets: &[String]) -> Option<Network> {
+        use crate::backends::target::Target;
+        let wanted: Vec<Target> = targets
+            .iter()
+            .filter_map(|t| Target::parse(t).ok())
+            .collect();
+        if wanted.is_empty() {
+            return None;
+        }
+        crate::lab::registry::running_labs()
+            .iter()
+            .find(|lab| {
+                lab.targets.as_ref().is_some_and(|t| {
+                    t.list()
+                        .iter()
+                        .filter_map(|(_, url)| Target::parse(url).ok())
+                        .any(|u| wanted.contains(&u))
+                })
+            })
+            .map(Network::of_lab)
+    }
 }
 
 impl Environment {
@@ -66,6 +124,7 @@ impl Environment {
                 .unwrap_or(1),
             memory_bytes,
             storlab_version: env!("CARGO_PKG_VERSION").to_string(),
+            network: None,
         }
     }
 }

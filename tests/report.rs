@@ -66,6 +66,11 @@ impl Lcg {
 
 /// One interval: `ios` I/Os, 75% reads, latency around `lat_us` with a tail.
 fn interval_stats(rng: &mut Lcg, ios: u64, lat_us: f64) -> Snapshot {
+    interval_stats_bs(rng, ios, lat_us, 4096)
+}
+
+/// [`interval_stats`] with `bs`-byte I/Os.
+fn interval_stats_bs(rng: &mut Lcg, ios: u64, lat_us: f64, bs: u64) -> Snapshot {
     let mut r = Recorder::new();
     for _ in 0..ios {
         let u = rng.next();
@@ -77,7 +82,7 @@ fn interval_stats(rng: &mut Lcg, ios: u64, lat_us: f64) -> Snapshot {
         } else {
             Dir::Write
         };
-        r.record(dir, 4096, (lat * 1000.0) as u64);
+        r.record(dir, bs, (lat * 1000.0) as u64);
     }
     r.take()
 }
@@ -182,6 +187,105 @@ fn fixture_runs() -> Vec<RunRecord> {
     vec![run(FC, 1.0, 1.0, 100), run(NFS, 0.9, 1.25, 200)]
 }
 
+/// One point of a fleet run on two hosts: 1 ramp + 4 measured 1 s intervals
+/// of 32 KiB I/Os per host; the second host is slower. The point's intervals
+/// are the hosts' sums, as the runner merges them.
+fn fleet_point(label: &str, vms: u32, iops_per_host: f64, seed: u64) -> Value {
+    let hosts = [("10.99.1.11:7070", 1.0, 1.0), ("10.99.1.12:7070", 0.8, 1.3)];
+    let mut merged: Vec<(Snapshot, CpuSample)> = Vec::new();
+    let mut host_docs = Vec::new();
+    for (h, &(name, speed, slow)) in hosts.iter().enumerate() {
+        let mut rng = Lcg(seed * 10 + h as u64);
+        let mut intervals = Vec::new();
+        let mut measured = Vec::new();
+        for i in 0..5u32 {
+            let ramp = i == 0;
+            let wobble = 1.0 + 0.06 * (rng.next() - 0.5);
+            let n = (iops_per_host * speed * wobble * if ramp { 0.5 } else { 1.0 }) as u64;
+            let stats = interval_stats_bs(&mut rng, n, 700.0 * slow, 32768);
+            let cpu = CpuSample {
+                proc_user_s: 0.03 + n as f64 * 2e-6,
+                proc_sys_s: 0.01 + n as f64 * 4e-6,
+                host_busy_pct: 20.0 + n as f64 / 200.0,
+                cores: 2,
+            };
+            if !ramp {
+                measured.push((stats.clone(), 1.0, cpu.clone()));
+            }
+            match merged.get_mut(i as usize) {
+                Some((s, c)) => {
+                    *s += &stats;
+                    c.proc_user_s += cpu.proc_user_s;
+                    c.proc_sys_s += cpu.proc_sys_s;
+                    c.host_busy_pct = (c.host_busy_pct + cpu.host_busy_pct) / 2.0;
+                }
+                None => merged.push((stats.clone(), cpu.clone())),
+            }
+            intervals.push(json!({
+                "index": i, "phase": if ramp { "ramp" } else { "measure" },
+                "start_s": i as f64, "seconds": 1.0, "stats": stats, "cpu": cpu,
+            }));
+        }
+        let vm_list: Vec<u32> = (0..vms).filter(|v| *v as usize % 2 == h).collect();
+        host_docs.push(json!({
+            "host": name, "vms": vm_list, "threads": 2, "backend": "fixture: hand-built",
+            "clock_offset_ms": 0.2 * h as f64, "intervals": intervals,
+            "measured": measured.iter().map(|m| &m.0).sum::<Snapshot>(),
+            "summary": Summary::compute(&measured), "lost": false, "error": null,
+        }));
+    }
+    let measured: Vec<(Snapshot, f64, CpuSample)> = merged
+        .iter()
+        .skip(1)
+        .map(|(s, c)| (s.clone(), 1.0, c.clone()))
+        .collect();
+    let total: Snapshot = measured.iter().map(|m| &m.0).sum();
+    let intervals: Vec<Value> = merged
+        .iter()
+        .enumerate()
+        .map(|(i, (s, c))| {
+            json!({
+                "index": i, "phase": if i == 0 { "ramp" } else { "measure" },
+                "start_s": i as f64, "seconds": 1.0, "stats": s, "cpu": c,
+            })
+        })
+        .collect();
+    let mut sp = spec(label, vms, 4);
+    sp["groups"][0]["access"]["bs"] = json!([[32768, 100]]);
+    sp["ramp"] = json!(1.0);
+    json!({
+        "label": label, "spec": sp, "targets": [NFS],
+        "backend": "fixture: hand-built", "threads": 4, "started_unix": 1763760000.0 + seed as f64,
+        "prepared": [], "intervals": intervals,
+        "workers": [{ "id": { "group": "vm", "vm": 0, "worker": 0 }, "stats": total.clone() }],
+        "measured": total, "summary": Summary::compute(&measured), "interrupted": false,
+        "error": null, "hosts": host_docs,
+    })
+}
+
+/// A fleet run: two agents in a lab with a 1 Gb/s link at MTU 9000.
+fn fleet_run() -> RunRecord {
+    let points = vec![
+        fleet_point("8 VMs", 8, 1200.0, 300),
+        fleet_point("16 VMs", 16, 1500.0, 301),
+    ];
+    let v = json!({
+        "schema": "storlab.run", "schema_version": 1,
+        "command": ["storlab", "run", "--job", "fleet.toml", "--target", NFS, "--hosts",
+                    "10.99.1.11:7070,10.99.1.12:7070", "--token-file", "token"],
+        "started_unix": 1763760000.0,
+        "environment": { "hostname": "lab-1", "kernel": "6.1.0-fixture", "os": "Debian GNU/Linux 12 (bookworm)",
+            "cpu_model": "Fixture CPU @ 2.0GHz", "cores": 2, "memory_bytes": 8589934592u64, "storlab_version": "0.1.0",
+            "network": { "lab": "/var/tmp/storlab-lab", "link": "1gbe", "link_rate_bps": 1000000000u64,
+                         "mtu": 9000, "hosts": ["storlab1-h1", "storlab1-h2"] } },
+        "jobs": [
+            { "name": "fleet-32k", "description": "32K 75/25 random over two hosts", "profile": null, "points": points }
+        ],
+        "interrupted": false, "error": null, "complete": true
+    });
+    serde_json::from_value(v).expect("fleet fixture is a valid run")
+}
+
 /// The fixture as committed in tests/fixtures/ (the input of
 /// `storlab report tests/fixtures/run-fc.json tests/fixtures/run-nfs.json`):
 /// rewritten when blessing, checked equal to the builder otherwise.
@@ -205,6 +309,79 @@ fn fixture_files_match_the_builder() {
             path.display()
         );
     }
+}
+
+/// tests/fixtures/run-fleet.json is the fleet builder's run.
+#[test]
+fn fleet_fixture_file_matches_the_builder() {
+    let r = fleet_run();
+    let path = fixtures().join("run-fleet.json");
+    let text = serde_json::to_string(&r).unwrap() + "\n";
+    if blessing() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let stored = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with STORLAB_BLESS=1)", path.display()));
+    let back = RunRecord::from_json(&stored, &path.display().to_string()).unwrap();
+    assert!(
+        back == r,
+        "{} is not what the builder makes",
+        path.display()
+    );
+}
+
+fn fleet_comparison() -> Comparison {
+    let sources = vec![Source {
+        name: "run-fleet.json".into(),
+        run: fleet_run(),
+    }];
+    Comparison::new(sources, None).unwrap()
+}
+
+#[test]
+fn fleet_snapshots() {
+    let c = fleet_comparison();
+    snapshot(
+        "report-fleet.html",
+        &html::render(&c, &ReportOptions::default()),
+    );
+    snapshot(
+        "report-fleet.md",
+        &markdown::render(&c, &ReportOptions::default()),
+    );
+    snapshot("report-fleet.csv", &relative::csv(&c));
+}
+
+/// Per-host figures and "% of link" come from the run, and only from it.
+#[test]
+fn per_host_and_link_figures() {
+    let c = fleet_comparison();
+    let run = &c.sources[0].run;
+    let hosts = storlab::report::hosts::host_table(&c);
+    // Two points, two hosts each.
+    assert_eq!(hosts.rows.len(), 4);
+    assert_eq!(hosts.rows[0][3], "10.99.1.11:7070");
+    assert_eq!(hosts.rows[1][3], "10.99.1.12:7070");
+    // The hosts' IOPS add up to the point's (the merge is a sum).
+    let p = &run.jobs[0].points[1];
+    let sum: f64 = p.hosts.iter().map(|h| h.summary.total.iops).sum();
+    assert!((sum - p.summary.total.iops).abs() < 1e-6 * sum);
+    // % of link = Gb/s / 1 Gb/s.
+    let (avg, peak) = storlab::report::hosts::link_pct(&c, 1, 0).expect("a link rate");
+    assert!((avg[0] - p.summary.total.gbit_s * 100.0).abs() < 1e-9);
+    assert!((peak[0] - p.summary.peak_gbit_s * 100.0).abs() < 1e-9);
+    assert!(avg[0] > 10.0 && avg[0] <= peak[0], "{avg:?} {peak:?}");
+    let md = markdown::render(&c, &ReportOptions::default());
+    assert!(
+        md.contains("## Per host") && md.contains("1gbe (1.000 Gb/s)") && md.contains("| 9000 |")
+    );
+    let page = html::render(&c, &ReportOptions::default());
+    assert!(page.contains("IOPS per interval per host"));
+    // A run without a recorded network shows no link figures at all.
+    let plain = comparison();
+    assert!(storlab::report::hosts::link_pct(&plain, 0, 0).is_none());
+    assert!(storlab::report::hosts::host_table(&plain).rows.is_empty());
+    assert!(!markdown::render(&plain, &ReportOptions::default()).contains("## Per host"));
 }
 
 fn comparison() -> Comparison {
@@ -475,13 +652,19 @@ fn html_report_renders_in_chromium() {
             panic!("chromium is not installed: run ./setup.sh (it installs Debian's chromium)")
         });
     let dir = TempDir::new("chromium");
-    let page = dir.0.join("report.html");
-    std::fs::write(
-        &page,
-        html::render(&comparison(), &ReportOptions::default()),
-    )
-    .unwrap();
-    let png = dir.0.join("shot.png");
+    for (name, c) in [
+        ("report.html", comparison()),
+        ("report-fleet.html", fleet_comparison()),
+    ] {
+        render_in_chromium(chromium, &dir, name, &c);
+    }
+}
+
+/// One report page in headless Chromium: screenshot, console, DOM.
+fn render_in_chromium(chromium: &str, dir: &TempDir, name: &str, c: &Comparison) {
+    let page = dir.0.join(name);
+    std::fs::write(&page, html::render(c, &ReportOptions::default())).unwrap();
+    let png = dir.0.join(format!("{name}.png"));
     let profile = dir.0.join("profile");
     let out = std::process::Command::new(chromium)
         .args([

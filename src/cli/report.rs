@@ -84,7 +84,11 @@ fn name_targets(mut run: RunRecord) -> RunRecord {
 }
 
 /// Load one RUN: a `--json` file if such a file exists, else a run id.
-fn load(run: &str, db: Option<&Path>, store: &mut Option<Store>) -> Result<Source, CliError> {
+pub(super) fn load(
+    run: &str,
+    db: Option<&Path>,
+    store: &mut Option<Store>,
+) -> Result<Source, CliError> {
     load_raw(run, db, store).map(|s| Source {
         run: name_targets(s.run),
         ..s

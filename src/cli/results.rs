@@ -41,6 +41,41 @@ pub enum ResultsCmd {
         #[arg(long, short = 'o', value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Compare runs over time: each figure's change and whether it is beyond the noise.
+    Diff(DiffArgs),
+}
+
+/// Arguments of `storlab results diff OLD NEW`.
+#[derive(clap::Args, Debug)]
+pub struct DiffArgs {
+    /// The old side: a run id, several (3,4,5), a range (3-5), or `--json` files.
+    #[arg(value_name = "OLD")]
+    pub old: String,
+    /// The new side, in the same form.
+    #[arg(value_name = "NEW")]
+    pub new: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: DiffFormat,
+    /// Output file (default: standard output).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Compare points whose specs differ (the differences are listed in the output).
+    #[arg(long)]
+    pub allow_spec_change: bool,
+}
+
+/// Formats of `storlab results diff`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// Plain-text tables, one per load point.
+    Text,
+    /// One Markdown table.
+    Markdown,
+    /// One line per figure and point.
+    Csv,
+    /// The whole comparison (schema storlab.diff).
+    Json,
 }
 
 /// Formats of `storlab results export`.
@@ -100,10 +135,14 @@ pub fn emit(output: Option<&Path>, bytes: &[u8]) -> Result<(), CliError> {
 
 /// Run `storlab results`.
 pub fn run(args: ResultsArgs) -> Result<ExitCode, CliError> {
+    let sub = match args.sub {
+        ResultsCmd::Diff(d) => return super::diff::run(&d, args.db.as_deref()),
+        other => other,
+    };
     let store = open_store(args.db.as_deref())?;
     let fail = |e: store::StoreError| CliError::failed(e.to_string());
     let mut out = String::new();
-    match args.sub {
+    match sub {
         ResultsCmd::List => {
             let runs = store.list_runs().map_err(fail)?;
             if runs.is_empty() {
@@ -159,6 +198,7 @@ pub fn run(args: ResultsArgs) -> Result<ExitCode, CliError> {
             };
             emit(output.as_deref(), &bytes)?;
         }
+        ResultsCmd::Diff(_) => {}
     }
     emit(None, out.as_bytes())?;
     Ok(ExitCode::Ok)

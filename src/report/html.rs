@@ -5,6 +5,7 @@
 //! the tables of [`super::markdown`], the environment and the command to
 //! reproduce each run.
 
+use super::hosts;
 use super::markdown::{self, ReportOptions, TextTable, key_name, shell_line};
 use super::relative::{Comparison, Metric, fmt_num};
 use super::svg::{self, Bar, BarChart, BarGroup, LineChart, Series, esc};
@@ -305,6 +306,130 @@ fn time_series_chart(c: &Comparison, k: usize) -> String {
     })
 }
 
+/// IOPS per interval of every host of one row and target (its first repeat
+/// that ran on several hosts), a line per host, ramp shaded.
+fn host_chart(c: &Comparison, k: usize, t: usize) -> Option<String> {
+    let p = hosts::fleet_point(c, k, t)?;
+    let (job, label) = &c.keys[k];
+    let mut bands = Vec::new();
+    let series = p
+        .hosts
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let pts = hosts::host_iops_series(h);
+            let ramp_end = pts
+                .iter()
+                .filter(|x| x.2 == Phase::Ramp)
+                .map(|x| x.0)
+                .fold(0.0, f64::max);
+            if ramp_end > 0.0 && bands.is_empty() {
+                bands.push((
+                    0.0,
+                    ramp_end,
+                    format!("ramp: 0–{ramp_end:.1} s, not in the summary"),
+                ));
+            }
+            let lost = if h.lost { " (lost)" } else { "" };
+            Series {
+                name: format!("{}{lost}", h.host),
+                colour: i,
+                points: pts.iter().map(|x| (x.0, x.1)).collect(),
+                tips: pts
+                    .iter()
+                    .map(|x| format!("{}, {:.1} s: {} IOPS", h.host, x.0, fmt_num(x.1)))
+                    .collect(),
+                dots: true,
+            }
+        })
+        .collect();
+    Some(svg::line_chart(&LineChart {
+        title: format!(
+            "{} on {}: IOPS per interval per host",
+            key_name(job, label),
+            c.targets[t]
+        ),
+        x_label: "seconds since the point started".into(),
+        y_label: "IOPS".into(),
+        log_x: false,
+        series,
+        bands,
+        marks: Vec::new(),
+        hline: None,
+    }))
+}
+
+/// Gb/s per interval of one row, per target whose run recorded its link
+/// rate (first repeat), against that rate as a dashed line; `None` when no
+/// run of the row recorded one.
+fn link_chart(c: &Comparison, k: usize) -> Option<String> {
+    let (job, label) = &c.keys[k];
+    let mut rate: Option<f64> = None;
+    let mut bands = Vec::new();
+    let series: Vec<Series> = (0..c.targets.len())
+        .filter_map(|t| {
+            let (src, p) = *c.sourced_points(k, t).first()?;
+            let bps = hosts::link_of(&src.run)?.rate_bps.filter(|&r| r > 0)? as f64;
+            rate.get_or_insert(bps / 1e9);
+            let ramp_end = p
+                .intervals
+                .iter()
+                .filter(|i| i.phase == Phase::Ramp)
+                .map(|i| i.start_s + i.seconds)
+                .fold(0.0, f64::max);
+            if ramp_end > 0.0 && bands.is_empty() {
+                bands.push((
+                    0.0,
+                    ramp_end,
+                    format!("ramp: 0–{ramp_end:.1} s, not in the summary"),
+                ));
+            }
+            let pts: Vec<(f64, f64)> = p
+                .intervals
+                .iter()
+                .filter(|i| i.seconds > 0.0)
+                .map(|i| {
+                    (
+                        i.start_s + i.seconds,
+                        i.stats.total_bytes() as f64 * 8.0 / i.seconds / 1e9,
+                    )
+                })
+                .collect();
+            Some(Series {
+                name: c.targets[t].clone(),
+                colour: t,
+                tips: pts
+                    .iter()
+                    .map(|&(x, g)| {
+                        format!(
+                            "{}, {x:.1} s: {} Gb/s, {:.1}% of the link",
+                            c.targets[t],
+                            fmt_num(g),
+                            g * 1e9 / bps * 100.0
+                        )
+                    })
+                    .collect(),
+                points: pts,
+                dots: true,
+            })
+        })
+        .collect();
+    let rate = rate?;
+    Some(svg::line_chart(&LineChart {
+        title: format!(
+            "{}: Gb/s per interval against the link",
+            key_name(job, label)
+        ),
+        x_label: "seconds since the point started".into(),
+        y_label: "Gb/s".into(),
+        log_x: false,
+        series,
+        bands,
+        marks: Vec::new(),
+        hline: Some((rate, format!("link rate: {} Gb/s", fmt_num(rate)))),
+    }))
+}
+
 /// The whole report as one HTML page.
 pub fn render(c: &Comparison, opts: &ReportOptions) -> String {
     let mut out = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
@@ -353,8 +478,25 @@ pub fn render(c: &Comparison, opts: &ReportOptions) -> String {
         out.push_str(&time_series_chart(c, k));
     }
     out.push_str("</div>");
+    if hosts::has_fleet(c) {
+        out.push_str("<h2>Per host</h2><div class=\"charts\">");
+        for k in 0..c.keys.len() {
+            for t in 0..c.targets.len() {
+                if let Some(chart) = host_chart(c, k, t) {
+                    out.push_str(&chart);
+                }
+            }
+        }
+        out.push_str("</div>");
+        out.push_str(&table(&hosts::host_table(c)));
+    }
     let tp = markdown::throughput_table(c);
-    let _ = write!(out, "<h2>{}</h2>{}", esc(&tp.title), table(&tp));
+    let _ = write!(out, "<h2>{}</h2>", esc(&tp.title));
+    let links: Vec<String> = (0..c.keys.len()).filter_map(|k| link_chart(c, k)).collect();
+    if !links.is_empty() {
+        let _ = write!(out, "<div class=\"charts\">{}</div>", links.concat());
+    }
+    out.push_str(&table(&tp));
     let env = markdown::environment_table(c);
     let _ = write!(out, "<h2>{}</h2>{}", esc(&env.title), table(&env));
     out.push_str("<h2>Reproduce</h2>");

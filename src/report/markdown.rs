@@ -140,13 +140,21 @@ pub fn throughput_table(c: &Comparison) -> TextTable {
             let avg = |f: &dyn Fn(&crate::stats::Summary) -> f64| {
                 pts.iter().map(|p| f(&p.summary)).sum::<f64>() / pts.len() as f64
             };
+            let (link_avg, link_peak) = match super::hosts::link_pct(c, k, t) {
+                Some((a, p)) => (
+                    format!("{:.1}", super::stats_ci::mean(&a)),
+                    format!("{:.1}", super::stats_ci::mean(&p)),
+                ),
+                None => ("–".into(), "–".into()),
+            };
             rows.push(vec![
                 job.clone(),
                 label.clone(),
                 target.clone(),
                 format!("{:.3}", avg(&|s| s.total.gbit_s)),
                 format!("{:.3}", avg(&|s| s.peak_gbit_s)),
-                "–".into(),
+                link_avg,
+                link_peak,
                 format!("{:.1}", avg(&|s| s.cpu.host_busy_pct)),
                 format!("{:.1}", avg(&|s| s.cpu.host_busy_peak_pct)),
             ]);
@@ -160,7 +168,8 @@ pub fn throughput_table(c: &Comparison) -> TextTable {
             "target",
             "Gb/s avg",
             "Gb/s peak",
-            "% of link",
+            "avg % of link",
+            "peak % of link",
             "host CPU % avg",
             "host CPU % peak",
         ]
@@ -168,7 +177,7 @@ pub fn throughput_table(c: &Comparison) -> TextTable {
         .map(|s| s.to_string())
         .collect(),
         rows,
-        note: "Peak is the best single interval. % of link needs the link rate, which a run records only with a lab layout.".into(),
+        note: "Peak is the best single interval. % of link is against the lab's shaped link rate (see Environment), shown only when the run recorded one.".into(),
     }
 }
 
@@ -179,6 +188,7 @@ pub fn environment_table(c: &Comparison) -> TextTable {
         .iter()
         .map(|s| {
             let e = &s.run.environment;
+            let link = super::hosts::link_of(&s.run);
             vec![
                 s.name.clone(),
                 fmt_time(s.run.started_unix),
@@ -190,6 +200,13 @@ pub fn environment_table(c: &Comparison) -> TextTable {
                 e.cores.to_string(),
                 format!("{:.1}", e.memory_bytes as f64 / (1u64 << 30) as f64),
                 e.storlab_version.clone(),
+                link.as_ref()
+                    .map(|l| l.describe())
+                    .unwrap_or_else(|| "–".into()),
+                link.as_ref()
+                    .and_then(|l| l.mtu)
+                    .map(|m| m.to_string())
+                    .unwrap_or_else(|| "–".into()),
             ]
         })
         .collect();
@@ -206,6 +223,8 @@ pub fn environment_table(c: &Comparison) -> TextTable {
             "cores",
             "memory GiB",
             "storlab",
+            "link",
+            "MTU",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -275,6 +294,10 @@ pub fn tables(c: &Comparison, opts: &ReportOptions) -> Vec<TextTable> {
         out.push(sweeps);
     }
     out.push(throughput_table(c));
+    let hosts = super::hosts::host_table(c);
+    if !hosts.rows.is_empty() {
+        out.push(hosts);
+    }
     out.push(environment_table(c));
     out
 }

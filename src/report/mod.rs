@@ -2,6 +2,8 @@
 //! observer prints live lines while a run measures.
 
 pub mod csv;
+pub mod diff;
+pub mod hosts;
 pub mod html;
 pub mod markdown;
 pub mod progress;

@@ -213,6 +213,14 @@ impl Comparison {
             .collect()
     }
 
+    /// Every repeat of key `k` on target `t`, with the run it belongs to.
+    pub fn sourced_points(&self, k: usize, t: usize) -> Vec<(&Source, &PointResult)> {
+        self.cells[k][t]
+            .iter()
+            .map(|&(s, j, p)| (&self.sources[s], &self.sources[s].run.jobs[j].points[p]))
+            .collect()
+    }
+
     /// Values of `m` over the repeats of key `k` on target `t`.
     pub fn values(&self, m: Metric, k: usize, t: usize) -> Vec<f64> {
         self.points(k, t)
@@ -383,9 +391,13 @@ pub fn csv_field(s: &str) -> String {
 
 /// The header of [`csv`].
 pub const CSV_HEADER: &str =
-    "metric,job,point,target,baseline,n,mean,stddev,ci95,relative,within_noise";
+    "metric,job,point,target,baseline,n,mean,stddev,ci95,relative,within_noise,host";
 
-/// Every table in long form: one line per figure, row and target.
+/// Every table in long form: one line per figure, row and target (`host`
+/// empty); then the peak Gb/s and, where the runs recorded their link rate,
+/// the average and peak as % of the link; then, for points that ran on
+/// several hosts, each host's IOPS, MB/s and latency (`host` set, no
+/// relative figures).
 pub fn csv(c: &Comparison) -> String {
     let mut out = String::from(CSV_HEADER);
     out.push('\n');
@@ -396,7 +408,7 @@ pub fn csv(c: &Comparison) -> String {
                 let Some(cell) = cell else { continue };
                 let _ = writeln!(
                     out,
-                    "{},{},{},{},{},{},{:.6},{:.6},{},{},{}",
+                    "{},{},{},{},{},{},{:.6},{:.6},{},{},{},",
                     m.key(),
                     csv_field(&row.job),
                     csv_field(&row.label),
@@ -409,6 +421,48 @@ pub fn csv(c: &Comparison) -> String {
                     opt(cell.relative, 2),
                     cell.within_noise.map(|b| b.to_string()).unwrap_or_default(),
                 );
+            }
+        }
+    }
+    // A figure without relative columns: (metric, key, target, values, host).
+    let mut plain = |metric: &str, k: usize, t: usize, v: &[f64], host: &str| {
+        let est = Estimate::of(v);
+        let (job, label) = &c.keys[k];
+        let _ = writeln!(
+            out,
+            "{metric},{},{},{},{},{},{:.6},{:.6},{},,,{}",
+            csv_field(job),
+            csv_field(label),
+            csv_field(&c.targets[t]),
+            t == c.baseline,
+            est.n,
+            est.mean,
+            est.stddev,
+            opt(est.ci95, 6),
+            csv_field(host),
+        );
+    };
+    for k in 0..c.keys.len() {
+        for t in 0..c.targets.len() {
+            let pts = c.points(k, t);
+            if pts.is_empty() {
+                continue;
+            }
+            let peak: Vec<f64> = pts.iter().map(|p| p.summary.peak_gbit_s).collect();
+            plain("gbit_s_peak", k, t, &peak, "");
+            if let Some((avg, peak)) = super::hosts::link_pct(c, k, t) {
+                plain("link_pct_avg", k, t, &avg, "");
+                plain("link_pct_peak", k, t, &peak, "");
+            }
+        }
+    }
+    for k in 0..c.keys.len() {
+        for t in 0..c.targets.len() {
+            for (host, hs) in super::hosts::hosts_of(c, k, t) {
+                for f in super::hosts::HostFigure::ALL {
+                    let v: Vec<f64> = hs.iter().map(|h| f.value(h)).collect();
+                    plain(f.key(), k, t, &v, &host);
+                }
             }
         }
     }

@@ -112,6 +112,45 @@ pub fn within_noise(a: &[f64], b: &[f64]) -> bool {
     t < t95(df)
 }
 
+/// Welch's comparison of two samples: the difference of their means and its
+/// 95% confidence interval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Welch {
+    /// `mean(b) − mean(a)`.
+    pub diff: f64,
+    /// Half-width of the 95% confidence interval of `diff` (Welch–Satterthwaite
+    /// degrees of freedom); 0 when neither sample varies.
+    pub ci95: f64,
+    /// Whether the interval excludes 0: the means differ beyond noise at 95%.
+    pub significant: bool,
+}
+
+/// Compare the means of `a` and `b` (Welch's two-sample t-test at 95%);
+/// `None` when either side has fewer than two values (no estimate of the
+/// noise). Agrees with [`within_noise`]: `significant == !within_noise(a, b)`.
+pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let diff = mean(b) - mean(a);
+    let (va, vb) = (variance(a) / a.len() as f64, variance(b) / b.len() as f64);
+    let se2 = va + vb;
+    if se2 <= 0.0 {
+        return Some(Welch {
+            diff,
+            ci95: 0.0,
+            significant: diff != 0.0,
+        });
+    }
+    let df = se2 * se2 / (va * va / (a.len() - 1) as f64 + vb * vb / (b.len() - 1) as f64);
+    let ci95 = t95(df) * se2.sqrt();
+    Some(Welch {
+        diff,
+        ci95,
+        significant: diff.abs() >= ci95,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,5 +188,21 @@ mod tests {
         assert!(!within_noise(&[], &[1.0, 2.0]));
         assert!(within_noise(&[3.0, 3.0], &[3.0, 3.0]));
         assert!(!within_noise(&[3.0, 3.0], &[4.0, 4.0]));
+    }
+
+    #[test]
+    fn welch_interval_agrees_with_the_test() {
+        let a = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let same = welch(&a, &[100.2, 99.8, 100.9, 99.1]).unwrap();
+        assert!(!same.significant && same.diff.abs() < same.ci95, "{same:?}");
+        let far = welch(&a, &[110.0, 111.0, 109.0, 110.5]).unwrap();
+        assert!(
+            far.significant && (far.diff - 10.125).abs() < 1e-9,
+            "{far:?}"
+        );
+        assert!(far.ci95 > 0.0 && far.ci95 < 3.0, "{far:?}");
+        assert_eq!(welch(&[1.0], &[1.0, 2.0]), None);
+        assert!(!welch(&[3.0, 3.0], &[3.0, 3.0]).unwrap().significant);
+        assert!(welch(&[3.0, 3.0], &[4.0, 4.0]).unwrap().significant);
     }
 }

@@ -254,7 +254,7 @@ impl Store {
             .conn
             .execute(
                 "UPDATE runs SET status = ?2, complete = ?3, interrupted = ?4, error = ?5,
-                        finished_unix = ?6, compare = ?7 WHERE id = ?1",
+                        finished_unix = ?6, compare = ?7, environment = ?8 WHERE id = ?1",
                 params![
                     run.0,
                     status(rec),
@@ -265,7 +265,8 @@ impl Store {
                     rec.compare
                         .as_ref()
                         .map(|c| self.json("the comparison", c))
-                        .transpose()?
+                        .transpose()?,
+                    self.json("the environment", &rec.environment)?,
                 ],
             )
             .map_err(|e| self.err(format!("finishing run {run}"), e))?;

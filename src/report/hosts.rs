@@ -1,0 +1,221 @@
+//! What a report shows about the network and the fleet: the link a run went
+//! over (rate and MTU, only as the run recorded them, never guessed), the
+//! throughput as a share of that link, and each host's own figures when a
+//! point ran on more than one host.
+
+use super::markdown::TextTable;
+use super::relative::{Comparison, fmt_num};
+use super::stats_ci::Estimate;
+use crate::engine::runner::{HostResult, Phase, PointResult};
+use crate::result::RunRecord;
+
+/// The link of a run, as recorded.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LinkInfo {
+    /// The link as given to `lab up` (`10gbe`); `None`: unshaped or unknown.
+    pub name: Option<String>,
+    /// Rate in bits per second, when the lab shapes its links.
+    pub rate_bps: Option<u64>,
+    /// MTU, when recorded.
+    pub mtu: Option<u32>,
+}
+
+impl LinkInfo {
+    /// "10gbe (10 Gb/s)", "unshaped", or "–".
+    pub fn describe(&self) -> String {
+        match (&self.name, self.rate_bps) {
+            (Some(n), Some(r)) => format!("{n} ({} Gb/s)", fmt_num(r as f64 / 1e9)),
+            (None, Some(r)) => format!("{} Gb/s", fmt_num(r as f64 / 1e9)),
+            _ if self.mtu.is_some() => "unshaped".into(),
+            _ => "–".into(),
+        }
+    }
+}
+
+/// The link a run recorded: its environment's network, else (runs of
+/// `storlab compare` recorded before that) the lab state it kept. `None`
+/// when the run recorded no lab.
+pub fn link_of(run: &RunRecord) -> Option<LinkInfo> {
+    if let Some(n) = &run.environment.network {
+        return Some(LinkInfo {
+            name: n.link.clone(),
+            rate_bps: n.link_rate_bps,
+            mtu: Some(n.mtu),
+        });
+    }
+    let lab = run.compare.as_ref()?.lab.as_ref()?;
+    let link = lab.get("link").filter(|l| !l.is_null());
+    Some(LinkInfo {
+        name: link
+            .and_then(|l| l.get("name"))
+            .and_then(|v| v.as_str())
+            .map(String::from),
+        rate_bps: link
+            .and_then(|l| l.get("rate_bps"))
+            .and_then(|v| v.as_u64()),
+        mtu: lab
+            .get("mtu")
+            .and_then(|v| v.as_u64())
+            .and_then(|v| u32::try_from(v).ok()),
+    })
+}
+
+/// Throughput as % of the link: (average, peak) of every repeat of key `k`
+/// on target `t`; `None` unless every repeat's run recorded its link rate.
+pub fn link_pct(c: &Comparison, k: usize, t: usize) -> Option<(Vec<f64>, Vec<f64>)> {
+    let pts = c.sourced_points(k, t);
+    if pts.is_empty() {
+        return None;
+    }
+    let mut avg = Vec::new();
+    let mut peak = Vec::new();
+    for (src, p) in pts {
+        let rate = link_of(&src.run)?.rate_bps.filter(|&r| r > 0)? as f64 / 1e9;
+        avg.push(p.summary.total.gbit_s / rate * 100.0);
+        peak.push(p.summary.peak_gbit_s / rate * 100.0);
+    }
+    Some((avg, peak))
+}
+
+/// Whether any point ran on more than one host.
+pub fn has_fleet(c: &Comparison) -> bool {
+    c.sources
+        .iter()
+        .flat_map(|s| s.run.jobs.iter())
+        .flat_map(|j| j.points.iter())
+        .any(|p| p.hosts.len() > 1)
+}
+
+/// The hosts of the repeats of key `k` on target `t`, by host name in order
+/// of first appearance: every repeat's result of that host.
+pub fn hosts_of(c: &Comparison, k: usize, t: usize) -> Vec<(String, Vec<&HostResult>)> {
+    let mut out: Vec<(String, Vec<&HostResult>)> = Vec::new();
+    for p in c.points(k, t) {
+        if p.hosts.len() < 2 {
+            continue;
+        }
+        for h in &p.hosts {
+            match out.iter_mut().find(|(n, _)| *n == h.host) {
+                Some((_, v)) => v.push(h),
+                None => out.push((h.host.clone(), vec![h])),
+            }
+        }
+    }
+    out
+}
+
+/// A host's figure as it appears in the tables and the CSV.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostFigure {
+    /// I/Os per second.
+    Iops,
+    /// MB/s.
+    MbS,
+    /// Mean latency, ms.
+    MeanMs,
+    /// p99 latency, ms.
+    P99Ms,
+}
+
+impl HostFigure {
+    /// Every figure, in table order.
+    pub const ALL: [HostFigure; 4] = [
+        HostFigure::Iops,
+        HostFigure::MbS,
+        HostFigure::MeanMs,
+        HostFigure::P99Ms,
+    ];
+
+    /// Column name.
+    pub fn name(self) -> &'static str {
+        match self {
+            HostFigure::Iops => "IOPS",
+            HostFigure::MbS => "MB/s",
+            HostFigure::MeanMs => "mean ms",
+            HostFigure::P99Ms => "p99 ms",
+        }
+    }
+
+    /// CSV metric name.
+    pub fn key(self) -> &'static str {
+        match self {
+            HostFigure::Iops => "iops",
+            HostFigure::MbS => "mb_s",
+            HostFigure::MeanMs => "lat_mean_ms",
+            HostFigure::P99Ms => "lat_p99_ms",
+        }
+    }
+
+    /// The figure of one host's summary.
+    pub fn value(self, h: &HostResult) -> f64 {
+        let s = &h.summary.total;
+        match self {
+            HostFigure::Iops => s.iops,
+            HostFigure::MbS => s.mb_s,
+            HostFigure::MeanMs => s.lat_mean_us / 1e3,
+            HostFigure::P99Ms => s.p99_us / 1e3,
+        }
+    }
+}
+
+/// One row per host of every point that ran on more than one host; empty
+/// rows when none did. Repeats show the mean.
+pub fn host_table(c: &Comparison) -> TextTable {
+    let mut rows = Vec::new();
+    for (k, (job, label)) in c.keys.iter().enumerate() {
+        for (t, target) in c.targets.iter().enumerate() {
+            for (host, hs) in hosts_of(c, k, t) {
+                let mut row = vec![
+                    job.clone(),
+                    label.clone(),
+                    target.clone(),
+                    host,
+                    hs[0].vms.len().to_string(),
+                ];
+                for f in HostFigure::ALL {
+                    let v: Vec<f64> = hs.iter().map(|h| f.value(h)).collect();
+                    row.push(fmt_num(Estimate::of(&v).mean));
+                }
+                let lost = hs.iter().filter(|h| h.lost).count();
+                row.push(match (lost, hs.iter().find_map(|h| h.error.as_deref())) {
+                    (0, None) => "ok".into(),
+                    (0, Some(e)) => format!("error: {e}"),
+                    (n, _) => format!("lost in {n} of {}", hs.len()),
+                });
+                rows.push(row);
+            }
+        }
+    }
+    let mut head: Vec<String> = ["job", "load point", "target", "host", "VMs"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    head.extend(HostFigure::ALL.iter().map(|f| f.name().to_string()));
+    head.push("status".into());
+    TextTable {
+        title: "Per host".into(),
+        head,
+        rows,
+        note: "Each host's own measured intervals (a fleet run's figures are their sum); repeats show the mean.".into(),
+    }
+}
+
+/// IOPS of each interval of one host, with the interval's end time.
+pub fn host_iops_series(h: &HostResult) -> Vec<(f64, f64, Phase)> {
+    h.intervals
+        .iter()
+        .map(|i| {
+            let iops = if i.seconds > 0.0 {
+                i.stats.total_ios() as f64 / i.seconds
+            } else {
+                0.0
+            };
+            (i.start_s + i.seconds, iops, i.phase)
+        })
+        .collect()
+}
+
+/// The first repeat of key `k` on target `t` that ran on several hosts.
+pub fn fleet_point(c: &Comparison, k: usize, t: usize) -> Option<&PointResult> {
+    c.points(k, t).into_iter().find(|p| p.hosts.len() > 1)
+}

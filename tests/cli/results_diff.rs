@@ -1,0 +1,146 @@
+//! `storlab results diff` and `storlab compare RUN_A RUN_B` on a temp database
+//! holding short null: runs.
+
+use crate::common::*;
+
+/// A short paced null: run recorded in `db`; `rate` IOPS.
+fn null_run(db: &str, rate: &str) {
+    let o = storlab(&[
+        "run",
+        "--target",
+        "null:",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--iodepth",
+        "4",
+        "--rate_iops",
+        rate,
+        "--ramp_time",
+        "1",
+        "--runtime",
+        "2",
+        "--interval",
+        "0.5",
+        "--db",
+        db,
+        "-q",
+    ]);
+    assert!(o.status.success(), "storlab run: {}", stderr(&o));
+}
+
+#[test]
+fn diff_of_two_null_runs_and_of_sets() {
+    let dir = TempDir::new("diff");
+    let db = dir.join("results.db");
+    let db = db.to_str().unwrap();
+    // Runs 1 and 2 at 2000 IOPS, runs 3 and 4 at 4000 IOPS.
+    for rate in ["2000", "2000", "4000", "4000"] {
+        null_run(db, rate);
+    }
+
+    // The same spec: one block of figures, each with a verdict.
+    let o = storlab(&["results", "diff", "1", "2", "--db", db]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("old: run 1   new: run 2"), "{out}");
+    for m in [
+        "IOPS",
+        "MB/s",
+        "mean latency (ms)",
+        "p99 latency (ms)",
+        "CPU per I/O (µs)",
+    ] {
+        assert!(out.contains(m), "{m} missing:\n{out}");
+    }
+    assert!(out.contains("intervals"), "{out}");
+
+    // Different specs are refused, naming what differs.
+    let o = storlab(&["results", "diff", "2", "3", "--db", db]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("rate") && err.contains("2000") && err.contains("4000"),
+        "{err}"
+    );
+    assert!(err.contains("--allow-spec-change"), "{err}");
+
+    // Allowed: doubling the paced rate is a significant IOPS gain, judged
+    // from the measured intervals (4 a side, ramp excluded).
+    let o = storlab(&[
+        "results",
+        "diff",
+        "1",
+        "3",
+        "--db",
+        db,
+        "--allow-spec-change",
+        "--format",
+        "csv",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = stdout(&o);
+    let iops = csv
+        .lines()
+        .find(|l| l.contains(",iops,"))
+        .unwrap_or_else(|| panic!("no IOPS line:\n{csv}"));
+    let f: Vec<&str> = iops.split(',').collect();
+    assert_eq!(
+        f[8..].join(","),
+        "4,4,intervals,significant better",
+        "{iops}"
+    );
+    let change: f64 = f[6].parse().unwrap();
+    assert!((80.0..120.0).contains(&change), "IOPS change {change}%");
+
+    // Sets: 1,2 against the range 3-4, repeats on both sides.
+    let o = storlab(&[
+        "results",
+        "diff",
+        "1,2",
+        "3-4",
+        "--db",
+        db,
+        "--allow-spec-change",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(j["old"], "runs 1, 2");
+    assert_eq!(j["new"], "runs 3, 4");
+    let c = &j["changes"][0];
+    assert_eq!(c["metric"], "iops");
+    assert_eq!(c["basis"], "repeats");
+    assert_eq!(
+        (c["n_old"].as_u64(), c["n_new"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(c["verdict"], "better", "{c}");
+    assert!(!j["spec_differences"].as_array().unwrap().is_empty());
+
+    // Markdown.
+    let o = storlab(&[
+        "results", "diff", "1", "2", "--db", db, "--format", "markdown",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("| job | point | target | metric |"));
+
+    // `storlab compare RUN_A RUN_B` is the same text diff.
+    let o = storlab(&["compare", "1", "2", "--db", db]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("old: run 1   new: run 2"));
+    let o = storlab(&["compare", "1", "2", "--targets", "null:", "--db", db]);
+    assert_eq!(o.status.code(), Some(2));
+
+    // Bad ids name the id and the database.
+    let o = storlab(&["results", "diff", "1", "99", "--db", db]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("no run 99") && err.contains(db), "{err}");
+    let o = storlab(&["results", "diff", "1,x", "2", "--db", db]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("\"x\"") && err.contains(db), "{err}");
+}
