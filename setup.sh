@@ -9,7 +9,9 @@ cd "$(dirname "$0")"
 # tgt (iSCSI), nbdkit (NBD), iproute2 + util-linux (namespaces); its readiness probes and
 # tests use qemu-utils (qemu-img/qemu-io), libiscsi-bin (iscsi-inq), libnfs-utils (nfs-ls/nfs-cat).
 # libsqlite3-dev: the results database (rusqlite links the system SQLite). chromium: the HTML report test.
-PACKAGES=(fio time nfs-ganesha nfs-ganesha-vfs libiscsi-dev libiscsi-bin tgt libnbd-dev nbdkit rpcbind iproute2 util-linux qemu-utils libnfs-utils libsqlite3-dev chromium)
+# libssl-dev + pkg-config: the agent's optional TLS (system OpenSSL); openssl: the TLS test makes a
+# certificate. g++: libFuzzer (the fuzz targets' runtime, built by tests/fuzz_targets.rs).
+PACKAGES=(fio time nfs-ganesha nfs-ganesha-vfs libiscsi-dev libiscsi-bin tgt libnbd-dev nbdkit rpcbind iproute2 util-linux qemu-utils libnfs-utils libsqlite3-dev chromium libssl-dev pkg-config openssl g++)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -123,6 +123,13 @@ fn host_port(authority: &str, default: u16) -> Result<(String, u16), String> {
     if host.is_empty() {
         return Err("no host".into());
     }
+    // A bracket inside the host would print as another URL (found by the
+    // cli_args fuzz target: `13[:]::260`).
+    if host.contains(['[', ']']) {
+        return Err(format!(
+            "invalid host {host:?}: [ ] only around a whole IPv6 address, e.g. [::1]:PORT"
+        ));
+    }
     let port = match port {
         Some(p) => p
             .parse::<u16>()
@@ -357,6 +364,13 @@ impl fmt::Display for Target {
                 )?;
                 if let Some(m) = mount_port {
                     write!(f, "&mountport={m}")?;
+                }
+                // Only a one-component export is implied by the path (the
+                // cli_args fuzz target's round trip: `?export=/a/b` printed
+                // without it parsed again as export /a).
+                let e = export.trim_start_matches('/');
+                if e.is_empty() || e.contains('/') {
+                    write!(f, "&export={export}")?;
                 }
                 Ok(())
             }

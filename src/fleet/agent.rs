@@ -1,11 +1,15 @@
 //! The agent: a long-running daemon that runs its share of a load point on a
 //! [`LocalRunner`] when a controller asks, and streams the intervals back.
 //!
-//! Every request is checked in this order: protocol version, token, then
-//! what it asks (targets against the allow list, symlinks resolved). The agent
-//! never runs a shell command: it only opens the targets it was allowed. A run
-//! whose controller goes silent for `idle_timeout` is stopped (or, if not yet
-//! started, released), so a vanished controller never leaves load running.
+//! Every request is checked in this order: the peer's failed-authentication
+//! limit ([`auth::FailureLimiter`], 429), protocol version, token, body size
+//! ([`MAX_BODY`], 413), the body's shape ([`decode_request`], 400 naming the
+//! field), then what it asks (targets against the allow list, symlinks
+//! resolved, 403). The agent never runs a shell command: it only opens the
+//! targets it was allowed. Without a token it listens on loopback only; with a
+//! certificate and key it speaks HTTPS. A run whose controller goes silent for
+//! `idle_timeout` is stopped (or, if not yet started, released), so a vanished
+//! controller never leaves load running. See docs/security.md.
 
 use super::allow::Allowlist;
 use super::auth;
@@ -18,32 +22,112 @@ use crate::stats::Snapshot;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::io::Read;
+use std::net::{IpAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tiny_http::{Header, Method, Request, Response, Server};
 
-/// Largest request body the agent reads.
-const MAX_BODY: u64 = 64 << 20;
+/// Largest request body the agent reads, bytes; a larger one is refused with
+/// HTTP 413 before it is read. A prepare request of a big job is a few kB.
+pub const MAX_BODY: usize = 4 << 20;
 /// Longest long-poll wait the agent grants.
 const MAX_WAIT: Duration = Duration::from_secs(10);
 /// Most intervals in one reply.
 const MAX_INTERVALS_PER_REPLY: usize = 256;
 
-/// How an agent is set up.
-#[derive(Clone, Debug)]
+/// How an agent is set up (its `Debug` never shows the token).
+#[derive(Clone)]
 pub struct AgentConfig {
     /// Its name in replies, errors and metrics.
     pub name: String,
-    /// The bearer token every request must carry.
-    pub token: String,
+    /// The bearer token every request must carry; `None` only on loopback
+    /// ([`Agent::start`] refuses any other address without one).
+    pub token: Option<String>,
+    /// Certificate and key: serve HTTPS instead of HTTP.
+    pub tls: Option<AgentTls>,
     /// The targets it may touch.
     pub allow: Allowlist,
     /// Stop a run after this long without a request from the controller.
     pub idle_timeout: Duration,
     /// Request handler threads.
     pub handlers: usize,
+}
+
+impl std::fmt::Debug for AgentConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentConfig")
+            .field("name", &self.name)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("tls", &self.tls)
+            .field("allow", &self.allow)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("handlers", &self.handlers)
+            .finish()
+    }
+}
+
+/// The agent's TLS identity: a PEM certificate (chain) and its PEM private key.
+#[derive(Clone)]
+pub struct AgentTls {
+    /// The certificate file (for messages).
+    pub cert_file: PathBuf,
+    /// PEM certificate chain.
+    pub cert_pem: Vec<u8>,
+    /// PEM private key.
+    pub key_pem: Vec<u8>,
+}
+
+impl std::fmt::Debug for AgentTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the key.
+        write!(f, "AgentTls {{ cert_file: {} }}", self.cert_file.display())
+    }
+}
+
+impl AgentTls {
+    /// Read `--tls-cert` and `--tls-key`; the error names the file and what it
+    /// should hold.
+    pub fn load(cert: &Path, key: &Path) -> Result<AgentTls, String> {
+        let read = |p: &Path, flag: &str, what: &str| {
+            let bytes = std::fs::read(p)
+                .map_err(|e| format!("{flag} {}: cannot read it: {e}", p.display()))?;
+            if !String::from_utf8_lossy(&bytes).contains(what) {
+                return Err(format!(
+                    "{flag} {}: no PEM {what} in it (expected a -----BEGIN ...{what}----- block)",
+                    p.display()
+                ));
+            }
+            Ok(bytes)
+        };
+        Ok(AgentTls {
+            cert_file: cert.to_path_buf(),
+            cert_pem: read(cert, "--tls-cert", "CERTIFICATE")?,
+            key_pem: read(key, "--tls-key", "PRIVATE KEY")?,
+        })
+    }
+}
+
+/// Refuse to listen on a non-loopback address without a token.
+fn check_listen(listen: &str, token: Option<&String>) -> Result<(), String> {
+    if token.is_some() {
+        return Ok(());
+    }
+    let addrs: Vec<std::net::SocketAddr> = listen
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve --listen {listen}: {e}"))?
+        .collect();
+    match addrs.iter().find(|a| !a.ip().is_loopback()) {
+        Some(a) => Err(format!(
+            "refusing to listen on {listen} ({a}) without a token: anyone who can reach it \
+             could run load on this host. Pass --token-file FILE (the same file as the \
+             controller's --token-file), or listen on a loopback address (127.0.0.1:PORT, [::1]:PORT)"
+        )),
+        None if addrs.is_empty() => Err(format!("--listen {listen} resolves to no address")),
+        None => Ok(()),
+    }
 }
 
 /// The agent's one run slot.
@@ -67,6 +151,7 @@ struct Shared {
     slot: Mutex<Slot>,
     changed: Condvar,
     metrics: Metrics,
+    limiter: auth::FailureLimiter,
     quit: AtomicBool,
 }
 
@@ -77,6 +162,14 @@ impl Shared {
 
     fn log(&self, msg: &str) {
         eprintln!("storlab agent {}: {msg}", self.cfg.name);
+    }
+
+    /// Whether `req` carries the token (always, on a tokenless loopback agent).
+    fn authorized(&self, req: &Request) -> bool {
+        match &self.cfg.token {
+            Some(t) => auth::authorized(header(req, "Authorization"), t),
+            None => true,
+        }
     }
 }
 
@@ -93,9 +186,27 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// Listen on `listen` (`ADDR:PORT`; port 0 picks one) and start serving.
+    /// Listen on `listen` (`ADDR:PORT`; port 0 picks one) and start serving;
+    /// refuses a non-loopback address when `cfg.token` is `None`.
     pub fn start(listen: &str, cfg: AgentConfig) -> Result<Agent, String> {
-        let server = Server::http(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        check_listen(listen, cfg.token.as_ref())?;
+        let server = match &cfg.tls {
+            None => Server::http(listen),
+            Some(t) => Server::https(
+                listen,
+                tiny_http::SslConfig {
+                    certificate: t.cert_pem.clone(),
+                    private_key: t.key_pem.clone(),
+                },
+            ),
+        }
+        .map_err(|e| match &cfg.tls {
+            None => format!("cannot listen on {listen}: {e}"),
+            Some(t) => format!(
+                "cannot listen on {listen} with TLS (certificate {}): {e}",
+                t.cert_file.display()
+            ),
+        })?;
         let server = Arc::new(server);
         let shared = Arc::new(Shared {
             slot: Mutex::new(Slot {
@@ -111,6 +222,7 @@ impl Agent {
             }),
             changed: Condvar::new(),
             metrics: Metrics::default(),
+            limiter: auth::FailureLimiter::default(),
             quit: AtomicBool::new(false),
             cfg,
         });
@@ -176,7 +288,14 @@ impl Agent {
 fn serve(server: &Server, shared: &Arc<Shared>) {
     while !shared.quit.load(Ordering::Relaxed) {
         match server.recv_timeout(Duration::from_millis(200)) {
-            Ok(Some(req)) => handle(shared, req),
+            Ok(Some(req)) => {
+                // A bug in one request must not cost the agent a handler thread.
+                let r =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(shared, req)));
+                if r.is_err() {
+                    shared.log("a request handler panicked; that request was dropped");
+                }
+            }
             Ok(None) => {}
             Err(_) => break,
         }
@@ -233,12 +352,24 @@ fn header<'a>(req: &'a Request, name: &'static str) -> Option<&'a str> {
 }
 
 fn respond(req: Request, status: u16, body: String, content_type: &str) {
+    respond_with(req, status, body, content_type, None)
+}
+
+fn respond_with(
+    req: Request,
+    status: u16,
+    body: String,
+    content_type: &str,
+    extra: Option<Header>,
+) {
     let ct = Header::from_bytes("Content-Type", content_type).expect("valid header");
-    let _ = req.respond(
-        Response::from_string(body)
-            .with_status_code(status)
-            .with_header(ct),
-    );
+    let mut resp = Response::from_string(body)
+        .with_status_code(status)
+        .with_header(ct);
+    if let Some(h) = extra {
+        resp = resp.with_header(h);
+    }
+    let _ = req.respond(resp);
 }
 
 fn refusal_body(shared: &Shared, kind: ErrorKind, error: String) -> String {
@@ -254,13 +385,33 @@ fn refusal_body(shared: &Shared, kind: ErrorKind, error: String) -> String {
 
 fn handle(shared: &Arc<Shared>, mut req: Request) {
     let path = req.url().split('?').next().unwrap_or("").to_string();
+    let peer_ip: Option<IpAddr> = req.remote_addr().map(|a| a.ip());
     let peer = req
         .remote_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|| "?".into());
+    if let Some(left) = peer_ip.and_then(|ip| shared.limiter.blocked(ip, Instant::now())) {
+        shared.metrics.refused();
+        let secs = left.as_secs().max(1);
+        let body = refusal_body(
+            shared,
+            ErrorKind::Auth,
+            format!(
+                "too many failed authentications from {}: {} within {} s; retry in {secs} s",
+                peer_ip.map(|ip| ip.to_string()).unwrap_or_default(),
+                auth::MAX_AUTH_FAILURES,
+                auth::FAILURE_WINDOW.as_secs()
+            ),
+        );
+        let retry = Header::from_bytes("Retry-After", secs.to_string()).expect("valid header");
+        return respond_with(req, 429, body, "application/json", Some(retry));
+    }
     if path == paths::METRICS && *req.method() == Method::Get {
-        if !auth::authorized(header(&req, "Authorization"), &shared.cfg.token) {
+        if !shared.authorized(&req) {
             shared.metrics.refused();
+            if let Some(ip) = peer_ip {
+                shared.limiter.failed(ip, Instant::now());
+            }
             return respond(
                 req,
                 401,
@@ -268,11 +419,22 @@ fn handle(shared: &Arc<Shared>, mut req: Request) {
                 "text/plain",
             );
         }
+        if let Some(ip) = peer_ip {
+            shared.limiter.succeeded(ip);
+        }
         let state = shared.lock().state;
         let body = shared.metrics.render(&shared.cfg.name, state);
         return respond(req, 200, body, "text/plain; version=0.0.4");
     }
-    let result = check_request(shared, &req).and_then(|()| {
+    let checked = check_request(shared, &req);
+    if let Some(ip) = peer_ip {
+        match &checked {
+            Err(Refusal(_, ErrorKind::Auth, _)) => shared.limiter.failed(ip, Instant::now()),
+            Ok(()) => shared.limiter.succeeded(ip),
+            Err(_) => {}
+        }
+    }
+    let result = checked.and_then(|()| {
         if *req.method() != Method::Post {
             return Err(Refusal(
                 405,
@@ -280,13 +442,11 @@ fn handle(shared: &Arc<Shared>, mut req: Request) {
                 format!("{path} takes POST"),
             ));
         }
-        let mut body = String::new();
-        req.as_reader()
-            .take(MAX_BODY)
-            .read_to_string(&mut body)
-            .map_err(|e| Refusal(400, ErrorKind::BadRequest, format!("reading the body: {e}")))?;
+        let body = read_body(&mut req, &path)?;
         shared.lock().last_contact = Instant::now();
-        dispatch(shared, &path, &body)
+        let decoded = decode_request(&path, &body)
+            .map_err(|e| Refusal(e.status, ErrorKind::BadRequest, e.message))?;
+        dispatch(shared, decoded)
     });
     match result {
         Ok(body) => respond(req, 200, body, "application/json"),
@@ -294,14 +454,44 @@ fn handle(shared: &Arc<Shared>, mut req: Request) {
             if matches!(
                 kind,
                 ErrorKind::Version | ErrorKind::Auth | ErrorKind::NotAllowed
-            ) {
+            ) || status == 413
+            {
                 shared.metrics.refused();
             }
             shared.log(&format!("refused {path} from {peer}: {error}"));
             let body = refusal_body(shared, kind, error);
-            respond(req, status, body, "application/json")
+            // A body left unread (413) would be parsed as the next request.
+            let close = (status == 413)
+                .then(|| Header::from_bytes("Connection", "close").expect("valid header"));
+            respond_with(req, status, body, "application/json", close)
         }
     }
+}
+
+/// Read a request body of at most [`MAX_BODY`] bytes; a declared or actual
+/// larger one is refused (413) without reading more than the limit.
+fn read_body(req: &mut Request, path: &str) -> Result<Vec<u8>, Refusal> {
+    let too_big = |n: &str| {
+        Refusal(
+            413,
+            ErrorKind::BadRequest,
+            format!("{path} body of {n} bytes is over the agent's limit of {MAX_BODY} bytes"),
+        )
+    };
+    if let Some(n) = req.body_length()
+        && n > MAX_BODY
+    {
+        return Err(too_big(&n.to_string()));
+    }
+    let mut body = Vec::new();
+    req.as_reader()
+        .take(MAX_BODY as u64 + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| Refusal(400, ErrorKind::BadRequest, format!("reading the body: {e}")))?;
+    if body.len() > MAX_BODY {
+        return Err(too_big("more than"));
+    }
+    Ok(body)
 }
 
 /// Protocol version first, then the token.
@@ -329,7 +519,7 @@ fn check_request(shared: &Shared, req: &Request) -> Result<(), Refusal> {
         "the controller",
     )
     .map_err(|e| Refusal(409, ErrorKind::Version, e))?;
-    if !auth::authorized(header(req, "Authorization"), &shared.cfg.token) {
+    if !shared.authorized(req) {
         return Err(Refusal(
             401,
             ErrorKind::Auth,
@@ -339,14 +529,121 @@ fn check_request(shared: &Shared, req: &Request) -> Result<(), Refusal> {
     Ok(())
 }
 
-fn parse<T: DeserializeOwned>(path: &str, body: &str) -> Result<T, Refusal> {
-    serde_json::from_str(body).map_err(|e| {
-        Refusal(
-            400,
-            ErrorKind::BadRequest,
-            format!("malformed {path} body: {e}"),
-        )
+/// A request body refused before the agent acts on it: the HTTP status
+/// (400 malformed, 404 unknown path, 413 too large) and why, naming the field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    /// HTTP status.
+    pub status: u16,
+    /// What is wrong, naming the path and the field.
+    pub message: String,
+}
+
+/// A decoded request, with every check that needs neither state nor storage
+/// done (the load point validated, VM numbers in range and ascending, target
+/// URLs parsed).
+#[derive(Debug)]
+pub enum AgentRequest {
+    /// `/v1/hello`.
+    Hello(wire::HelloRequest),
+    /// `/v1/prepare`, with its targets parsed.
+    Prepare(Box<wire::PrepareRequest>, Vec<Target>),
+    /// `/v1/start`.
+    Start(wire::StartRequest),
+    /// `/v1/intervals`.
+    Intervals(wire::IntervalsRequest),
+    /// `/v1/stop`.
+    Stop(wire::StopRequest),
+    /// `/v1/result`.
+    Result(wire::ResultRequest),
+}
+
+/// Decode the body of a `POST` to `path`: pure (no state, no storage), so it
+/// is what the fuzz target `agent_request` exercises.
+pub fn decode_request(path: &str, body: &[u8]) -> Result<AgentRequest, DecodeError> {
+    let bad = |message: String| DecodeError {
+        status: 400,
+        message,
+    };
+    if body.len() > MAX_BODY {
+        return Err(DecodeError {
+            status: 413,
+            message: format!(
+                "{path} body of {} bytes is over the agent's limit of {MAX_BODY} bytes",
+                body.len()
+            ),
+        });
+    }
+    let text = std::str::from_utf8(body)
+        .map_err(|e| bad(format!("{path} body is not UTF-8 JSON: {e}")))?;
+    Ok(match path {
+        paths::HELLO => AgentRequest::Hello(parse(path, text)?),
+        paths::PREPARE => {
+            let req: wire::PrepareRequest = parse(path, text)?;
+            let targets = check_prepare(&req).map_err(bad)?;
+            AgentRequest::Prepare(Box::new(req), targets)
+        }
+        paths::START => AgentRequest::Start(parse(path, text)?),
+        paths::INTERVALS => AgentRequest::Intervals(parse(path, text)?),
+        paths::STOP => AgentRequest::Stop(parse(path, text)?),
+        paths::RESULT => AgentRequest::Result(parse(path, text)?),
+        other => {
+            return Err(DecodeError {
+                status: 404,
+                message: format!(
+                    "no such path {other:?} (allowed: {}, {}, {}, {}, {}, {}; GET {})",
+                    paths::HELLO,
+                    paths::PREPARE,
+                    paths::START,
+                    paths::INTERVALS,
+                    paths::STOP,
+                    paths::RESULT,
+                    paths::METRICS
+                ),
+            });
+        }
     })
+}
+
+/// JSON into `T`; the error names the field (`spec.groups[0].bs`).
+fn parse<T: DeserializeOwned>(path: &str, text: &str) -> Result<T, DecodeError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let fail = |field: String, e: serde_json::Error| DecodeError {
+        status: 400,
+        message: if field.is_empty() || field == "." {
+            format!("malformed {path} body: {e}")
+        } else {
+            format!("malformed {path} body: field {field}: {e}")
+        },
+    };
+    let v: T = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| fail(e.path().to_string(), e.into_inner()))?;
+    de.end().map_err(|e| fail(String::new(), e))?;
+    Ok(v)
+}
+
+/// The checks of a prepare request that need no state: the load point is
+/// valid, the VM numbers exist and ascend, threads > 0, the targets parse.
+fn check_prepare(req: &wire::PrepareRequest) -> Result<Vec<Target>, String> {
+    // The same checks as a local run: the controller may be another build.
+    crate::workload::validate::validate(&req.spec)
+        .map_err(|e| format!("invalid load point: {e}"))?;
+    let total_vms = req.spec.total_vms();
+    if let Some(v) = req.vms.iter().find(|&&v| v as u64 >= total_vms) {
+        return Err(format!(
+            "field vms: VM {v} asked for, the load point has {total_vms}"
+        ));
+    }
+    if !req.vms.windows(2).all(|w| w[0] < w[1]) {
+        return Err("field vms: VM numbers not strictly ascending".into());
+    }
+    if req.threads == Some(0) {
+        return Err("field threads: 0 (allowed: 1 or more, or null for the agent's CPUs)".into());
+    }
+    req.targets
+        .iter()
+        .map(|t| Target::parse(t).map_err(|e| format!("field targets: {e}")))
+        .collect()
 }
 
 fn json<T: Serialize>(v: &T) -> Reply {
@@ -361,19 +658,14 @@ fn now_unix_ns() -> u64 {
         .unwrap_or(0)
 }
 
-fn dispatch(shared: &Arc<Shared>, path: &str, body: &str) -> Reply {
-    match path {
-        paths::HELLO => hello(shared, parse(path, body)?),
-        paths::PREPARE => prepare(shared, parse(path, body)?),
-        paths::START => start(shared, parse(path, body)?),
-        paths::INTERVALS => intervals(shared, parse(path, body)?),
-        paths::STOP => stop(shared, parse(path, body)?),
-        paths::RESULT => result(shared, parse(path, body)?),
-        other => Err(Refusal(
-            404,
-            ErrorKind::BadRequest,
-            format!("no such path {other}"),
-        )),
+fn dispatch(shared: &Arc<Shared>, req: AgentRequest) -> Reply {
+    match req {
+        AgentRequest::Hello(r) => hello(shared, r),
+        AgentRequest::Prepare(r, targets) => prepare(shared, *r, targets),
+        AgentRequest::Start(r) => start(shared, r),
+        AgentRequest::Intervals(r) => intervals(shared, r),
+        AgentRequest::Stop(r) => stop(shared, r),
+        AgentRequest::Result(r) => result(shared, r),
     }
 }
 
@@ -423,36 +715,24 @@ fn unknown_run(s: &Slot, run: u64) -> Refusal {
     )
 }
 
-fn prepare(shared: &Shared, req: wire::PrepareRequest) -> Reply {
-    // The same checks as a local run: the controller may be another build.
-    crate::workload::validate::validate(&req.spec).map_err(|e| {
-        Refusal(
-            400,
-            ErrorKind::BadRequest,
-            format!("invalid load point: {e}"),
-        )
-    })?;
-    let total_vms = req.spec.total_vms();
-    if let Some(v) = req.vms.iter().find(|&&v| v as u64 >= total_vms) {
-        return Err(Refusal(
-            400,
-            ErrorKind::BadRequest,
-            format!("VM {v} asked for, the load point has {total_vms}"),
-        ));
+fn prepare(shared: &Shared, req: wire::PrepareRequest, targets: Vec<Target>) -> Reply {
+    for t in &targets {
+        shared
+            .cfg
+            .allow
+            .check_target(t)
+            .map_err(|e| Refusal(403, ErrorKind::NotAllowed, e))?;
     }
-    if !req.vms.is_sorted() {
-        return Err(Refusal(
-            400,
-            ErrorKind::BadRequest,
-            "VM numbers not ascending".into(),
-        ));
+    // The durability journal is a file the agent would write: allowed paths only.
+    if let Some(j) = &req.spec.journal {
+        shared.cfg.allow.check_path(j).map_err(|e| {
+            Refusal(
+                403,
+                ErrorKind::NotAllowed,
+                format!("journal: {}", e.replacen("target ", "", 1)),
+            )
+        })?;
     }
-    let targets: Vec<Target> = req
-        .targets
-        .iter()
-        .map(|t| allowed_target(shared, t))
-        .collect::<Result<_, _>>()
-        .map_err(|e| Refusal(403, ErrorKind::NotAllowed, e))?;
     // Every disk path the share will open must be allowed too (a file inside
     // an allowed directory may be a symlink out of it).
     if !targets.is_empty() {

@@ -5,7 +5,7 @@
 //! start with it at a component boundary.
 
 use crate::backends::target::Target;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// The targets an agent may touch.
 #[derive(Clone, Debug, Default)]
@@ -53,7 +53,21 @@ impl Allowlist {
 
     /// Whether `path` (existing or about to be created) is under an allowed
     /// path, symlinks resolved.
+    /// A relative path or one with a `..` component is refused outright,
+    /// before anything is resolved.
     pub fn check_path(&self, path: &Path) -> Result<(), String> {
+        if !path.is_absolute() {
+            return Err(format!(
+                "target file:{} is not an absolute path (an agent takes absolute paths only)",
+                path.display()
+            ));
+        }
+        if path.components().any(|c| c == Component::ParentDir) {
+            return Err(format!(
+                "target file:{} contains a .. component (path traversal refused)",
+                path.display()
+            ));
+        }
         let resolved = resolve(path)
             .map_err(|e| format!("target file:{} cannot be resolved: {e}", path.display()))?;
         if self.paths.iter().any(|a| resolved.starts_with(a)) {
@@ -124,10 +138,18 @@ mod tests {
         assert!(e.contains("resolves to") && e.contains("other"), "{e}");
         let e = a.check_target(&Target::File(other.clone())).unwrap_err();
         assert!(e.contains(&other.display().to_string()), "{e}");
-        assert!(
-            a.check_target(&Target::File(ok.join("../other/y")))
-                .is_err()
-        );
+        let e = a
+            .check_target(&Target::File(ok.join("../other/y")))
+            .unwrap_err();
+        assert!(e.contains(".. component"), "{e}");
+        let e = a
+            .check_target(&Target::File(ok.join("sub/../new.dat")))
+            .unwrap_err();
+        assert!(e.contains(".. component"), "{e}");
+        let e = a
+            .check_target(&Target::File("relative/x.dat".into()))
+            .unwrap_err();
+        assert!(e.contains("not an absolute path"), "{e}");
         assert!(a.check_target(&Target::Null).is_ok());
         let _ = std::fs::remove_dir_all(&base);
     }

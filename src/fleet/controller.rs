@@ -26,6 +26,8 @@ pub struct FleetConfig {
     pub threads: Option<usize>,
     /// Permission to write into files storlab did not create.
     pub allow_overwrite: bool,
+    /// HTTPS to every agent, trusting this certificate (`--tls-ca`).
+    pub tls: Option<super::remote::TlsTrust>,
 }
 
 /// Parse `--hosts`: a file with one `HOST:PORT` per line (`#` comments and
@@ -90,7 +92,7 @@ pub fn check_fleet(cfg: &FleetConfig, targets: &[Target]) -> Result<String, RunE
             .map(|h| {
                 let plan = &plan;
                 s.spawn(move || {
-                    let mut r = RemoteRunner::new(h, &cfg.token);
+                    let mut r = RemoteRunner::new(h, &cfg.token).with_tls(cfg.tls.as_ref());
                     (h.clone(), r.check(plan))
                 })
             })
@@ -147,7 +149,9 @@ pub fn run_point(
         if vms.is_empty() {
             continue;
         }
-        hosts.push(Box::new(RemoteRunner::new(host, &cfg.token)));
+        hosts.push(Box::new(
+            RemoteRunner::new(host, &cfg.token).with_tls(cfg.tls.as_ref()),
+        ));
         plans.push(HostPlan {
             spec: spec.clone(),
             vms,

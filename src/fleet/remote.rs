@@ -3,12 +3,15 @@
 //! offset at check time, sends the start instant in the agent's clock, and
 //! long-polls intervals on a thread; an agent that stops answering for
 //! [`LOSS_TIMEOUT`] (or that forgot the run: it restarted) is reported lost.
+//! With a [`TlsTrust`] (`--tls-ca`) it speaks HTTPS and accepts only an agent
+//! certificate signed by (or equal to) the given one, for the agent's address.
 
 use super::auth;
 use super::wire::{self, ErrorKind, ErrorReply, paths};
 use crate::engine::runner::{HostCheck, HostEvent, HostPlan, HostPrepared, HostRunner, RunError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
@@ -35,6 +38,50 @@ enum CallError {
     Garbled(String),
 }
 
+/// The certificates a controller trusts for agents over HTTPS: a CA, or an
+/// agent's own self-signed certificate (`--tls-ca FILE`, PEM).
+#[derive(Clone, Debug)]
+pub struct TlsTrust {
+    file: PathBuf,
+    certs: Vec<ureq::tls::Certificate<'static>>,
+}
+
+impl TlsTrust {
+    /// Read the PEM certificates in `path`; the error names the file.
+    pub fn load(path: &Path) -> Result<TlsTrust, String> {
+        let pem = std::fs::read(path)
+            .map_err(|e| format!("--tls-ca {}: cannot read it: {e}", path.display()))?;
+        let mut certs = Vec::new();
+        for item in ureq::tls::parse_pem(&pem) {
+            match item {
+                Ok(ureq::tls::PemItem::Certificate(c)) => certs.push(c),
+                Ok(_) => {}
+                Err(e) => {
+                    return Err(format!(
+                        "--tls-ca {}: not a PEM certificate file: {e}",
+                        path.display()
+                    ));
+                }
+            }
+        }
+        if certs.is_empty() {
+            return Err(format!(
+                "--tls-ca {}: no PEM certificate in it (expected -----BEGIN CERTIFICATE-----)",
+                path.display()
+            ));
+        }
+        Ok(TlsTrust {
+            file: path.to_path_buf(),
+            certs,
+        })
+    }
+
+    /// The file it was read from.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+}
+
 /// One agent's address and credentials.
 #[derive(Clone)]
 struct Client {
@@ -45,16 +92,23 @@ struct Client {
 }
 
 impl Client {
-    fn new(name: &str, token: &str) -> Client {
-        let config = ureq::Agent::config_builder()
+    fn new(name: &str, token: &str, tls: Option<&TlsTrust>) -> Client {
+        let mut config = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_connect(Some(Duration::from_secs(3)))
-            .build();
+            .timeout_connect(Some(Duration::from_secs(3)));
+        if let Some(t) = tls {
+            config = config.tls_config(
+                ureq::tls::TlsConfig::builder()
+                    .provider(ureq::tls::TlsProvider::NativeTls)
+                    .root_certs(ureq::tls::RootCerts::Specific(Arc::new(t.certs.clone())))
+                    .build(),
+            );
+        }
         Client {
             name: name.to_string(),
-            base: format!("http://{name}"),
+            base: format!("{}://{name}", if tls.is_some() { "https" } else { "http" }),
             token: token.to_string(),
-            http: config.into(),
+            http: config.build().into(),
         }
     }
 
@@ -143,13 +197,21 @@ impl RemoteRunner {
     /// A runner for the agent at `host` (`HOST:PORT`), using `token`.
     pub fn new(host: &str, token: &str) -> Self {
         RemoteRunner {
-            client: Client::new(host, token),
+            client: Client::new(host, token, None),
             run: 0,
             offset_ns: 0,
             rtt: Duration::ZERO,
             stop: Arc::new(AtomicBool::new(false)),
             poll: None,
         }
+    }
+}
+
+impl RemoteRunner {
+    /// Speak HTTPS to the agent, trusting `tls` (plain HTTP with `None`).
+    pub fn with_tls(mut self, tls: Option<&TlsTrust>) -> Self {
+        self.client = Client::new(&self.client.name, &self.client.token, tls);
+        self
     }
 }
 
