@@ -16,4 +16,5 @@ pub mod report;
 pub mod result;
 pub mod stats;
 pub mod store;
+pub mod verify;
 pub mod workload;

@@ -4,12 +4,15 @@
 
 mod agent;
 mod compare;
+mod curve;
+mod diff;
 pub mod lab;
 pub mod report;
 pub mod results;
 mod run;
 mod session;
 pub mod signals;
+pub mod verify;
 
 use crate::workload::flags::Flags;
 use crate::workload::{Profile, catalogue};
@@ -101,6 +104,8 @@ enum Command {
     Results(results::ResultsArgs),
     /// A report over runs (ids or --json files), every target relative to a baseline.
     Report(report::ReportArgs),
+    /// Re-read what a `--verify` run wrote (or a `--journal`) and check every block.
+    Verify(verify::VerifyArgs),
     /// List the built-in workloads and suites, or show one in full.
     Workloads {
         #[command(subcommand)]
@@ -135,6 +140,11 @@ pub struct JobArgs {
     /// fio-named overrides.
     #[command(flatten)]
     pub flags: Flags,
+    /// vdbench-style curve: run each load point unthrottled to find its max IOPS,
+    /// then at these percentages of it with an open-loop rate (latency from each
+    /// I/O's scheduled time). No value: 10,50,70,80,90,100; off: no curve.
+    #[arg(long, value_name = "PCT,...", num_args = 0..=1, default_missing_value = "")]
+    pub curve: Option<String>,
 }
 
 /// Where results go and how the run behaves, for `run` and `compare`.
@@ -187,6 +197,9 @@ pub struct RunArgs {
     /// File holding the agents' bearer token (with --hosts).
     #[arg(long, value_name = "FILE", requires = "hosts")]
     pub token_file: Option<PathBuf>,
+    /// Speak HTTPS to the agents, trusting this PEM CA or agent certificate (with --hosts).
+    #[arg(long, value_name = "FILE", requires = "hosts")]
+    pub tls_ca: Option<PathBuf>,
     /// Deal VMs to hosts in blocks of N (8 hosts x 16 VMs); default: round-robin.
     #[arg(long, value_name = "N", requires = "hosts")]
     pub vms_per_host: Option<u32>,
@@ -198,11 +211,20 @@ pub struct RunArgs {
 /// Arguments of `storlab compare`.
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
+    /// Instead of running: two stored runs (or sets: 3,4,5 8,9,10) to compare over
+    /// time, as `storlab results diff OLD NEW` does.
+    #[arg(value_names = ["RUN_A", "RUN_B"], num_args = 2, conflicts_with_all = ["targets", "baseline", "lab", "state_dir"])]
+    pub runs: Vec<String>,
     /// What to run on every target.
     #[command(flatten)]
     pub job: JobArgs,
     /// Targets in order: lab names (local, nfs3, nfs4, iscsi, nbd), NAME=URL, or URLs.
-    #[arg(long, value_delimiter = ',', required = true, value_name = "T1,T2,...")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required_unless_present = "runs",
+        value_name = "T1,T2,..."
+    )]
     pub targets: Vec<String>,
     /// The target every figure is relative to (= 100); default: the first.
     #[arg(long)]
@@ -240,6 +262,7 @@ pub fn main_with(args: Vec<String>) -> i32 {
         Command::Lab { cmd } => lab::run(cmd),
         Command::Results(a) => results::run(a),
         Command::Report(a) => report::run(a),
+        Command::Verify(a) => verify::run(a),
         Command::Workloads { sub: None } => {
             print!("{}", catalogue::list_text());
             Ok(ExitCode::Ok)

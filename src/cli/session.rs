@@ -30,6 +30,7 @@ pub fn jobs(args: &JobArgs) -> Result<Vec<Job>, CliError> {
             .map(|j| args.flags.apply(Some(j)).map_err(input))
             .collect::<Result<Vec<_>, _>>()?
     };
+    super::curve::apply_option(args, &mut jobs)?;
     for j in &mut jobs {
         if j.description.is_empty()
             && let Some(p) = j.points.first()
@@ -143,7 +144,8 @@ impl<'s> Session<'s> {
         argv: Vec<String>,
         targets: Vec<String>,
     ) -> Result<Self, CliError> {
-        let record = RunRecord::new(argv);
+        let mut record = RunRecord::new(argv);
+        record.environment.network = crate::result::Network::of_targets(&targets);
         let writer = match store {
             Some(s) => Some(RunWriter::begin(s, &record, targets).map_err(store_err)?),
             None => None,

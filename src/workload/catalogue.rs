@@ -647,6 +647,7 @@ impl Builder {
             profile: Some(self.profile),
             points,
             provenance: self.prov,
+            curve: None,
         }
     }
 }

@@ -46,9 +46,19 @@ pub struct Flags {
     /// Start of the region on each disk
     #[arg(long = "offset", value_name = "SIZE")]
     pub offset: Option<String>,
+    /// Disks on one file/device/LUN/export: slice (disk k at offset + k*size) | shared
+    #[arg(
+        long = "disk_layout",
+        alias = "disk-layout",
+        value_name = "slice|shared"
+    )]
+    pub disk_layout: Option<String>,
     /// Stop each worker after this many bytes
     #[arg(long = "io_size", value_name = "SIZE")]
     pub io_size: Option<String>,
+    /// End the run when an I/O is in flight this long, e.g. 30s (default); 0|none = no limit
+    #[arg(long = "io-timeout", alias = "io_timeout", value_name = "DURATION")]
+    pub io_timeout: Option<String>,
     /// Bypass the page cache (O_DIRECT): 0|1
     #[arg(long = "direct", value_name = "0|1")]
     pub direct: Option<String>,
@@ -61,6 +71,9 @@ pub struct Flags {
     /// Bandwidth cap per worker, bytes per second, e.g. 10MiB
     #[arg(long = "rate", value_name = "SIZE")]
     pub rate: Option<String>,
+    /// How a rate cap paces I/O: closed (fio-like, latency from submission) | open (fixed schedule, latency from each I/O's scheduled time)
+    #[arg(long = "rate_mode", alias = "rate-mode", value_name = "closed|open")]
+    pub rate_mode: Option<String>,
     /// Offset alignment, e.g. 4k (default: the smallest block size)
     #[arg(long = "blockalign", value_name = "SIZE")]
     pub blockalign: Option<String>,
@@ -79,12 +92,18 @@ pub struct Flags {
     /// Seed of every pseudo-random choice (decimal or 0x hex)
     #[arg(long = "seed", value_name = "N")]
     pub seed: Option<String>,
+    /// Verify data: self-describing blocks, every read checked (docs/verify.md): 0|1
+    #[arg(long = "verify", value_name = "0|1", num_args = 0..=1, default_missing_value = "1")]
+    pub verify: Option<String>,
+    /// Journal acknowledged writes to FILE for `storlab verify --journal` (implies --verify)
+    #[arg(long = "journal", value_name = "FILE")]
+    pub journal: Option<String>,
 }
 
 impl Flags {
     /// The flags that were given, as (job-file key, value).
     fn given(&self) -> Vec<(&'static str, &str)> {
-        let all: [(&'static str, &Option<String>); 22] = [
+        let all: [(&'static str, &Option<String>); 27] = [
             ("bs", &self.bs),
             ("bssplit", &self.bssplit),
             ("rw", &self.rw),
@@ -96,17 +115,22 @@ impl Flags {
             ("runtime", &self.runtime),
             ("size", &self.size),
             ("offset", &self.offset),
+            ("disk_layout", &self.disk_layout),
             ("io_size", &self.io_size),
+            ("io_timeout", &self.io_timeout),
             ("direct", &self.direct),
             ("sync", &self.sync),
             ("rate_iops", &self.rate_iops),
             ("rate", &self.rate),
+            ("rate_mode", &self.rate_mode),
             ("blockalign", &self.blockalign),
             ("vms", &self.vms),
             ("disks", &self.disks),
             ("content", &self.content),
             ("interval", &self.interval),
             ("seed", &self.seed),
+            ("verify", &self.verify),
+            ("journal", &self.journal),
         ];
         all.into_iter()
             .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))

@@ -7,19 +7,29 @@
 //! ```toml
 //! name = "my-oltp"              # default: the file's stem
 //! description = "8k OLTP-like random mix"
+//! curve = [10, 50, 100]         # vdbench-style curve: each load point runs unthrottled to
+//!                               # find its max IOPS, then once per percentage of it with an
+//!                               # open-loop rate; true = 10, 50, 70, 80, 90, 100; default none
 //!
 //! # Per-point settings
 //! size = "1GiB"                 # region used on each disk (and created file size); default 64 MiB
 //! offset = "0"                  # start of the region on each disk; default 0
+//! disk_layout = "slice"         # single target (file, device, LUN, export): "slice" gives
+//!                               # disk k its own [offset + k*size, +size); "shared": every
+//!                               # disk uses [offset, offset + size); default "slice"
 //! runtime = "60s"               # measured time; default 10 s; 0 = until io_size is done
 //! ramp_time = "10s"             # warm-up excluded from the summary; default 0
 //! interval = "1s"               # statistics interval, 10 ms ..= 1 h; default 1 s
 //! io_size = "256MiB"            # stop each worker after this many bytes; default unset
 //!                               # (with io_size and no runtime, the time is unbounded)
+//! io_timeout = "30s"            # an I/O in flight longer ends the run with an error naming
+//!                               # it; default 30 s; 0 or "none" = no limit
 //! direct = true                 # O_DIRECT; default false (also 0 / 1)
 //! sync = "none"                 # "none" | "dsync" | "sync"; true = "sync", false = "none"
 //! content = "random"            # "random" | "zeros" | { compress = 50, dedupe = 20 }
 //! seed = 1                      # default 0x57021ab
+//! verify = true                 # self-describing blocks, every read checked (docs/verify.md); default false
+//! journal = "/var/tmp/j.jrnl"   # durability journal of acknowledged writes (implies verify); default none
 //!
 //! # Group settings: written at top level they describe the single group, or
 //! # act as defaults for every [[group]] below.
@@ -32,6 +42,9 @@
 //! percentage_random = 100       # overrides the random share implied by rw
 //! iodepth = 32                  # outstanding I/Os per worker; default 1
 //! rate_iops = 5000              # per-worker cap; or rate = "10MiB" (bytes per second)
+//! rate_mode = "closed"          # "closed" (fio-like: a stall delays the schedule, latency
+//!                               # from submission) | "open" (fixed schedule, latency from
+//!                               # each I/O's scheduled time); default "closed"
 //! blockalign = "4k"             # offset alignment; default the smallest block size
 //!
 //! [[group]]                     # optional: several groups run together
@@ -44,7 +57,8 @@
 //! rw = "write"
 //!
 //! [sweep]                       # load points: the cartesian product, first key outermost
-//! vms = [32, 64, 96, 128]       # allowed: vms, numjobs, iodepth, bs, rw, rwmixread, rate_iops
+//! vms = [32, 64, 96, 128]       # allowed: vms, numjobs, iodepth, bs, rw, rwmixread, rate_iops,
+//!                               # rate_mode
 //! ```
 //!
 //! fio's `rw` semantics: `read` is 100% read, 0% random; `write` 0/0;
@@ -62,7 +76,7 @@
 
 use super::units::{parse_duration, parse_pct, parse_size};
 use super::validate::{SpecError, validate_job};
-use super::{Access, BlockSizes, Content, Group, Job, Rate, Spec, SyncMode};
+use super::{Access, BlockSizes, Content, DiskLayout, Group, Job, Rate, RateMode, Spec, SyncMode};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -88,20 +102,25 @@ pub const GROUP_KEYS: &[&str] = &[
     "iodepth",
     "rate_iops",
     "rate",
+    "rate_mode",
     "blockalign",
 ];
 /// Keys describing a load point as a whole.
 pub const SPEC_KEYS: &[&str] = &[
     "size",
     "offset",
+    "disk_layout",
     "runtime",
     "ramp_time",
     "interval",
     "io_size",
+    "io_timeout",
     "direct",
     "sync",
     "content",
     "seed",
+    "verify",
+    "journal",
 ];
 /// Keys that may be swept over in `[sweep]`.
 pub const SWEEP_KEYS: &[&str] = &[
@@ -112,9 +131,10 @@ pub const SWEEP_KEYS: &[&str] = &[
     "rw",
     "rwmixread",
     "rate_iops",
+    "rate_mode",
 ];
 /// Top-level keys other than the group and spec keys.
-const FILE_KEYS: &[&str] = &["name", "description", "group", "sweep"];
+const FILE_KEYS: &[&str] = &["name", "description", "group", "sweep", "curve"];
 
 /// fio's `rw` modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -256,6 +276,23 @@ pub fn parse_sync(s: &str) -> Result<SyncMode, SpecError> {
     }
 }
 
+/// Parse a disk layout: "slice" or "shared".
+pub fn parse_disk_layout(s: &str) -> Result<DiskLayout, SpecError> {
+    match s.trim() {
+        "slice" => Ok(DiskLayout::Slice),
+        "shared" => Ok(DiskLayout::Shared),
+        _ => Err(SpecError::invalid("disk_layout", s, DiskLayout::ALLOWED)),
+    }
+}
+
+/// Parse an I/O timeout: a duration, or "none"/"off"/"0" for no limit (zero).
+pub fn parse_io_timeout(s: &str) -> Result<Duration, SpecError> {
+    match s.trim() {
+        "none" | "off" => Ok(Duration::ZERO),
+        t => parse_duration(t).map_err(|e| SpecError::invalid("io_timeout", s, e)),
+    }
+}
+
 fn parse_bool(key: &str, s: &str) -> Result<bool, SpecError> {
     match s.trim() {
         "1" | "true" => Ok(true),
@@ -330,12 +367,16 @@ pub struct Settings {
     pub iodepth: Option<u32>,
     /// `rate_iops` or `rate` (exclusive).
     pub rate: Option<Rate>,
+    /// `rate_mode`: closed (fio-like) or open loop.
+    pub rate_mode: Option<RateMode>,
     /// `blockalign`.
     pub blockalign: Option<u64>,
     /// `size`.
     pub size: Option<u64>,
     /// `offset`.
     pub offset: Option<u64>,
+    /// `disk_layout`.
+    pub disk_layout: Option<DiskLayout>,
     /// `runtime`.
     pub runtime: Option<Duration>,
     /// `ramp_time`.
@@ -344,6 +385,8 @@ pub struct Settings {
     pub interval: Option<Duration>,
     /// `io_size`.
     pub io_size: Option<u64>,
+    /// `io_timeout` (zero: no limit).
+    pub io_timeout: Option<Duration>,
     /// `direct`.
     pub direct: Option<bool>,
     /// `sync`.
@@ -352,6 +395,10 @@ pub struct Settings {
     pub content: Option<Content>,
     /// `seed`.
     pub seed: Option<u64>,
+    /// `verify`.
+    pub verify: Option<bool>,
+    /// `journal`.
+    pub journal: Option<std::path::PathBuf>,
 }
 
 impl Settings {
@@ -389,17 +436,27 @@ impl Settings {
                 Rate::Iops(parse_count(key, t, "I/Os per second > 0")?),
             ),
             "rate" => put(&mut self.rate, "rate/rate_iops", Rate::Bytes(size(t)?)),
+            "rate_mode" => put(
+                &mut self.rate_mode,
+                key,
+                RateMode::parse(t).ok_or_else(|| SpecError::invalid(key, t, RateMode::ALLOWED))?,
+            ),
             "blockalign" => put(&mut self.blockalign, key, size(t)?),
             "size" => put(&mut self.size, key, size(t)?),
             "offset" => put(&mut self.offset, key, size(t)?),
+            "disk_layout" => put(&mut self.disk_layout, key, parse_disk_layout(t)?),
             "runtime" => put(&mut self.runtime, key, dur(t)?),
             "ramp_time" => put(&mut self.ramp_time, key, dur(t)?),
             "interval" => put(&mut self.interval, key, dur(t)?),
             "io_size" => put(&mut self.io_size, key, size(t)?),
+            "io_timeout" => put(&mut self.io_timeout, key, parse_io_timeout(t)?),
             "direct" => put(&mut self.direct, key, parse_bool(key, t)?),
             "sync" => put(&mut self.sync, key, parse_sync(t)?),
             "content" => put(&mut self.content, key, parse_content(t)?),
             "seed" => put(&mut self.seed, key, parse_seed(t)?),
+            "verify" => put(&mut self.verify, key, parse_bool(key, t)?),
+            "journal" if t.trim().is_empty() => Err(SpecError::invalid(key, t, "a file path")),
+            "journal" => put(&mut self.journal, key, std::path::PathBuf::from(t)),
             _ => {
                 let mut all: Vec<&str> = GROUP_KEYS.to_vec();
                 all.extend_from_slice(SPEC_KEYS);
@@ -423,17 +480,22 @@ impl Settings {
             percentage_random,
             iodepth,
             rate,
+            rate_mode,
             blockalign,
             size,
             offset,
+            disk_layout,
             runtime,
             ramp_time,
             interval,
             io_size,
+            io_timeout,
             direct,
             sync,
             content,
-            seed
+            seed,
+            verify,
+            journal
         )
     }
 
@@ -445,6 +507,9 @@ impl Settings {
         }
         if let Some(v) = self.offset {
             spec.offset = v;
+        }
+        if let Some(v) = self.disk_layout {
+            spec.disk_layout = v;
         }
         if let Some(v) = self.ramp_time {
             spec.ramp = v;
@@ -461,6 +526,9 @@ impl Settings {
         if let Some(v) = self.runtime {
             spec.runtime = v;
         }
+        if let Some(v) = self.io_timeout {
+            spec.io_timeout = v;
+        }
         if let Some(v) = self.direct {
             spec.direct = v;
         }
@@ -472,6 +540,13 @@ impl Settings {
         }
         if let Some(v) = self.seed {
             spec.seed = v;
+        }
+        if let Some(v) = self.verify {
+            spec.verify = v;
+        }
+        if let Some(v) = &self.journal {
+            spec.journal = Some(v.clone());
+            spec.verify = true;
         }
     }
 
@@ -510,6 +585,9 @@ impl Settings {
         if let Some(v) = self.rate {
             a.rate = Some(v);
         }
+        if let Some(v) = self.rate_mode {
+            a.rate_mode = v;
+        }
         if let Some(v) = self.blockalign {
             a.align = Some(v);
         }
@@ -538,6 +616,7 @@ pub fn default_group(name: &str) -> Group {
             align: None,
             iodepth: 1,
             rate: None,
+            rate_mode: RateMode::Closed,
         },
     }
 }
@@ -549,6 +628,7 @@ pub fn default_spec(label: &str) -> Spec {
         groups: Vec::new(),
         offset: 0,
         size: DEFAULT_SIZE,
+        disk_layout: DiskLayout::Slice,
         content: Content::Random,
         direct: false,
         sync: SyncMode::None,
@@ -557,6 +637,9 @@ pub fn default_spec(label: &str) -> Spec {
         interval: Duration::from_secs(1),
         io_limit: None,
         seed: DEFAULT_SEED,
+        io_timeout: crate::engine::timeout::DEFAULT_IO_TIMEOUT,
+        verify: false,
+        journal: None,
     }
 }
 
@@ -572,6 +655,7 @@ pub fn job_from_settings(name: &str, settings: &Settings) -> Job {
         profile: None,
         points: vec![spec],
         provenance: Vec::new(),
+        curve: None,
     }
 }
 
@@ -766,6 +850,10 @@ fn parse_inner(text: &str, origin: &str) -> Result<Job, SpecError> {
         profile: None,
         points: specs,
         provenance: Vec::new(),
+        curve: match table.get("curve") {
+            Some(v) => super::curve::from_toml(v)?,
+            None => None,
+        },
     };
     validate_job(&job)?;
     Ok(job)

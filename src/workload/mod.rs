@@ -8,6 +8,7 @@
 //! checked by [`validate`] before anything runs.
 
 pub mod catalogue;
+pub mod curve;
 pub mod flags;
 pub mod jobfile;
 pub mod pace;
@@ -15,6 +16,7 @@ pub mod pattern;
 pub mod units;
 pub mod validate;
 
+pub use pace::RateMode;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -73,6 +75,10 @@ pub struct Access {
     pub iodepth: u32,
     /// Optional rate cap per worker.
     pub rate: Option<Rate>,
+    /// How the rate cap paces I/O and where latency counts from: closed (from
+    /// submission, fio-like) or open (from each I/O's scheduled time).
+    #[serde(default)]
+    pub rate_mode: RateMode,
 }
 
 impl Access {
@@ -128,6 +134,24 @@ pub enum SyncMode {
     Sync,
 }
 
+/// How the VM disks mapped to one single target (a file, device, LUN, NBD
+/// export or NFS file) share it. A directory target always gets a file per disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DiskLayout {
+    /// Disk `k` of the target gets its own slice `[offset + k·size, offset +
+    /// (k+1)·size)`, as each VM had its own VMDK on a shared datastore.
+    #[default]
+    Slice,
+    /// Every disk uses the same region `[offset, offset + size)`.
+    Shared,
+}
+
+impl DiskLayout {
+    /// Every accepted spelling.
+    pub const ALLOWED: &'static str = "slice, shared";
+}
+
 /// One load point, fully resolved: everything the engine needs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Spec {
@@ -139,6 +163,9 @@ pub struct Spec {
     pub offset: u64,
     /// Size of the region used on each disk (and of each created file), bytes.
     pub size: u64,
+    /// How disks sharing a single target are laid out on it.
+    #[serde(default)]
+    pub disk_layout: DiskLayout,
     /// Data content.
     pub content: Content,
     /// O_DIRECT (bypass the page cache).
@@ -159,6 +186,17 @@ pub struct Spec {
     pub io_limit: Option<u64>,
     /// Seed of every pseudo-random choice (offsets, mixes, content).
     pub seed: u64,
+    /// An I/O in flight longer than this ends the run with an error naming it;
+    /// zero: no limit. Records without it read as the default.
+    #[serde(default = "crate::engine::timeout::default_io_timeout", with = "secs")]
+    pub io_timeout: Duration,
+    /// Verify mode: every written block carries a checked header and every
+    /// read is checked (docs/verify.md).
+    #[serde(default)]
+    pub verify: bool,
+    /// Durability journal of acknowledged writes (implies `verify`).
+    #[serde(default)]
+    pub journal: Option<std::path::PathBuf>,
 }
 
 impl Spec {
@@ -200,7 +238,18 @@ impl Spec {
             SyncMode::Dsync => m.push_str(", O_DSYNC"),
             SyncMode::Sync => m.push_str(", O_SYNC"),
         }
+        if self.latency_from_schedule() {
+            m.push_str(", open-loop rate (latency from scheduled time)");
+        }
         m
+    }
+
+    /// Whether latency is measured from each I/O's scheduled time (some group
+    /// has an open-loop rate) rather than from its submission.
+    pub fn latency_from_schedule(&self) -> bool {
+        self.groups
+            .iter()
+            .any(|g| g.access.rate.is_some() && g.access.rate_mode == RateMode::Open)
     }
 
     /// One line describing the access of every group, for jobs without a description.
@@ -259,6 +308,10 @@ pub struct Job {
     pub points: Vec<Spec>,
     /// Where each value comes from (built-ins only).
     pub provenance: Vec<Provenance>,
+    /// A vdbench-style curve: percentages of each point's measured maximum to
+    /// run open loop after an unthrottled run ([`curve`]); `None`: no curve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub curve: Option<Vec<u32>>,
 }
 
 /// A small valid spec for unit tests: `vms` VMs of `workers` workers over
@@ -279,10 +332,12 @@ pub(crate) fn test_spec(vms: u32, workers: u32, disks: u32) -> Spec {
                 align: None,
                 iodepth: 2,
                 rate: None,
+                rate_mode: RateMode::Closed,
             },
         }],
         offset: 0,
         size: 1 << 20,
+        disk_layout: DiskLayout::Slice,
         content: Content::Random,
         direct: false,
         sync: SyncMode::None,
@@ -291,6 +346,9 @@ pub(crate) fn test_spec(vms: u32, workers: u32, disks: u32) -> Spec {
         interval: Duration::from_secs(1),
         io_limit: None,
         seed: 1,
+        io_timeout: crate::engine::timeout::DEFAULT_IO_TIMEOUT,
+        verify: false,
+        journal: None,
     }
 }
 
@@ -308,6 +366,13 @@ pub(crate) mod secs {
                 "duration must be a non-negative number of seconds",
             ));
         }
-        Ok(Duration::from_secs_f64(v))
+        // A finite number can still be too large (found by the agent_request
+        // fuzz target: 3.6e43 seconds panicked in from_secs_f64).
+        Duration::try_from_secs_f64(v).map_err(|_| {
+            serde::de::Error::custom(format!(
+                "duration {v} s is too large (at most {} s)",
+                u64::MAX
+            ))
+        })
     }
 }

@@ -149,11 +149,38 @@ fn bad_job_file_names_the_file() {
 #[test]
 fn writes_to_a_protocol_target_no_lab_made_are_refused() {
     // Refused before any connection is tried: nothing listens there.
-    for url in ["nbd://127.0.0.1:1/export", "iscsi://127.0.0.1:1/iqn.2026-11.x:y/1", "nfs://127.0.0.1:1/e/f"] {
-        rejects(&["run", "--target", url, "--rw", "randwrite", "--runtime", "1"], &[url, "--allow-overwrite"]);
+    for url in [
+        "nbd://127.0.0.1:1/export",
+        "iscsi://127.0.0.1:1/iqn.2026-11.x:y/1",
+        "nfs://127.0.0.1:1/e/f",
+    ] {
+        rejects(
+            &[
+                "run",
+                "--target",
+                url,
+                "--rw",
+                "randwrite",
+                "--runtime",
+                "1",
+            ],
+            &[url, "--allow-overwrite"],
+        );
     }
     // A read-only run goes on to connect, and says what failed.
-    let o = storlab(&["run", "--target", "nbd://127.0.0.1:1/export", "--rw", "randread", "--runtime", "1"]);
+    let o = storlab(&[
+        "run",
+        "--target",
+        "nbd://127.0.0.1:1/export",
+        "--rw",
+        "randread",
+        "--runtime",
+        "1",
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("nbd://127.0.0.1:1/export"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("nbd://127.0.0.1:1/export"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -2,7 +2,9 @@
 
 mod bad_input;
 mod common;
+mod curve;
 mod interrupt;
+mod results_diff;
 mod run_file;
 mod run_null;
 mod workloads;

@@ -132,8 +132,20 @@ fn repeat_runs_every_point_n_times_and_reports_a_confidence_interval() {
     let dir = TempDir::new("repeat");
     let json = dir.join("out.json");
     let o = storlab(&[
-        "run", "--target", "null:", "--vms", "2", "--iodepth", "4", "--runtime", "1", "--repeat", "3", "-q",
-        "--json", json.to_str().unwrap(),
+        "run",
+        "--target",
+        "null:",
+        "--vms",
+        "2",
+        "--iodepth",
+        "4",
+        "--runtime",
+        "1",
+        "--repeat",
+        "3",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let pts = points(&read_json(&json));
@@ -143,7 +155,10 @@ fn repeat_runs_every_point_n_times_and_reports_a_confidence_interval() {
         check_point(p, Some(4096));
     }
     let out = stdout(&o);
-    assert!(out.contains("repeated load points: mean ± 95% confidence interval"), "{out}");
+    assert!(
+        out.contains("repeated load points: mean ± 95% confidence interval"),
+        "{out}"
+    );
     let o = storlab(&["run", "--target", "null:", "--repeat", "0"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("repeat"), "{}", stderr(&o));
