@@ -377,11 +377,25 @@ pub fn prepare(req: &PrepareRequest) -> Result<Prepared, PrepareError> {
                 storlab_version: env!("CARGO_PKG_VERSION").to_string(),
                 created: now_unix(),
             };
-            write_marker(path, &marker)?;
-            let filled = fill_range(&file, path, 0, req.size, req.content, req.seed)?;
-            marker.complete = true;
-            write_marker(path, &marker)?;
-            Ok(done(true, filled, false))
+            // A file this call created and could not finish (no space, an I/O
+            // error) is removed with its marker: a partial fill is never
+            // reused, so keeping it would only hold the space.
+            let made = (|| {
+                write_marker(path, &marker)?;
+                let filled = fill_range(&file, path, 0, req.size, req.content, req.seed)?;
+                marker.complete = true;
+                write_marker(path, &marker)?;
+                Ok(filled)
+            })();
+            match made {
+                Ok(filled) => Ok(done(true, filled, false)),
+                Err(e) => {
+                    drop(file);
+                    let _ = fs::remove_file(path);
+                    let _ = fs::remove_file(marker_path(path));
+                    Err(e)
+                }
+            }
         }
         Ownership::Ours(mut marker) => {
             let file = fs::OpenOptions::new()

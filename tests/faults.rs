@@ -582,6 +582,13 @@ fn a_full_target_is_reported_as_no_space_left_naming_it() {
         assert_eq!(status.code(), Some(2), "prepare failure exit code: {err}");
         assert!(err.contains("No space left on device"), "{err}");
         assert!(err.contains(&file.display().to_string()), "{err}");
+        // The partial file storlab created (and its marker) is removed, so
+        // the space is given back.
+        assert!(!file.exists(), "partial data file left behind");
+        assert!(
+            !fs.path().join(".data.dat.storlab").exists(),
+            "marker left behind"
+        );
         let doc = run.doc();
         assert!(
             doc["error"]

@@ -184,7 +184,7 @@ pub fn run(
         }
     }
     let interval_ns = ctx.timing.interval_ns;
-    let end_ns = interval_ns * ctx.timing.intervals as u64;
+    let end_ns = interval_ns.saturating_mul(ctx.timing.intervals as u64);
     let mut free: Vec<u32> = (0..slots.len() as u32).rev().collect();
     let mut waiting: Vec<u32> = Vec::new(); // slots held back by a rate cap
     let mut batch: Vec<u32> = Vec::with_capacity(slots.len());

@@ -48,9 +48,13 @@ pub fn line(job: &str, spec: &Spec, rec: &IntervalRecord, intervals: u32) -> Str
         "run "
     };
     format!(
-        "{job} [{}] {phase} {elapsed:>6.1} s, {:.0} s left  {:>9.0} IOPS  {:>8.1} MB/s  mean {:>7.3} ms{}",
+        "{job} [{}] {phase} {elapsed:>6.1} s, {}  {:>9.0} IOPS  {:>8.1} MB/s  mean {:>7.3} ms{}",
         spec.label,
-        (total - elapsed).max(0.0),
+        if intervals == u32::MAX {
+            "until io_size".to_string()
+        } else {
+            format!("{:.0} s left", (total - elapsed).max(0.0))
+        },
         ios / secs,
         mb / secs,
         s.total_lat().mean_ns() / 1e6,

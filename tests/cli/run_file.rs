@@ -230,3 +230,37 @@ fn io_error_mid_run_names_the_file_and_keeps_what_was_measured() {
     );
     assert!(u(&p["summary"]["read"]["errors"]) >= 1);
 }
+
+/// `--io_size` without `--runtime` has no time bound: each worker moves exactly
+/// its bytes and the point ends (it used to plan zero intervals and do nothing).
+#[test]
+fn io_size_without_runtime_runs_until_the_bytes_are_done() {
+    let dir = TempDir::new("iosize");
+    let json = dir.join("out.json");
+    let data = TempDir::new("iosizedata");
+    let o = storlab(&[
+        "run",
+        "--target",
+        &data.target(),
+        "--vms",
+        "2",
+        "--size",
+        "4m",
+        "--rw",
+        "randwrite",
+        "--bs",
+        "4k",
+        "--iodepth",
+        "4",
+        "--io_size",
+        "2m",
+        "--json",
+        json.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let p = &points(&read_json(&json))[0];
+    // 2 VMs x 2 MiB each, in 4 KiB writes.
+    assert_eq!(u(&p["summary"]["write"]["bytes"]), 2 * (2 << 20));
+    assert_eq!(u(&p["summary"]["write"]["ios"]), 2 * 512);
+}

@@ -3,7 +3,7 @@
 //! keeps each host's own series. A lost host is noticed, named, and either
 //! stops the point or is left out of the intervals that follow.
 
-use super::local::intervals_in;
+use super::local::{intervals_in, total_intervals};
 use super::merge::Merger;
 use super::share;
 use super::{
@@ -171,7 +171,7 @@ fn run_started(
 
     let interval_ns = spec.interval.as_nanos() as u64;
     let ramp_intervals = intervals_in(spec.ramp, spec.interval);
-    let total_intervals = ramp_intervals + intervals_in(spec.runtime, spec.interval);
+    let total_intervals = total_intervals(spec);
     // Far enough ahead for every start request to arrive in time.
     let lead = hosts.iter().map(|h| h.lead()).max().unwrap_or_default()
         + Duration::from_micros(500) * (hosts.len() as u32 - 1);

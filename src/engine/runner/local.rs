@@ -28,6 +28,16 @@ pub(super) fn intervals_in(d: Duration, interval: Duration) -> u32 {
     (d.as_nanos().div_ceil(interval.as_nanos().max(1))) as u32
 }
 
+/// Intervals in a point (ramp + measure). A zero runtime with an `io_limit`
+/// has no time bound: the point ends when every worker has moved its bytes, so
+/// the count is unbounded (`u32::MAX`, about 136 years of 1 s intervals).
+pub(super) fn total_intervals(spec: &Spec) -> u32 {
+    if spec.runtime.is_zero() && spec.io_limit.is_some() {
+        return u32::MAX;
+    }
+    intervals_in(spec.ramp, spec.interval).saturating_add(intervals_in(spec.runtime, spec.interval))
+}
+
 /// Engine threads in this process, running one host's share.
 pub struct LocalRunner {
     name: String,
@@ -311,8 +321,7 @@ impl HostRunner for LocalRunner {
         self.verify = crate::verify::start(spec, &plan).map_err(RunError::Setup)?;
         self.timing = Timing {
             interval_ns: spec.interval.as_nanos() as u64,
-            intervals: intervals_in(spec.ramp, spec.interval)
-                + intervals_in(spec.runtime, spec.interval),
+            intervals: total_intervals(spec),
         };
         let open = OpenOptions {
             direct: spec.direct,
