@@ -5,13 +5,17 @@
 //! without touching storage, and TLS works with a certificate made by
 //! `openssl` here. Every agent is a child process on 127.0.0.1, killed by PID.
 
+mod support;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime};
 use storlab::fleet::wire::{self, paths};
+use support::TempDir;
+use support::agent::AgentProc;
 
 const TOKEN: &str = "security-test-token-0123456789";
 
@@ -19,66 +23,7 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_storlab")
 }
 
-/// A temporary directory, removed on drop.
-struct Tmp(PathBuf);
-
-impl Tmp {
-    fn new(tag: &str) -> Tmp {
-        let p = std::env::temp_dir().join(format!(
-            "storlab-agent-security-{tag}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Tmp(p)
-    }
-    fn join(&self, s: &str) -> PathBuf {
-        self.0.join(s)
-    }
-}
-
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// An agent process; killed by PID on drop.
-struct AgentProc {
-    child: Child,
-    addr: String,
-}
-
-impl AgentProc {
-    fn start(args: &[&str]) -> AgentProc {
-        let mut child = Command::new(bin())
-            .args(["agent", "--listen", "127.0.0.1:0", "--name", "sec"])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start agent");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let first = lines.next().expect("agent says where it listens").unwrap();
-        let addr = first
-            .split("listening on ")
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .unwrap_or_else(|| panic!("unexpected first line: {first}"))
-            .to_string();
-        std::thread::spawn(move || for _ in lines.by_ref() {});
-        AgentProc { child, addr }
-    }
-}
-
-impl Drop for AgentProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn token_file(dir: &Tmp) -> PathBuf {
+fn token_file(dir: &TempDir) -> PathBuf {
     let p = dir.join("token");
     std::fs::write(&p, format!("{TOKEN}\n")).unwrap();
     p
@@ -177,7 +122,7 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn tokenless_agent_listens_on_loopback_only() {
-    let dir = Tmp::new("tokenless");
+    let dir = TempDir::new("agent-security", "tokenless");
     for listen in ["0.0.0.0:0", "[::]:0"] {
         let o = Command::new(bin())
             .args(["agent", "--listen", listen, "--allow", "null:"])
@@ -191,7 +136,7 @@ fn tokenless_agent_listens_on_loopback_only() {
         );
     }
     // On loopback it runs, and answers without a token.
-    let ag = AgentProc::start(&["--allow", "null:"]);
+    let ag = AgentProc::start("sec", ["--allow", "null:"]);
     let hello = wire::HelloRequest {
         protocol: wire::PROTOCOL_VERSION,
         storlab_version: wire::STORLAB_VERSION.into(),
@@ -228,9 +173,12 @@ fn tokenless_agent_listens_on_loopback_only() {
 
 #[test]
 fn failed_authentications_are_rate_limited() {
-    let dir = Tmp::new("ratelimit");
+    let dir = TempDir::new("agent-security", "ratelimit");
     let tf = token_file(&dir);
-    let ag = AgentProc::start(&["--token-file", tf.to_str().unwrap(), "--allow", "null:"]);
+    let ag = AgentProc::start(
+        "sec",
+        ["--token-file", tf.to_str().unwrap(), "--allow", "null:"],
+    );
     let body = r#"{"run":1}"#.as_bytes();
     for i in 0..storlab::fleet::auth::MAX_AUTH_FAILURES {
         let r = post_with(
@@ -276,9 +224,12 @@ fn failed_authentications_are_rate_limited() {
 
 #[test]
 fn oversized_malformed_and_mistyped_bodies_are_refused() {
-    let dir = Tmp::new("bodies");
+    let dir = TempDir::new("agent-security", "bodies");
     let tf = token_file(&dir);
-    let ag = AgentProc::start(&["--token-file", tf.to_str().unwrap(), "--allow", "null:"]);
+    let ag = AgentProc::start(
+        "sec",
+        ["--token-file", tf.to_str().unwrap(), "--allow", "null:"],
+    );
     let limit = storlab::fleet::agent::MAX_BODY;
 
     // A declared huge body: refused before it is read.
@@ -382,7 +333,7 @@ fn listing(dir: &Path) -> Vec<String> {
 
 #[test]
 fn targets_outside_the_allow_list_never_touch_storage() {
-    let dir = Tmp::new("traversal");
+    let dir = TempDir::new("agent-security", "traversal");
     let tf = token_file(&dir);
     let allowed = dir.join("allowed");
     let outside = dir.join("outside");
@@ -403,12 +354,15 @@ fn targets_outside_the_allow_list_never_touch_storage() {
     let before = fingerprint(&victim);
     let outside_before = listing(&outside);
 
-    let ag = AgentProc::start(&[
-        "--token-file",
-        tf.to_str().unwrap(),
-        "--allow",
-        allowed.to_str().unwrap(),
-    ]);
+    let ag = AgentProc::start(
+        "sec",
+        [
+            "--token-file",
+            tf.to_str().unwrap(),
+            "--allow",
+            allowed.to_str().unwrap(),
+        ],
+    );
     let a = allowed.display().to_string();
     let o = outside.display().to_string();
     let hostile: Vec<(String, &str)> = vec![
@@ -477,7 +431,7 @@ fn targets_outside_the_allow_list_never_touch_storage() {
 }
 
 /// A self-signed certificate for 127.0.0.1 made by the `openssl` command.
-fn self_signed(dir: &Tmp, name: &str) -> (PathBuf, PathBuf) {
+fn self_signed(dir: &TempDir, name: &str) -> (PathBuf, PathBuf) {
     let cert = dir.join(&format!("{name}.crt"));
     let key = dir.join(&format!("{name}.key"));
     let o = Command::new("openssl")
@@ -530,20 +484,23 @@ fn fleet_run(addr: &str, tf: &Path, extra: &[&str]) -> Output {
 
 #[test]
 fn tls_agent_and_controller() {
-    let dir = Tmp::new("tls");
+    let dir = TempDir::new("agent-security", "tls");
     let tf = token_file(&dir);
     let (cert, key) = self_signed(&dir, "agent");
     let (other, _) = self_signed(&dir, "other");
-    let ag = AgentProc::start(&[
-        "--token-file",
-        tf.to_str().unwrap(),
-        "--allow",
-        "null:",
-        "--tls-cert",
-        cert.to_str().unwrap(),
-        "--tls-key",
-        key.to_str().unwrap(),
-    ]);
+    let ag = AgentProc::start(
+        "sec",
+        [
+            "--token-file",
+            tf.to_str().unwrap(),
+            "--allow",
+            "null:",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
     // The controller trusting the agent's certificate runs a point over HTTPS.
     let json = dir.join("out.json");
     let o = fleet_run(

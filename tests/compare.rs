@@ -4,90 +4,37 @@
 //! and the two suites of WORKLOADS.md end to end. Needs root and ./setup.sh's
 //! packages; the lab is always torn down by a guard.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 use storlab::backends::{self, target::Target};
 use storlab::engine::plan::Disk;
 use storlab::engine::{Backend, BufferPool, Completion, OpenOptions, Request};
 use storlab::workload::{Content, Dir};
+use support::lab::Lab;
+use support::text;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// This file's results database, under cargo's target temp dir.
+fn test_db() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("compare-tests.db")
+}
+
 fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_storlab"));
-    c.env(
-        "STORLAB_DB",
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join("compare-tests.db"),
-    );
+    let mut c = support::storlab();
+    c.env("STORLAB_DB", test_db());
     c
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// A lab in its own state directory, taken down on drop whatever happened.
-struct Lab {
-    dir: PathBuf,
-    state: serde_json::Value,
-}
-
-impl Lab {
-    fn up(tag: &str) -> Lab {
-        // SAFETY: geteuid has no preconditions.
-        assert_eq!(
-            unsafe { libc::geteuid() },
-            0,
-            "the lab needs root (network namespaces)"
-        );
-        let dir =
-            std::env::temp_dir().join(format!("storlab-cmptest-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let mut lab = Lab {
-            dir,
-            state: serde_json::Value::Null,
-        };
-        let o = lab.cmd(&["up", "--size", "512m"]);
-        assert!(
-            o.status.success(),
-            "lab up failed (run ./setup.sh?): {}",
-            text(&o)
-        );
-        let o = lab.cmd(&["status", "--json"]);
-        lab.state = serde_json::from_slice(&o.stdout).expect("lab status --json");
-        lab
-    }
-    fn cmd(&self, args: &[&str]) -> Output {
-        bin()
-            .arg("lab")
-            .args(args)
-            .arg("--state-dir")
-            .arg(&self.dir)
-            .output()
-            .unwrap()
-    }
-    fn url(&self, name: &str) -> String {
-        self.state["targets"][name].as_str().unwrap().to_string()
-    }
-    fn backing(&self) -> PathBuf {
-        PathBuf::from(self.url("local").strip_prefix("file:").unwrap())
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let o = self.cmd(&["down"]);
-        if !o.status.success() {
-            eprintln!("lab down failed: {}", text(&o));
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// A lab of 512 MiB for this file's tests, with their results database.
+fn lab_up(tag: &str) -> Lab {
+    Lab::builder(&format!("cmptest-{tag}"), "512m")
+        .env("STORLAB_DB", test_db())
+        .up()
 }
 
 fn open(url: &str, write: bool, depth: u32) -> Box<dyn Backend> {
@@ -146,7 +93,7 @@ fn io_all(
 #[test]
 fn a_write_through_nbd_is_read_back_through_iscsi_nfs3_and_nfs4() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let lab = Lab::up("unified");
+    let lab = lab_up("unified");
     const N: u32 = 16;
     const LEN: u32 = 64 * 1024;
     let at = |i: u32| (7 << 20) + i as u64 * 3 * LEN as u64; // spread, 64 KiB aligned
@@ -187,7 +134,7 @@ fn a_write_through_nbd_is_read_back_through_iscsi_nfs3_and_nfs4() {
 #[test]
 fn compare_runs_every_target_relative_to_the_baseline_and_restores_the_store() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let lab = Lab::up("compare");
+    let lab = lab_up("compare");
     let json = lab.dir.join("cmp.json");
     let o = bin()
         .args([
@@ -266,7 +213,7 @@ fn compare_runs_every_target_relative_to_the_baseline_and_restores_the_store() {
 #[test]
 fn both_suites_run_end_to_end_on_the_lab() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let lab = Lab::up("suites");
+    let lab = lab_up("suites");
     for (suite, targets, jobs) in [
         ("vsphere-protocols", "local,nfs3,nfs4,iscsi,nbd", 3),
         ("nfs-vs-iscsi", "local,nfs3,iscsi", 3),
@@ -320,15 +267,9 @@ fn both_suites_run_end_to_end_on_the_lab() {
 fn a_server_killed_mid_run_ends_the_run_naming_the_target_and_keeps_what_was_measured() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for (target, server) in [("nbd", "nbdkit"), ("iscsi", "tgtd"), ("nfs3", "ganesha")] {
-        let lab = Lab::up(&format!("kill-{target}"));
+        let lab = lab_up(&format!("kill-{target}"));
         let url = lab.url(target);
-        let pid = lab.state["servers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == server)
-            .and_then(|s| s["pid"].as_u64())
-            .unwrap_or_else(|| panic!("no {server} in {}", lab.state));
+        let pid = lab.pid(server);
         let json = lab.dir.join("killed.json");
         let child = bin()
             .args([
@@ -351,7 +292,7 @@ fn a_server_killed_mid_run_ends_the_run_naming_the_target_and_keeps_what_was_mea
             .unwrap();
         std::thread::sleep(Duration::from_millis(2500));
         // SAFETY: kill(2) on the lab's own server, by the PID the lab recorded.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        unsafe { libc::kill(pid, libc::SIGKILL) };
         let start = std::time::Instant::now();
         let out = child.wait_with_output().unwrap();
         assert!(

@@ -5,82 +5,30 @@
 //! write readable with its content. Needs root and the lab's packages; every
 //! lab is torn down by a guard, every storlab child is bounded in time.
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use support::lab::Lab;
+use support::text;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Longest a run may take after its fault before the test fails (and kills it).
 const RUN_BOUND: Duration = Duration::from_secs(90);
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-struct Lab {
-    dir: PathBuf,
-    state: serde_json::Value,
+/// A lab of 256 MiB in `storlab-dur-TAG-PID`, its state in `lab/` there and
+/// `STORLAB_VERIFY_DIR` in `verify/`, leaving the directory to the test's own files.
+fn lab_up(tag: &str) -> Lab {
+    Lab::builder(&format!("dur-{tag}"), "256m")
+        .state_subdir("lab")
+        .env_in_dir("STORLAB_VERIFY_DIR", "verify")
+        .up()
 }
 
 impl Lab {
-    fn up(tag: &str) -> Lab {
-        // SAFETY: geteuid has no preconditions.
-        assert_eq!(
-            unsafe { libc::geteuid() },
-            0,
-            "the lab needs root (network namespaces)"
-        );
-        let dir = std::env::temp_dir().join(format!("storlab-dur-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut lab = Lab {
-            dir,
-            state: serde_json::Value::Null,
-        };
-        let o = lab.lab(&["up", "--size", "256m"]);
-        assert!(o.status.success(), "lab up failed: {}", text(&o));
-        lab.reload();
-        lab
-    }
-    fn reload(&mut self) {
-        let o = self.lab(&["status", "--json"]);
-        self.state = serde_json::from_slice(&o.stdout).expect("lab status --json");
-    }
-    fn storlab(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_storlab"));
-        c.env("STORLAB_VERIFY_DIR", self.dir.join("verify"));
-        c
-    }
-    fn lab(&self, args: &[&str]) -> Output {
-        self.storlab()
-            .arg("lab")
-            .args(args)
-            .arg("--state-dir")
-            .arg(self.dir.join("lab"))
-            .output()
-            .unwrap()
-    }
-    fn url(&self, name: &str) -> String {
-        self.state["targets"][name].as_str().unwrap().to_string()
-    }
-    fn pid(&self, server: &str) -> i32 {
-        self.state["servers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == server)
-            .and_then(|s| s["pid"].as_u64())
-            .unwrap_or_else(|| panic!("no {server} in {}", self.state)) as i32
-    }
-    fn host_if(&self) -> String {
-        self.state["netns"]["host_if"].as_str().unwrap().to_string()
-    }
     fn journal(&self) -> PathBuf {
         self.dir.join("writes.jrnl")
     }
@@ -117,8 +65,8 @@ impl Lab {
             .spawn()
             .unwrap()
     }
-    /// `storlab verify --journal` of `url`: must pass with blocks checked.
-    fn verify_ok(&self, url: &str, what: &str) {
+    /// `storlab verify --journal` of `url`, and its output as text.
+    fn verify_journal(&self, url: &str) -> (Output, String) {
         let o = self
             .storlab()
             .args(["verify", "--journal"])
@@ -127,6 +75,11 @@ impl Lab {
             .output()
             .unwrap();
         let t = text(&o);
+        (o, t)
+    }
+    /// `storlab verify --journal` of `url`: must pass with blocks checked.
+    fn verify_ok(&self, url: &str, what: &str) {
+        let (o, t) = self.verify_journal(url);
         assert!(o.status.success(), "{what}: acknowledged writes lost: {t}");
         assert!(t.contains(": 0 bad"), "{what}: {t}");
         let blocks: u64 = t
@@ -145,7 +98,7 @@ impl Lab {
     /// file; `verify --journal` through the protocol must report them.
     fn corruption_is_seen_through(&self, url: &str, what: &str) {
         use std::io::{Read, Seek, SeekFrom, Write};
-        let backing = PathBuf::from(self.url("local").strip_prefix("file:").unwrap());
+        let backing = self.backing();
         let mut f = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -170,14 +123,7 @@ impl Lab {
             5,
             "{what}: written blocks in the backing file"
         );
-        let o = self
-            .storlab()
-            .args(["verify", "--journal"])
-            .arg(self.journal())
-            .arg(url)
-            .output()
-            .unwrap();
-        let t = text(&o);
+        let (o, t) = self.verify_journal(url);
         assert_eq!(
             o.status.code(),
             Some(1),
@@ -202,16 +148,6 @@ impl Lab {
     }
 }
 
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let o = self.lab(&["down"]);
-        if !o.status.success() {
-            eprintln!("lab down failed: {}", text(&o));
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 /// Wait for `child` at most `bound`; past it, kill it (by its PID) and fail.
 fn wait_bounded(mut child: Child, bound: Duration, what: &str) -> Output {
     let start = Instant::now();
@@ -230,7 +166,7 @@ fn wait_bounded(mut child: Child, bound: Duration, what: &str) -> Output {
 
 fn kill_restart_verify(target: &str, server: &str) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let lab = Lab::up(&format!("kill-{server}"));
+    let lab = lab_up(&format!("kill-{server}"));
     let url = lab.url(target);
     let child = lab.start_run(&url, "30");
     std::thread::sleep(Duration::from_millis(3000));
@@ -243,7 +179,7 @@ fn kill_restart_verify(target: &str, server: &str) {
         "{server}: a run whose server died fails: {}",
         text(&out)
     );
-    let o = lab.lab(&["restart", server]);
+    let o = lab.cmd(&["restart", server]);
     assert!(o.status.success(), "restart {server}: {}", text(&o));
     lab.verify_ok(&url, &format!("{server} killed mid-run"));
     lab.corruption_is_seen_through(&url, server);
@@ -267,7 +203,7 @@ fn ganesha_killed_mid_run_loses_no_acknowledged_write() {
 #[test]
 fn a_link_cut_mid_run_and_restored_loses_no_acknowledged_write() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let lab = Lab::up("link");
+    let lab = lab_up("link");
     let dev = lab.host_if();
     let ip = |state: &str| {
         let o = Command::new("ip")

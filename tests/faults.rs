@@ -8,11 +8,15 @@
 //! Server killed, agent killed, controller killed and SIGINT are tested in
 //! tests/compare.rs, tests/fleet.rs and tests/cli/interrupt.rs.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use storlab::store::Store;
+use support::lab::Lab;
+use support::{TempDir, alive, text};
 
 /// One fault at a time: the timing bounds assume the machine is not shared
 /// with another fault test.
@@ -26,142 +30,16 @@ const IO_TIMEOUT_TEXT: &str = "did not complete within 2 s";
 const SLACK: Duration = Duration::from_secs(3);
 
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_storlab"))
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    support::storlab()
 }
 
 fn assert_root() {
-    // SAFETY: geteuid has no preconditions.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "the fault tests need root (network namespaces, tmpfs mounts)"
-    );
+    support::assert_root("the fault tests need root (network namespaces, tmpfs mounts)");
 }
 
-/// A fresh directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("storlab-faults-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A lab in its own state directory, taken down on drop whatever happened.
-struct Lab {
-    dir: PathBuf,
-    state: serde_json::Value,
-}
-
-impl Lab {
-    fn up(tag: &str) -> Lab {
-        assert_root();
-        let dir =
-            std::env::temp_dir().join(format!("storlab-faultlab-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let mut lab = Lab {
-            dir,
-            state: serde_json::Value::Null,
-        };
-        let o = lab.cmd(&["up", "--size", "64m"]);
-        assert!(
-            o.status.success(),
-            "lab up failed (run ./setup.sh?): {}",
-            text(&o)
-        );
-        lab.refresh();
-        lab
-    }
-    fn cmd(&self, args: &[&str]) -> Output {
-        bin()
-            .arg("lab")
-            .args(args)
-            .arg("--state-dir")
-            .arg(&self.dir)
-            .output()
-            .unwrap()
-    }
-    fn refresh(&mut self) {
-        let o = self.cmd(&["status", "--json"]);
-        self.state = serde_json::from_slice(&o.stdout).expect("lab status --json");
-    }
-    fn url(&self, name: &str) -> String {
-        self.state["targets"][name].as_str().unwrap().to_string()
-    }
-    fn pid(&self, server: &str) -> i32 {
-        self.state["servers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == server)
-            .and_then(|s| s["pid"].as_u64())
-            .unwrap_or_else(|| panic!("no {server} in {}", self.state)) as i32
-    }
-    fn netns(&self) -> String {
-        self.state["netns"]["name"].as_str().unwrap().to_string()
-    }
-    fn host_if(&self) -> String {
-        self.state["netns"]["host_if"].as_str().unwrap().to_string()
-    }
-    fn backing(&self) -> PathBuf {
-        PathBuf::from(self.url("local").strip_prefix("file:").unwrap())
-    }
-    /// Take the lab down and check that its servers and namespace are gone.
-    fn down_clean(self) {
-        let pids: Vec<i32> = ["rpcbind", "ganesha", "tgtd", "nbdkit"]
-            .iter()
-            .map(|s| self.pid(s))
-            .collect();
-        let ns = self.netns();
-        let o = self.cmd(&["down"]);
-        assert!(o.status.success(), "lab down: {}", text(&o));
-        for pid in pids {
-            assert!(!alive(pid), "server pid {pid} still runs after lab down");
-        }
-        let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        let list = String::from_utf8_lossy(&list.stdout);
-        assert!(
-            !list.split_whitespace().any(|w| w == ns),
-            "namespace {ns} left behind: {list}"
-        );
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let o = self.cmd(&["down"]);
-        if !o.status.success() {
-            eprintln!("lab down failed: {}", text(&o));
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Whether `pid` exists and is not a zombie.
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
+/// A lab of 64 MiB for this file's tests.
+fn lab_up(tag: &str) -> Lab {
+    Lab::up(&format!("faultlab-{tag}"), "64m")
 }
 
 fn signal(pid: i32, sig: i32) {
@@ -217,7 +95,7 @@ struct Tmpfs {
 impl Tmpfs {
     fn mount(tag: &str, size: &str) -> Tmpfs {
         assert_root();
-        let dir = TempDir::new(tag);
+        let dir = TempDir::new("faults", tag);
         let o = Command::new("mount")
             .args([
                 "-t",
@@ -445,8 +323,8 @@ fn assert_alive(lab: &Lab, server: &str, after: &str) {
 #[test]
 fn an_io_that_never_completes_ends_the_run_at_the_io_timeout() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let lab = Lab::up("stop");
-    let dir = TempDir::new("stop");
+    let lab = lab_up("stop");
+    let dir = TempDir::new("faults", "stop");
     for (target, server) in PROTOCOLS {
         let url = lab.url(target);
         let mut run = Run::start(&dir.0, target, &run_args(&url, "randrw"));
@@ -474,8 +352,8 @@ fn an_io_that_never_completes_ends_the_run_at_the_io_timeout() {
 #[test]
 fn a_cut_link_ends_the_run_at_the_io_timeout() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let lab = Lab::up("link");
-    let dir = TempDir::new("link");
+    let lab = lab_up("link");
+    let dir = TempDir::new("faults", "link");
     let dev = lab.host_if();
     for (target, server) in PROTOCOLS {
         let url = lab.url(target);
@@ -556,7 +434,7 @@ impl Drop for Nbdkit {
 #[test]
 fn a_full_target_is_reported_as_no_space_left_naming_it() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let out = TempDir::new("nospc-out");
+    let out = TempDir::new("faults", "nospc-out");
 
     // 1. Prepare: storlab fills its data files in full, so a file that does
     //    not fit fails before the run, naming the file.
@@ -712,7 +590,7 @@ fn a_full_target_is_reported_as_no_space_left_naming_it() {
 #[test]
 fn a_target_deleted_mid_run() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = TempDir::new("deleted");
+    let dir = TempDir::new("faults", "deleted");
 
     // File: an unlinked file stays usable through the open descriptor; the
     // run goes on to its end against the (now nameless) file.
@@ -744,7 +622,7 @@ fn a_target_deleted_mid_run() {
         );
     }
 
-    let lab = Lab::up("deleted");
+    let lab = lab_up("deleted");
     // iSCSI: the initiator is unbound, its connection deleted and the LUN
     // removed with tgtadm (tgtd refuses to remove a LUN in use).
     {
@@ -824,7 +702,7 @@ fn a_target_deleted_mid_run() {
 #[test]
 fn sigterm_stops_like_sigint_and_saves_everything_measured() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = TempDir::new("sigterm");
+    let dir = TempDir::new("faults", "sigterm");
     let mut run = Run::start(
         &dir.0,
         "sigterm",
@@ -853,8 +731,8 @@ fn sigterm_stops_like_sigint_and_saves_everything_measured() {
 #[test]
 fn sigterm_with_a_stopped_server_ends_within_the_io_timeout() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let lab = Lab::up("term-stopped");
-    let dir = TempDir::new("term-stopped");
+    let lab = lab_up("term-stopped");
+    let dir = TempDir::new("faults", "term-stopped");
     let url = lab.url("nbd");
     let mut run = Run::start(&dir.0, "nbd", &run_args(&url, "randread"));
     std::thread::sleep(Duration::from_millis(2500));

@@ -1,13 +1,18 @@
 //! The fleet: agents as processes on 127.0.0.1, a controller run against them.
 //! Every agent is stopped by PID when its guard drops.
 
+mod support;
+
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::ffi::OsString;
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use support::TempDir;
+use support::agent::AgentProc;
 
 const TOKEN: &str = "fleet-test-token-0123456789";
 
@@ -20,83 +25,30 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_storlab")
 }
 
-/// A temporary directory, removed on drop.
-struct Tmp(PathBuf);
-
-impl Tmp {
-    fn new(tag: &str) -> Tmp {
-        let p = std::env::temp_dir().join(format!("storlab-fleet-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Tmp(p)
+/// An agent named `name` with a token file, allow list and controller timeout.
+fn start_agent(name: &str, token_file: &Path, allow: &[&str], timeout_s: u32) -> AgentProc {
+    let mut args = vec![
+        OsString::from("--token-file"),
+        token_file.into(),
+        "--controller-timeout".into(),
+        timeout_s.to_string().into(),
+    ];
+    for a in allow {
+        args.extend(["--allow".into(), OsString::from(a)]);
     }
-    fn join(&self, s: &str) -> PathBuf {
-        self.0.join(s)
-    }
+    AgentProc::start(name, args)
 }
 
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// An agent process; killed by PID on drop.
-struct AgentProc {
-    child: Child,
-    addr: String,
-}
-
-impl AgentProc {
-    fn start(name: &str, token_file: &Path, allow: &[&str], timeout_s: u32) -> AgentProc {
-        let mut cmd = Command::new(bin());
-        cmd.args(["agent", "--listen", "127.0.0.1:0", "--name", name])
-            .arg("--token-file")
-            .arg(token_file)
-            .args(["--controller-timeout", &timeout_s.to_string()]);
-        for a in allow {
-            cmd.args(["--allow", a]);
-        }
-        let mut child = cmd
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start agent");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let first = lines.next().expect("agent says where it listens").unwrap();
-        let addr = first
-            .split("listening on ")
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .unwrap_or_else(|| panic!("unexpected first line: {first}"))
-            .to_string();
-        // Keep draining its log so it never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines.by_ref() {});
-        AgentProc { child, addr }
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for AgentProc {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn token_file(dir: &Tmp, token: &str) -> PathBuf {
+fn token_file(dir: &TempDir, token: &str) -> PathBuf {
     let p = dir.join("token");
     std::fs::write(&p, format!("{token}\n")).unwrap();
     p
 }
 
-fn agents(dir: &Tmp, n: usize, timeout_s: u32) -> Vec<AgentProc> {
+fn agents(dir: &TempDir, n: usize, timeout_s: u32) -> Vec<AgentProc> {
     let tf = token_file(dir, TOKEN);
     (0..n)
-        .map(|i| AgentProc::start(&format!("agent{i}"), &tf, &["null:"], timeout_s))
+        .map(|i| start_agent(&format!("agent{i}"), &tf, &["null:"], timeout_s))
         .collect()
 }
 
@@ -184,7 +136,7 @@ fn add(a: &mut (u64, u64, u64, BTreeMap<u64, u64>), b: (u64, u64, u64, BTreeMap<
 
 #[test]
 fn fleet_result_is_the_sum_of_its_hosts() {
-    let dir = Tmp::new("sum");
+    let dir = TempDir::new("fleet", "sum");
     let ag = agents(&dir, 3, 10);
     let json = dir.join("out.json");
     let tf = dir.join("token");
@@ -313,12 +265,12 @@ fn fleet_result_is_the_sum_of_its_hosts() {
 
 #[test]
 fn wrong_token_is_refused_before_anything_runs() {
-    let dir = Tmp::new("token");
+    let dir = TempDir::new("fleet", "token");
     let data = dir.join("data");
     std::fs::create_dir_all(&data).unwrap();
     let tf = token_file(&dir, TOKEN);
     let allow = data.to_str().unwrap().to_string();
-    let ag = AgentProc::start("agent0", &tf, &[&allow], 10);
+    let ag = start_agent("agent0", &tf, &[&allow], 10);
     let wrong = dir.join("wrong");
     std::fs::write(&wrong, "another-token-0123456789\n").unwrap();
     let target = format!("file:{allow}");
@@ -351,7 +303,7 @@ fn wrong_token_is_refused_before_anything_runs() {
 
 #[test]
 fn disallowed_target_is_refused_naming_host_and_target() {
-    let dir = Tmp::new("allow");
+    let dir = TempDir::new("fleet", "allow");
     let ok = dir.join("ok");
     let other = dir.join("other");
     std::fs::create_dir_all(&ok).unwrap();
@@ -359,7 +311,7 @@ fn disallowed_target_is_refused_naming_host_and_target() {
     // A symlink inside the allowed directory leads out of it.
     std::os::unix::fs::symlink(&other, ok.join("link")).unwrap();
     let tf = token_file(&dir, TOKEN);
-    let ag = AgentProc::start("agent0", &tf, &[ok.to_str().unwrap()], 10);
+    let ag = start_agent("agent0", &tf, &[ok.to_str().unwrap()], 10);
     for target in [other.clone(), ok.join("link")] {
         let t = format!("file:{}", target.display());
         let o = run(&[
@@ -397,9 +349,9 @@ fn disallowed_target_is_refused_naming_host_and_target() {
 
 #[test]
 fn agent_refuses_another_protocol_version_naming_both() {
-    let dir = Tmp::new("version");
+    let dir = TempDir::new("fleet", "version");
     let tf = token_file(&dir, TOKEN);
-    let ag = AgentProc::start("agent0", &tf, &["null:"], 10);
+    let ag = start_agent("agent0", &tf, &["null:"], 10);
     let auth = format!("Bearer {TOKEN}");
     let (status, body) = http(
         &ag.addr,
@@ -444,7 +396,7 @@ fn run_losing_one(
     runtime: u32,
     kill_after: Duration,
 ) -> (Output, Value, String, Instant) {
-    let dir = Tmp::new(&format!("loss-{policy}"));
+    let dir = TempDir::new("fleet", &format!("loss-{policy}"));
     let mut ag = agents(&dir, 3, 10);
     let json = dir.join("out.json");
     let tf = dir.join("token");
@@ -557,7 +509,7 @@ fn agent_state(addr: &str) -> (u64, bool) {
 
 #[test]
 fn agent_stops_a_run_whose_controller_vanished() {
-    let dir = Tmp::new("vanish");
+    let dir = TempDir::new("fleet", "vanish");
     let ag = agents(&dir, 1, 2);
     let tf = dir.join("token");
     let mut controller = Command::new(bin())

@@ -2,9 +2,13 @@
 //! namespace, probed with Debian's clients. Needs root and the packages
 //! ./setup.sh installs. Tests run one at a time; a guard always runs `lab down`.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Mutex;
+use support::lab::LabGuard;
+use support::{pid_alive, text};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -28,50 +32,12 @@ fn can_run() -> bool {
     true
 }
 
-/// Runs `storlab lab down` on drop, whatever happened.
-struct LabGuard {
-    dir: PathBuf,
-}
-
 impl LabGuard {
-    fn new(tag: &str) -> LabGuard {
-        let dir =
-            std::env::temp_dir().join(format!("storlab-labtest-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        LabGuard { dir }
-    }
-    fn lab(&self, args: &[&str]) -> Output {
-        let mut all = vec!["lab"];
-        all.extend_from_slice(args);
-        all.extend(["--state-dir", self.dir.to_str().unwrap()]);
-        Command::new(bin())
-            .args(&all)
-            .output()
-            .expect("run storlab")
-    }
     fn up(&self, extra: &[&str]) -> Output {
         let mut args = vec!["up", "--size", "32m"];
         args.extend_from_slice(extra);
         self.lab(&args)
     }
-    fn state(&self) -> serde_json::Value {
-        let out = self.lab(&["status", "--json"]);
-        serde_json::from_slice(&out.stdout).expect("status --json is JSON")
-    }
-}
-
-impl Drop for LabGuard {
-    fn drop(&mut self) {
-        let _ = self.lab(&["down"]);
-    }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn ok(o: Output, what: &str) -> String {
@@ -84,21 +50,6 @@ fn run(program: &str, args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("{program}: {e}"))
-}
-
-/// Running and not a zombie.
-fn pid_alive(pid: u64) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(s) => {
-            let state = s[s.rfind(')').unwrap() + 1..]
-                .split_whitespace()
-                .next()
-                .unwrap_or("")
-                .to_string();
-            state != "Z" && state != "X"
-        }
-    }
 }
 
 fn pids(state: &serde_json::Value) -> Vec<(String, u64)> {
@@ -165,7 +116,7 @@ fn lab_serves_every_protocol_and_cleans_up() {
     if !can_run() {
         return;
     }
-    let lab = LabGuard::new("main");
+    let lab = LabGuard::new("labtest-main");
     let out = ok(lab.up(&[]), "lab up");
     for name in ["local", "nfs3", "nfs4", "iscsi", "nbd"] {
         assert!(
@@ -265,7 +216,7 @@ fn down_cleans_up_after_killed_servers() {
     if !can_run() {
         return;
     }
-    let lab = LabGuard::new("kill");
+    let lab = LabGuard::new("labtest-kill");
     ok(lab.up(&[]), "lab up");
     let st = lab.state();
     for (name, pid) in pids(&st) {
@@ -302,7 +253,7 @@ fn failed_up_tears_down_what_it_made() {
         return;
     }
     let before = storlab_netns();
-    let lab = LabGuard::new("fail");
+    let lab = LabGuard::new("labtest-fail");
     // The namespace is made, then the backing directory is found missing.
     let out = lab.up(&[
         "--backing",

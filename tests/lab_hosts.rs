@@ -3,9 +3,13 @@
 //! packages ./setup.sh installs. Tests run one at a time; a guard always runs
 //! `lab down`.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Mutex;
+use support::lab::LabGuard;
+use support::{pid_alive, text};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -33,50 +37,6 @@ fn need_root_and_tools() {
     }
 }
 
-/// Runs `storlab lab down` on drop, whatever happened.
-struct LabGuard {
-    dir: PathBuf,
-}
-
-impl LabGuard {
-    fn new(tag: &str) -> LabGuard {
-        let dir =
-            std::env::temp_dir().join(format!("storlab-labhosts-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        LabGuard { dir }
-    }
-    fn lab(&self, args: &[&str]) -> Output {
-        let mut all = vec!["lab"];
-        all.extend_from_slice(args);
-        all.extend(["--state-dir", self.dir.to_str().unwrap()]);
-        Command::new(bin())
-            .args(&all)
-            .output()
-            .expect("run storlab")
-    }
-    fn state(&self) -> serde_json::Value {
-        let out = self.lab(&["status", "--json"]);
-        serde_json::from_slice(&out.stdout).expect("status --json is JSON")
-    }
-}
-
-impl Drop for LabGuard {
-    fn drop(&mut self) {
-        let out = self.lab(&["down"]);
-        if !out.status.success() {
-            eprintln!("lab down in the guard failed: {}", text(&out));
-        }
-    }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 fn ok(o: Output, what: &str) -> String {
     assert!(
         o.status.success(),
@@ -91,21 +51,6 @@ fn run(program: &str, args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("{program}: {e} (run ./setup.sh)"))
-}
-
-/// Running and not a zombie.
-fn pid_alive(pid: u64) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(s) => {
-            let state = s[s.rfind(')').unwrap() + 1..]
-                .split_whitespace()
-                .next()
-                .unwrap_or("")
-                .to_string();
-            state != "Z" && state != "X"
-        }
-    }
 }
 
 fn netns_list() -> Vec<String> {
@@ -247,7 +192,7 @@ fn assert_all_gone(st: &serde_json::Value, dir: &Path) {
 fn hosts_on_a_shaped_1gbe_link_read_nbd_at_link_rate() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     need_root_and_tools();
-    let lab = LabGuard::new("1gbe");
+    let lab = LabGuard::new("labhosts-1gbe");
     let out = ok(
         lab.lab(&["up", "--hosts", "2", "--link", "1gbe", "--size", "256m"]),
         "lab up --hosts 2 --link 1gbe",
@@ -417,7 +362,7 @@ fn hosts_on_a_shaped_1gbe_link_read_nbd_at_link_rate() {
 fn mtu_9000_on_every_interface_of_the_path() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     need_root_and_tools();
-    let lab = LabGuard::new("mtu");
+    let lab = LabGuard::new("labhosts-mtu");
     ok(
         lab.lab(&[
             "up", "--hosts", "2", "--link", "10gbe", "--mtu", "9000", "--size", "32m",
@@ -486,7 +431,7 @@ fn mtu_9000_on_every_interface_of_the_path() {
 fn down_after_a_crash_removes_unrecorded_hosts() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     need_root_and_tools();
-    let lab = LabGuard::new("crash");
+    let lab = LabGuard::new("labhosts-crash");
     ok(
         lab.lab(&["up", "--hosts", "1", "--size", "16m"]),
         "lab up --hosts 1",

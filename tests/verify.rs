@@ -3,10 +3,13 @@
 //! block, by `storlab verify` and by a verifying read run, with the offsets
 //! reported; an untouched file reports zero errors; the journal round-trips.
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use support::text;
 
 const VBLOCK: u64 = 512;
 const SIZE: u64 = 4 << 20;
@@ -40,14 +43,6 @@ impl Drop for Dir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Write every block of the file once, sequentially, in verify mode.

@@ -1,0 +1,234 @@
+//! A lab (`storlab lab up`) in its own state directory, taken down on drop
+//! whatever happened. Needs root (network namespaces).
+
+use super::{alive, storlab, text};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// A lab in its own state directory, taken down on drop whatever happened.
+pub struct Lab {
+    /// The test's directory: `storlab-{name}-{pid}` under the temporary
+    /// directory, removed on drop.
+    pub dir: PathBuf,
+    /// The lab's `--state-dir`: `dir` itself or a subdirectory of it.
+    state_dir: PathBuf,
+    /// Environment given to every storlab command of this lab.
+    env: Vec<(String, OsString)>,
+    /// The last `lab status --json`.
+    pub state: serde_json::Value,
+}
+
+/// How to bring a lab up: see [`Lab::builder`].
+pub struct LabBuilder {
+    name: String,
+    size: String,
+    state_subdir: Option<String>,
+    env: Vec<(String, OsString)>,
+    env_in_dir: Vec<(String, String)>,
+}
+
+impl LabBuilder {
+    /// Keep the lab's state in `sub` inside the test's directory, which is
+    /// then created before `lab up` so the test can keep its own files there.
+    pub fn state_subdir(mut self, sub: &str) -> LabBuilder {
+        self.state_subdir = Some(sub.to_string());
+        self
+    }
+
+    /// Set `key` to `value` for every storlab command of the lab.
+    pub fn env(mut self, key: &str, value: impl Into<OsString>) -> LabBuilder {
+        self.env.push((key.to_string(), value.into()));
+        self
+    }
+
+    /// Set `key` to the path `sub` inside the test's directory for every
+    /// storlab command of the lab.
+    pub fn env_in_dir(mut self, key: &str, sub: &str) -> LabBuilder {
+        self.env_in_dir.push((key.to_string(), sub.to_string()));
+        self
+    }
+
+    /// Check for root, run `lab up --size SIZE` and read its state.
+    pub fn up(self) -> Lab {
+        super::assert_root("the lab needs root (network namespaces)");
+        let dir =
+            std::env::temp_dir().join(format!("storlab-{}-{}", self.name, std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let state_dir = match &self.state_subdir {
+            Some(sub) => {
+                std::fs::create_dir_all(&dir).unwrap();
+                dir.join(sub)
+            }
+            None => dir.clone(),
+        };
+        let mut env = self.env;
+        for (key, sub) in self.env_in_dir {
+            env.push((key, dir.join(sub).into_os_string()));
+        }
+        let mut lab = Lab {
+            dir,
+            state_dir,
+            env,
+            state: serde_json::Value::Null,
+        };
+        let o = lab.cmd(&["up", "--size", &self.size]);
+        assert!(
+            o.status.success(),
+            "lab up failed (run ./setup.sh?): {}",
+            text(&o)
+        );
+        lab.refresh();
+        lab
+    }
+}
+
+impl Lab {
+    /// A lab of `size` in `storlab-{name}-{pid}` under the temporary
+    /// directory, to be configured further before [`LabBuilder::up`].
+    pub fn builder(name: &str, size: &str) -> LabBuilder {
+        LabBuilder {
+            name: name.to_string(),
+            size: size.to_string(),
+            state_subdir: None,
+            env: Vec::new(),
+            env_in_dir: Vec::new(),
+        }
+    }
+
+    /// `Lab::builder(name, size).up()`.
+    pub fn up(name: &str, size: &str) -> Lab {
+        Lab::builder(name, size).up()
+    }
+
+    /// The storlab binary with the lab's environment.
+    pub fn storlab(&self) -> Command {
+        let mut c = storlab();
+        for (key, value) in &self.env {
+            c.env(key, value);
+        }
+        c
+    }
+
+    /// `storlab lab ARGS --state-dir DIR`.
+    pub fn cmd(&self, args: &[&str]) -> Output {
+        self.storlab()
+            .arg("lab")
+            .args(args)
+            .arg("--state-dir")
+            .arg(&self.state_dir)
+            .output()
+            .unwrap()
+    }
+
+    /// Read the state again (`lab status --json`).
+    pub fn refresh(&mut self) {
+        let o = self.cmd(&["status", "--json"]);
+        self.state = serde_json::from_slice(&o.stdout).expect("lab status --json");
+    }
+
+    /// The URL of target `name` (nbd, iscsi, nfs3, nfs4, local).
+    pub fn url(&self, name: &str) -> String {
+        self.state["targets"][name].as_str().unwrap().to_string()
+    }
+
+    /// The PID of `server` as recorded in the state.
+    pub fn pid(&self, server: &str) -> i32 {
+        self.state["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == server)
+            .and_then(|s| s["pid"].as_u64())
+            .unwrap_or_else(|| panic!("no {server} in {}", self.state)) as i32
+    }
+
+    /// The lab's network namespace.
+    pub fn netns(&self) -> String {
+        self.state["netns"]["name"].as_str().unwrap().to_string()
+    }
+
+    /// The host side of the lab's link.
+    pub fn host_if(&self) -> String {
+        self.state["netns"]["host_if"].as_str().unwrap().to_string()
+    }
+
+    /// The backing file of the local target.
+    pub fn backing(&self) -> PathBuf {
+        PathBuf::from(self.url("local").strip_prefix("file:").unwrap())
+    }
+
+    /// Take the lab down and check that its servers and namespace are gone.
+    pub fn down_clean(self) {
+        let pids: Vec<i32> = ["rpcbind", "ganesha", "tgtd", "nbdkit"]
+            .iter()
+            .map(|s| self.pid(s))
+            .collect();
+        let ns = self.netns();
+        let o = self.cmd(&["down"]);
+        assert!(o.status.success(), "lab down: {}", text(&o));
+        for pid in pids {
+            assert!(!alive(pid), "server pid {pid} still runs after lab down");
+        }
+        let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        let list = String::from_utf8_lossy(&list.stdout);
+        assert!(
+            !list.split_whitespace().any(|w| w == ns),
+            "namespace {ns} left behind: {list}"
+        );
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let o = self.cmd(&["down"]);
+        if !o.status.success() {
+            eprintln!("lab down failed: {}", text(&o));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A bare lab state directory that runs `lab down` on drop, whatever
+/// happened; for tests of `lab up` itself, which bring the lab up (or fail to)
+/// and read its state by hand.
+pub struct LabGuard {
+    /// The lab's `--state-dir`: `storlab-{name}-{pid}` under the temporary
+    /// directory (removed first, not created).
+    pub dir: PathBuf,
+}
+
+impl LabGuard {
+    /// A guard for the state directory `storlab-{name}-{pid}`.
+    pub fn new(name: &str) -> LabGuard {
+        let dir = std::env::temp_dir().join(format!("storlab-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        LabGuard { dir }
+    }
+
+    /// `storlab lab ARGS --state-dir DIR`.
+    pub fn lab(&self, args: &[&str]) -> Output {
+        storlab()
+            .arg("lab")
+            .args(args)
+            .arg("--state-dir")
+            .arg(&self.dir)
+            .output()
+            .expect("run storlab")
+    }
+
+    /// `lab status --json`.
+    pub fn state(&self) -> serde_json::Value {
+        let out = self.lab(&["status", "--json"]);
+        serde_json::from_slice(&out.stdout).expect("status --json is JSON")
+    }
+}
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        let out = self.lab(&["down"]);
+        if !out.status.success() {
+            eprintln!("lab down in the guard failed: {}", text(&out));
+        }
+    }
+}

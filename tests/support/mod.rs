@@ -1,0 +1,91 @@
+//! Test harness shared by the integration test crates: a lab brought up in
+//! its own state directory and taken down on drop ([`lab`]), an agent process
+//! killed by PID on drop ([`agent`]), a temporary directory removed on drop,
+//! and small helpers. Each test crate includes it with `mod support;`; it is
+//! not a test crate itself (it has no top-level file in tests/).
+
+// Each test crate uses a different subset of these helpers; the rest would be
+// reported as dead code in that crate.
+#![allow(dead_code)]
+
+pub mod agent;
+pub mod lab;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The storlab binary under test.
+pub fn storlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_storlab"))
+}
+
+/// Standard output followed by standard error, for messages and assertions.
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Fail the test unless it runs as root; `why` says what needs root.
+pub fn assert_root(why: &str) {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "{why}");
+}
+
+/// Whether `pid` exists and is not a zombie.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Whether `pid` is running: it exists and is neither a zombie nor dead
+/// (states Z and X).
+pub fn pid_alive(pid: u64) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(s) => {
+            let state = s[s.rfind(')').unwrap() + 1..]
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_string();
+            state != "Z" && state != "X"
+        }
+    }
+}
+
+/// A fresh directory `storlab-{prefix}-{tag}-{pid}` under the system's
+/// temporary directory, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// Remove whatever is at the path, then create it empty.
+    pub fn new(prefix: &str, tag: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("storlab-{prefix}-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// `name` inside the directory.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
