@@ -207,16 +207,8 @@ mod tests {
             l,
             [
                 ("curve max".to_string(), false, None),
-                (
-                    "curve 10% of 1,000 IOPS".into(),
-                    false,
-                    Some(Rate::Iops(50))
-                ),
-                (
-                    "curve 100% of 1,000 IOPS".into(),
-                    false,
-                    Some(Rate::Iops(500))
-                ),
+                ("curve 10%".into(), false, Some(Rate::Iops(50))),
+                ("curve 100%".into(), false, Some(Rate::Iops(500))),
             ]
         );
         // Repeats: each stage twice, the fractions of the mean of both max runs.
@@ -239,10 +231,10 @@ mod tests {
         let want = [
             ("curve max", false),
             ("curve max", true),
-            ("curve 10% of 1,000 IOPS", false),
-            ("curve 10% of 1,000 IOPS", true),
-            ("curve 100% of 1,000 IOPS", false),
-            ("curve 100% of 1,000 IOPS", true),
+            ("curve 10%", false),
+            ("curve 10%", true),
+            ("curve 100%", false),
+            ("curve 100%", true),
         ];
         let seen: Vec<(&str, bool)> = seen.iter().map(|(l, r)| (l.as_str(), *r)).collect();
         assert_eq!(seen, want);
@@ -256,9 +248,9 @@ mod tests {
             l,
             [
                 "iodepth=1 · curve max",
-                "iodepth=1 · curve 50% of 10 IOPS",
+                "iodepth=1 · curve 50%",
                 "iodepth=4 · curve max",
-                "iodepth=4 · curve 50% of 10 IOPS"
+                "iodepth=4 · curve 50%"
             ]
         );
         let mut pts = Points::new(&j, 1);

@@ -15,8 +15,10 @@ use crate::stats::{CpuSample, Snapshot};
 use crate::workload::Spec;
 use serde::{Deserialize, Serialize};
 
-/// The protocol version this build speaks.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// The protocol version this build speaks. 3: the spec carries `disk_layout`,
+/// `rate_mode`, `io_timeout`, `verify` and `journal` (an agent of version 2
+/// would silently drop them and run another test).
+pub const PROTOCOL_VERSION: u32 = 3;
 /// Request header carrying the sender's [`PROTOCOL_VERSION`].
 pub const PROTOCOL_HEADER: &str = "X-Storlab-Protocol";
 /// Request header carrying the sender's storlab version.

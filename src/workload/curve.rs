@@ -6,7 +6,7 @@
 //! A curve turns one load point into several ordinary load points, run in
 //! order: first the point unthrottled ("curve max"), then one per percentage
 //! `p` with every worker paced open loop so the point as a whole targets `p`%
-//! of the measured maximum IOPS ("curve 70% of 41,200 IOPS"). Each group keeps
+//! of the measured maximum IOPS ("curve 70%"). Each group keeps
 //! the share of the maximum it had in the unthrottled run, dealt evenly over
 //! its workers. Results are ordinary points, so the sweep curves, the knee and
 //! "max IOPS with p99 under X" apply to them as to any sweep.
@@ -122,19 +122,6 @@ fn label(base: &Spec, several: bool, what: &str) -> String {
     }
 }
 
-/// An integer with thousands separators: 41200 -> "41,200".
-pub fn thousands(v: u64) -> String {
-    let digits = v.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// The unthrottled run that finds `base`'s maximum: every rate cap removed.
 /// `several`: the job has more than one load point (labels keep the point's).
 pub fn max_point(base: &Spec, several: bool) -> Spec {
@@ -155,12 +142,10 @@ pub fn fraction_point(base: &Spec, several: bool, pct: u32, max: &Max) -> Option
         return None;
     }
     let mut s = base.clone();
-    let max_iops = max.iops.round() as u64;
-    s.label = label(
-        base,
-        several,
-        &format!("{pct}% of {} IOPS", thousands(max_iops)),
-    );
+    // The label names the share only, not this target's maximum, so that the
+    // same share lines up across targets in a comparison (each at its own
+    // maximum: the `curve max` point's IOPS; the rate is in the spec).
+    s.label = label(base, several, &format!("{pct}%"));
     let target = max.iops * pct as f64 / 100.0;
     let total_workers = s.total_workers().max(1) as f64;
     let shares_ok = max.group_shares.len() == s.groups.len()
@@ -236,14 +221,14 @@ mod tests {
             group_shares: vec![],
         };
         let p = fraction_point(&base, false, 70, &max).unwrap();
-        assert_eq!(p.label, "curve 70% of 41,200 IOPS");
+        assert_eq!(p.label, "curve 70%");
         // 28,840 IOPS over 6 workers.
         assert_eq!(p.groups[0].access.rate, Some(Rate::Iops(4807)));
         assert_eq!(p.groups[0].access.rate_mode, RateMode::Open);
         assert!(p.latency_from_schedule());
         assert_eq!(target_iops(&p), Some(28_842));
         let several = fraction_point(&base, true, 10, &max).unwrap();
-        assert_eq!(several.label, "t · curve 10% of 41,200 IOPS");
+        assert_eq!(several.label, "t · curve 10%");
         assert!(
             fraction_point(
                 &base,
@@ -288,13 +273,5 @@ mod tests {
         };
         let p = fraction_point(&base, false, 10, &even).unwrap();
         assert_eq!(p.groups[1].access.rate, Some(Rate::Iops(1)));
-    }
-
-    #[test]
-    fn thousands_separators() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(41_200), "41,200");
-        assert_eq!(thousands(1_234_567), "1,234,567");
     }
 }
