@@ -145,19 +145,7 @@ impl Store {
                 "SELECT record_schema, record_version, command, environment, started_unix,
                         complete, interrupted, error, compare FROM runs WHERE id = ?1",
                 [id.0],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                        r.get(7)?,
-                        r.get(8)?,
-                    ))
-                },
+                |r| RunRow::try_from(r),
             )
             .optional()
             .map_err(|e| self.err(&what, e))?;
@@ -277,16 +265,7 @@ impl Store {
             .map_err(|e| self.err(what, e))?;
         type IvRow = (u32, String, f64, f64, String, String);
         let rows: Vec<IvRow> = st
-            .query_map([point], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            })
+            .query_map([point], |r| IvRow::try_from(r))
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(|e| self.err(what, e))?;
         rows.into_iter()
