@@ -19,7 +19,10 @@ fio's nfs engine takes the export in nfs_url and the file as --filename; with
 Debian 12's libnfs 4.0.0 some attempts failed with "Failed NFS operation
 (code:-14)" at iodepth > 1: such runs are reported on stderr and left out.
 
-    python3 bench/protocols_vs_fio.py [--build-fio] [--runtime 10] [--repeat 2] [--protocols nbd,iscsi,nfs3,nfs4]
+    python3 bench/protocols_vs_fio.py [--build-fio] [--runtime 10] [--repeat 2] [--protocols nbd,nbd-sr,iscsi,nfs3,nfs4]
+
+nbd is storlab's default (simple replies, as the kernel's NBD client); nbd-sr is storlab with
+?replies=structured, the format fio's engine gets from libnbd's default: the like-for-like row.
 """
 
 import argparse
@@ -36,8 +39,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STORLAB = os.path.join(ROOT, "target", "release", "storlab")
 FIO_SRC = "/var/tmp/storlab-fio"
 FIO_BUILT = os.path.join(FIO_SRC, "fio-3.33", "fio")
-SERVER = {"nbd": "nbdkit", "iscsi": "tgtd", "nfs3": "ganesha", "nfs4": "ganesha"}
-ENGINE = {"nbd": "nbd", "iscsi": "libiscsi", "nfs3": "nfs", "nfs4": "nfs"}
+SERVER = {"nbd": "nbdkit", "nbd-sr": "nbdkit", "iscsi": "tgtd", "nfs3": "ganesha", "nfs4": "ganesha"}
+ENGINE = {"nbd": "nbd", "nbd-sr": "nbd", "iscsi": "libiscsi", "nfs3": "nfs", "nfs4": "nfs"}
+# "nbd-sr": storlab asking for structured replies, as libnbd (and so fio's nbd engine) does by
+# default; plain "nbd" is storlab's default, simple replies (what the kernel's NBD client speaks).
+BASE = {"nbd-sr": "nbd"}
 JOBS = [("4k randread QD32", "randread", "4k", 32), ("64k read QD8", "read", "64k", 8),
         ("4k randread QD1", "randread", "4k", 1)]
 
@@ -110,7 +116,7 @@ def fio_target(proto, lab):
     t = lab["targets"]
     host = lab["netns"]["ns_addr"]
     nfs = next(s for s in lab["servers"] if s["name"] == "ganesha")["ports"]
-    if proto == "nbd":
+    if proto in ("nbd", "nbd-sr"):
         return ["--ioengine=nbd", f"--uri={t['nbd']}"]
     if proto == "iscsi":
         return ["--ioengine=libiscsi", "--filename=" + t["iscsi"].replace(":", "\\:")]
@@ -148,7 +154,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runtime", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--protocols", default="nbd,iscsi,nfs3,nfs4")
+    ap.add_argument("--protocols", default="nbd,nbd-sr,iscsi,nfs3,nfs4")
     ap.add_argument("--build-fio", action="store_true", help="build fio with nfs/libiscsi from Debian's source")
     ap.add_argument("--fio", default=None, help="fio binary (default: the built one if present, else Debian's)")
     args = ap.parse_args()
@@ -172,7 +178,9 @@ def main():
         print(f"storlab vs {version} ({', '.join(sorted(set(fios.values())))}) on storlab's lab (RAM backing, veth to a storage-host namespace), "
               f"{args.runtime} s x {args.repeat} runs each, median; {os.cpu_count()} CPUs")
         for proto in args.protocols.split(","):
-            url = lab["targets"][proto]
+            url = lab["targets"][BASE.get(proto, proto)]
+            if proto == "nbd-sr":
+                url += "?replies=structured"
             pid = next(s for s in lab["servers"] if s["name"] == SERVER[proto])["pid"]
             engine = ENGINE[proto]
             for job in JOBS:

@@ -21,7 +21,7 @@
 
 mod sys;
 
-use super::target::{NbdAddr, Target};
+use super::target::{NbdAddr, NbdReplies, Target};
 use crate::engine::{Backend, BackendError, Completion, OpenOptions, QueueError, Request};
 use crate::workload::units::format_size;
 use crate::workload::{Dir, SyncMode};
@@ -103,7 +103,12 @@ fn connect(
     sync: bool,
 ) -> Result<Conn, BackendError> {
     let url = target.to_string();
-    let Target::Nbd { addr, export } = target else {
+    let Target::Nbd {
+        addr,
+        export,
+        replies,
+    } = target
+    else {
         return Err(BackendError::new(url, "not an NBD target"));
     };
     let lib = |what: &str, e: NbdError| BackendError::new(&url, format!("{what}: {}", e.message));
@@ -112,6 +117,8 @@ fn connect(
         .map_err(|e| lib("invalid export name", e))?;
     // The engine never looks at a failed read's buffer: skip libnbd's memset.
     h.set_pread_initialize(false)
+        .map_err(|e| lib("libnbd", e))?;
+    h.set_request_structured_replies(*replies == NbdReplies::Structured)
         .map_err(|e| lib("libnbd", e))?;
     let r = match addr {
         NbdAddr::Tcp { host, port } => h.connect_tcp(host, *port),
@@ -176,9 +183,11 @@ impl NbdBackend {
             .collect::<Result<Vec<_>, _>>()?;
         let first = &conns[0].h;
         let mut features = format!("libnbd {}", first.version());
-        if conns.iter().all(|c| c.h.structured_replies()) {
-            features.push_str(", structured replies");
-        }
+        features.push_str(if conns.iter().all(|c| c.h.structured_replies()) {
+            ", structured replies"
+        } else {
+            ", simple replies"
+        });
         if sync {
             features.push_str(
                 match (conns.iter().all(|c| c.fua), conns.iter().any(|c| c.fua)) {
@@ -541,6 +550,7 @@ mod tests {
                 let t = Target::Nbd {
                     addr: NbdAddr::Unix(sock),
                     export: "store".into(),
+                    replies: NbdReplies::Simple,
                 };
                 (t, None)
             };
@@ -676,9 +686,13 @@ mod tests {
 
     fn write_read_back(server_args: &[&str], sync: Option<SyncMode>, want_feature: &str) {
         let srv = Nbdkit::start(false, server_args);
+        write_read_back_on(&srv.target, sync, want_feature);
+    }
+
+    fn write_read_back_on(target: &Target, sync: Option<SyncMode>, want_feature: &str) {
         let mut o = opts(true, 16, 64 * MIB);
         o.sync = sync;
-        let mut b = NbdBackend::open(std::slice::from_ref(&srv.target), &o).unwrap();
+        let mut b = NbdBackend::open(std::slice::from_ref(target), &o).unwrap();
         assert_eq!(b.name(), "nbd");
         assert_eq!(b.depth(), 16);
         assert!(b.features().starts_with("libnbd 1."), "{}", b.features());
@@ -688,15 +702,28 @@ mod tests {
         run(&mut b, &writes, 4096);
         drop(b);
         // A new connection sees the data: it reached the server.
-        let mut b =
-            NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 16, 0)).unwrap();
+        let mut b = NbdBackend::open(std::slice::from_ref(target), &opts(false, 16, 0)).unwrap();
         let reads: Vec<_> = offs.iter().rev().map(|&o| (Dir::Read, o)).collect();
         run(&mut b, &reads, 4096);
     }
 
     #[test]
     fn writes_a_pattern_at_qd16_and_reads_it_back() {
-        write_read_back(&["memory", "64M"], None, "structured replies");
+        write_read_back(&["memory", "64M"], None, ", simple replies");
+    }
+
+    #[test]
+    fn structured_replies_when_the_url_asks_for_them() {
+        let srv = Nbdkit::start(false, &["memory", "64M"]);
+        let Target::Nbd { addr, export, .. } = srv.target.clone() else {
+            unreachable!()
+        };
+        let t = Target::Nbd {
+            addr,
+            export,
+            replies: NbdReplies::Structured,
+        };
+        write_read_back_on(&t, None, ", structured replies");
     }
 
     #[test]
@@ -833,6 +860,7 @@ mod tests {
         let other = Target::Nbd {
             addr: addr.clone(),
             export: "nope".into(),
+            replies: NbdReplies::Simple,
         };
         let e = NbdBackend::open(&[other], &opts(false, 1, 0))
             .err()
@@ -864,6 +892,7 @@ mod tests {
         let t = Target::Nbd {
             addr: NbdAddr::Unix(dir.join("none.sock")),
             export: "store".into(),
+            replies: NbdReplies::Simple,
         };
         let e = NbdBackend::open(std::slice::from_ref(&t), &opts(false, 1, 0))
             .err()

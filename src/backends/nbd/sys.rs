@@ -45,6 +45,7 @@ unsafe extern "C" {
     fn nbd_get_version(h: *mut NbdHandle) -> *const c_char;
     fn nbd_set_export_name(h: *mut NbdHandle, name: *const c_char) -> c_int;
     fn nbd_set_pread_initialize(h: *mut NbdHandle, request: bool) -> c_int;
+    fn nbd_set_request_structured_replies(h: *mut NbdHandle, request: bool) -> c_int;
     fn nbd_connect_unix(h: *mut NbdHandle, path: *const c_char) -> c_int;
     fn nbd_connect_tcp(h: *mut NbdHandle, host: *const c_char, port: *const c_char) -> c_int;
     fn nbd_get_size(h: *mut NbdHandle) -> i64;
@@ -216,6 +217,12 @@ impl Handle {
     pub fn set_pread_initialize(&mut self, on: bool) -> Result<(), NbdError> {
         // SAFETY: h is valid.
         Self::check(unsafe { nbd_set_pread_initialize(self.h, on) })
+    }
+
+    /// Whether to ask the server for structured replies when connecting.
+    pub fn set_request_structured_replies(&mut self, on: bool) -> Result<(), NbdError> {
+        // SAFETY: h is valid; called before connecting.
+        Self::check(unsafe { nbd_set_request_structured_replies(self.h, on) })
     }
 
     /// Connect (blocking, handshake included) to a Unix socket.
