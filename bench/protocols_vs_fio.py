@@ -34,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STORLAB = os.path.join(ROOT, "target", "release", "storlab")
@@ -114,7 +115,8 @@ def run_storlab(url, job, args, server_pid, tmp):
 
 def fio_target(proto, lab):
     t = lab["targets"]
-    host = lab["netns"]["ns_addr"]
+    # Where the lab serves NFS: 127.0.0.1 (--net loopback) or the storage namespace (--net netns).
+    host = urllib.parse.urlsplit(t["nfs4"]).hostname
     nfs = next(s for s in lab["servers"] if s["name"] == "ganesha")["ports"]
     if proto in ("nbd", "nbd-sr"):
         return ["--ioengine=nbd", f"--uri={t['nbd']}"]
@@ -175,7 +177,9 @@ def main():
     try:
         lab = json.loads(sh([STORLAB, "lab", "status", "--json", "--state-dir", state]).stdout)
         version = sh([shutil.which("fio") or built, "--version"]).stdout.strip()
-        print(f"storlab vs {version} ({', '.join(sorted(set(fios.values())))}) on storlab's lab (RAM backing, veth to a storage-host namespace), "
+        where = ("servers on 127.0.0.1" if lab.get("net") == "loopback"
+                 else "veth to a storage-host namespace")
+        print(f"storlab vs {version} ({', '.join(sorted(set(fios.values())))}) on storlab's lab (RAM backing, {where}), "
               f"{args.runtime} s x {args.repeat} runs each, median; {os.cpu_count()} CPUs")
         for proto in args.protocols.split(","):
             url = lab["targets"][BASE.get(proto, proto)]

@@ -52,6 +52,10 @@ pub struct Network {
     /// The lab's load-generator host namespaces (fleet labs; empty otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
+    /// How the lab's servers were reached: `loopback` (127.0.0.1, no link;
+    /// `mtu` is the loopback interface's) or `netns` (over the lab's veth links).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<String>,
 }
 
 impl Network {
@@ -63,6 +67,7 @@ impl Network {
             link_rate_bps: lab.link.as_ref().map(|l| l.rate_bps),
             mtu: lab.mtu,
             hosts: lab.hosts.iter().map(|h| h.name.clone()).collect(),
+            net: Some(lab.net.as_str().to_string()),
         }
     }
 

@@ -30,9 +30,10 @@ fn bin() -> Command {
     c
 }
 
-/// A lab of 512 MiB for this file's tests, with their results database.
+/// A lab of 512 MiB on 127.0.0.1 for this file's tests, with their results database.
 fn lab_up(tag: &str) -> Lab {
     Lab::builder(&format!("cmptest-{tag}"), "512m")
+        .loopback()
         .env("STORLAB_DB", test_db())
         .up()
 }
@@ -183,6 +184,10 @@ fn compare_runs_every_target_relative_to_the_baseline_and_restores_the_store() {
     }
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(doc["compare"]["baseline"], "local");
+    // A loopback lab: recorded as such, with no link rate.
+    let net = &doc["environment"]["network"];
+    assert_eq!(net["net"], "loopback", "{net}");
+    assert!(net["link_rate_bps"].is_null(), "{net}");
     assert_eq!(
         doc["jobs"].as_array().unwrap().len(),
         5,

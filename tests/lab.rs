@@ -1,6 +1,9 @@
-//! `storlab lab`: real servers (nfs-ganesha, tgtd, nbdkit) in a storage-host
-//! namespace, probed with Debian's clients. Needs root and the packages
-//! ./setup.sh installs. Tests run one at a time; a guard always runs `lab down`.
+//! `storlab lab`: real servers (nfs-ganesha, tgtd, nbdkit) on 127.0.0.1 (the
+//! default, `--net loopback`) with rpcbind contained in the lab's namespace,
+//! probed with Debian's clients and storlab's own backends. Needs root and the
+//! packages ./setup.sh installs. Tests run one at a time; a guard always runs
+//! `lab down`. Every lab here gets ports free at that moment, so it never
+//! meets another test's loopback lab.
 
 mod support;
 
@@ -32,11 +35,31 @@ fn can_run() -> bool {
     true
 }
 
+/// The port options of `lab up`.
+const PORT_OPTS: [&str; 4] = ["--nfs-port", "--mountd-port", "--iscsi-port", "--nbd-port"];
+
+/// Four TCP ports free on 127.0.0.1 at this moment.
+fn free_ports() -> Vec<u16> {
+    let held: Vec<std::net::TcpListener> = (0..4)
+        .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap())
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
 impl LabGuard {
+    /// `lab up --size 32m EXTRA`, with free ports for every port option EXTRA does not give.
     fn up(&self, extra: &[&str]) -> Output {
-        let mut args = vec!["up", "--size", "32m"];
-        args.extend_from_slice(extra);
-        self.lab(&args)
+        let mut args: Vec<String> = ["up", "--size", "32m"].map(String::from).to_vec();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        for (opt, port) in PORT_OPTS.iter().zip(free_ports()) {
+            if !extra.contains(opt) {
+                args.extend([opt.to_string(), port.to_string()]);
+            }
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.lab(&refs)
     }
 }
 
@@ -131,11 +154,10 @@ fn lab_serves_every_protocol_and_cleans_up() {
     for name in ["local", "nfs3", "nfs4", "iscsi", "nbd"] {
         assert!(t[name].is_string(), "target {name} missing: {st}");
     }
+    let nfs3_url = t["nfs3"].as_str().unwrap();
     assert!(
-        t["nfs3"]
-            .as_str()
-            .unwrap()
-            .ends_with("/storlab/disk.img?version=3")
+        nfs3_url.contains("/storlab/disk.img?version=3&mountport="),
+        "{nfs3_url}"
     );
     let size = st["backing"]["size"].as_u64().unwrap();
     assert_eq!(size, 32 << 20);
@@ -274,7 +296,266 @@ fn failed_up_tears_down_what_it_made() {
     );
     assert!(!lab.dir.exists(), "state dir left behind by a failed up");
 
-    let out = lab.up(&["--nfs-port", "13260"]);
+    let out = lab.up(&["--nfs-port", "13260", "--iscsi-port", "13260"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("port 13260"), "{}", text(&out));
+}
+
+/// The namespace link of `pid` (`/proc/PID/ns/KIND`), e.g. `net:[4026531840]`.
+fn ns_of(pid: u64, kind: &str) -> String {
+    std::fs::read_link(format!("/proc/{pid}/ns/{kind}"))
+        .map(|l| l.display().to_string())
+        .unwrap_or_else(|e| panic!("/proc/{pid}/ns/{kind}: {e}"))
+}
+
+/// Local addresses of the TCP sockets listening on `port` in this (the root)
+/// network namespace, from /proc/net/tcp and tcp6 (IPv4-mapped shown as IPv4).
+fn listening_on(port: u16) -> Vec<String> {
+    let mut out = Vec::new();
+    for (file, v6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
+        let text = std::fs::read_to_string(file).unwrap();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (addr, p) = f[1].split_once(':').unwrap();
+            if f[3] == "0A" && u16::from_str_radix(p, 16).unwrap() == port {
+                out.push(storlab::lab::net::proc_addr(addr, v6));
+            }
+        }
+    }
+    out
+}
+
+/// The PIDs of every process in mount namespace `mnt` (as [`ns_of`] shows it).
+fn in_mount_ns(mnt: &str) -> Vec<u64> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u64>().ok()))
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/ns/mnt"))
+                .is_ok_and(|l| l.display().to_string() == mnt)
+        })
+        .collect()
+}
+
+/// A short `storlab run` (random 4k reads and writes) on `url` must do I/O without errors.
+fn short_run(url: &str, dir: &Path) {
+    let json = dir.join("run.json");
+    let out = run(
+        bin(),
+        &[
+            "run",
+            "--no-db",
+            "-q",
+            "--target",
+            url,
+            "--rw",
+            "randrw",
+            "--bs",
+            "4k",
+            "--iodepth",
+            "4",
+            "--size",
+            "16m",
+            "--ramp_time",
+            "0",
+            "--runtime",
+            "1",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "storlab run on {url}: {}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let total = &doc["jobs"][0]["points"][0]["summary"]["total"];
+    assert!(total["ios"].as_u64().unwrap() > 0, "{url}: no I/O: {total}");
+    assert_eq!(total["errors"].as_u64(), Some(0), "{url}: {total}");
+}
+
+#[test]
+fn the_default_lab_serves_on_loopback_with_rpcbind_contained() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    let lab = LabGuard::new("labtest-loopback");
+    let work = std::env::temp_dir().join(format!("storlab-labtest-lo-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+    let out = ok(lab.up(&[]), "lab up (no --net)");
+    assert!(out.contains("network: loopback"), "{out}");
+    let st = lab.state();
+    assert_eq!(st["net"], "loopback", "{st}");
+    let server = |name: &str| -> serde_json::Value {
+        st["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {st}"))
+            .clone()
+    };
+
+    // ganesha, tgtd and nbdkit listen on 127.0.0.1 of the root namespace
+    // only; nothing listens on any other address of their ports.
+    let mut ports = Vec::new();
+    for name in ["ganesha", "tgtd", "nbdkit"] {
+        let s = server(name);
+        assert_eq!(s["addr"], "127.0.0.1", "{s}");
+        for p in s["ports"].as_array().unwrap() {
+            ports.push(p.as_u64().unwrap() as u16);
+        }
+    }
+    assert_eq!(ports.len(), 4);
+    for port in &ports {
+        let addrs = listening_on(*port);
+        assert!(
+            !addrs.is_empty() && addrs.iter().all(|a| a == "127.0.0.1"),
+            "port {port} listens on {addrs:?}, not on 127.0.0.1 alone"
+        );
+    }
+    for (name, url) in st["targets"].as_object().unwrap() {
+        let url = url.as_str().unwrap();
+        if name != "local" {
+            assert!(url.contains("://127.0.0.1:"), "{name}: {url}");
+        }
+    }
+    let nfs3 = st["targets"]["nfs3"].as_str().unwrap();
+    assert!(
+        nfs3.ends_with(&format!("?version=3&mountport={}", ports[1])),
+        "{nfs3}"
+    );
+
+    // rpcbind alone is in the lab's network namespace; every server shares
+    // its mount namespace (private /run), whose tgtd socket and rpcbind
+    // socket the root namespace does not see.
+    let me = std::process::id() as u64;
+    let anchor = server("rpcbind")["pid"].as_u64().unwrap();
+    let mnt = ns_of(anchor, "mnt");
+    assert_ne!(
+        ns_of(anchor, "net"),
+        ns_of(me, "net"),
+        "rpcbind is contained"
+    );
+    assert_ne!(mnt, ns_of(me, "mnt"), "the lab has its own mount namespace");
+    for name in ["ganesha", "tgtd", "nbdkit"] {
+        let pid = server(name)["pid"].as_u64().unwrap();
+        assert_eq!(
+            ns_of(pid, "net"),
+            ns_of(me, "net"),
+            "{name} in the root netns"
+        );
+        assert_eq!(
+            ns_of(pid, "mnt"),
+            mnt,
+            "{name} in the lab's mount namespace"
+        );
+    }
+    let inside = ok(
+        run(
+            "nsenter",
+            &[
+                "-t",
+                &anchor.to_string(),
+                "-m",
+                "--",
+                "stat",
+                "-c",
+                "%d:%i",
+                "/run",
+                "/run/rpcbind.sock",
+                "/run/tgtd/socket.0",
+            ],
+        ),
+        "stat inside the lab's mount namespace",
+    );
+    let lines: Vec<&str> = inside.lines().collect();
+    assert_eq!(lines.len(), 3, "{inside}");
+    let root_run = ok(run("stat", &["-c", "%d:%i", "/run"]), "stat /run");
+    assert_ne!(lines[0], root_run.trim(), "/run inside is not the root's");
+    for (i, f) in [(1, "/run/rpcbind.sock"), (2, "/run/tgtd/socket.0")] {
+        let o = run("stat", &["-c", "%d:%i", f]);
+        assert!(
+            !o.status.success() || String::from_utf8_lossy(&o.stdout).trim() != lines[i],
+            "{f} of the lab is visible in the root mount namespace"
+        );
+    }
+    // ganesha registered NFSv3 and MOUNT through /run/rpcbind.sock.
+    let rpc = ok(
+        run(
+            "nsenter",
+            &["-t", &anchor.to_string(), "-m", "--", "rpcinfo", "-p"],
+        ),
+        "rpcinfo -p over rpcbind's socket",
+    );
+    assert!(rpc.contains("mountd") && rpc.contains("nfs"), "{rpc}");
+
+    // I/O through 127.0.0.1 with storlab's own backends.
+    for name in ["nfs3", "nfs4", "iscsi", "nbd"] {
+        short_run(st["targets"][name].as_str().unwrap(), &work);
+    }
+
+    // Each server restarts on loopback and serves again.
+    for name in ["ganesha", "tgtd", "nbdkit"] {
+        ok(lab.lab(&["restart", name]), &format!("lab restart {name}"));
+    }
+    let st2 = lab.state();
+    for port in &ports {
+        let addrs = listening_on(*port);
+        assert!(
+            !addrs.is_empty() && addrs.iter().all(|a| a == "127.0.0.1"),
+            "after restart, port {port} listens on {addrs:?}"
+        );
+    }
+    short_run(nfs3, &work);
+    short_run(st["targets"]["iscsi"].as_str().unwrap(), &work);
+
+    // A second lab on the same ports is refused, naming the port and its holder.
+    let other = LabGuard::new("labtest-loopback-2");
+    let port_args: Vec<String> = PORT_OPTS
+        .iter()
+        .zip(&ports)
+        .flat_map(|(o, p)| [o.to_string(), p.to_string()])
+        .collect();
+    let refs: Vec<&str> = port_args.iter().map(String::as_str).collect();
+    let clash = other.up(&refs);
+    assert_eq!(clash.status.code(), Some(2), "{}", text(&clash));
+    let msg = text(&clash);
+    assert!(
+        msg.contains(&format!(
+            "port {} for ganesha (NFS) is already in use",
+            ports[0]
+        )) && msg.contains("ganesha.nfsd")
+            && msg.contains(&format!("127.0.0.1:{}", ports[0])),
+        "{msg}"
+    );
+    assert!(!other.dir.exists(), "a refused up leaves no state");
+    // --hosts needs the namespace.
+    let bad = other.up(&["--hosts", "1", "--net", "loopback"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    assert!(
+        text(&bad).contains("--hosts") && text(&bad).contains("loopback, netns"),
+        "{}",
+        text(&bad)
+    );
+
+    // down: no process, namespace, mount namespace (with its /run tmpfs) or port left.
+    ok(lab.lab(&["down"]), "lab down");
+    let mut all = pids(&st);
+    all.extend(pids(&st2));
+    for (name, pid) in all {
+        assert!(
+            !pid_alive(pid),
+            "{name} (pid {pid}) still runs after lab down"
+        );
+    }
+    assert_eq!(
+        in_mount_ns(&mnt),
+        Vec::<u64>::new(),
+        "processes left in {mnt}"
+    );
+    for port in &ports {
+        assert!(listening_on(*port).is_empty(), "port {port} still listens");
+    }
+    assert_all_gone(&st, &lab.dir);
+    let _ = std::fs::remove_dir_all(&work);
 }

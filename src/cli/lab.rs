@@ -1,7 +1,7 @@
 //! `storlab lab up|status|down`: the protocol lab (see docs/lab.md).
 
 use super::{CliError, ExitCode};
-use crate::lab::{self, Backing, LabConfig, LabError, LabState, Link, Ports};
+use crate::lab::{self, Backing, LabConfig, LabError, LabState, Link, NetMode, Ports};
 use crate::workload::units::{format_size, parse_size};
 use clap::ValueEnum;
 use std::path::PathBuf;
@@ -52,12 +52,17 @@ pub enum LabCmd {
         /// 500mbit (default: unshaped).
         #[arg(long, value_name = "1gbe|10gbe|25gbe|RATE", value_parser = Link::parse)]
         link: Option<Link>,
-        /// MTU of every interface on the path.
-        #[arg(long, default_value_t = 1500)]
-        mtu: u32,
+        /// MTU of every interface on the path (--net netns; default 1500).
+        #[arg(long)]
+        mtu: Option<u32>,
         /// The agents' port (on each host's address).
         #[arg(long, default_value_t = lab::hosts::AGENT_PORT)]
         agent_port: u16,
+        /// Where the servers listen: loopback (127.0.0.1 of this namespace;
+        /// the default without --hosts, --link or --mtu) or netns (the
+        /// storage host's namespace, over a veth link; the default with them).
+        #[arg(long, value_name = "loopback|netns", value_parser = NetMode::parse)]
+        net: Option<NetMode>,
     },
     /// Show the lab: servers, PIDs, versions, addresses and target URLs.
     Status {
@@ -115,13 +120,27 @@ fn status_text(st: &LabState) -> String {
         "lab {state} (state in {})\n",
         st.state_dir.display()
     ));
-    if let Some(ns) = &st.netns {
-        out.push_str(&format!(
+    match (&st.netns, st.net) {
+        (Some(ns), NetMode::Netns) => out.push_str(&format!(
             "storage host: netns {} at {} (veth {} {} in the root namespace)\n",
             ns.name, ns.ns_addr, ns.host_if, ns.host_addr
-        ));
+        )),
+        (ns, NetMode::Loopback) => {
+            out.push_str(&format!(
+                "network: loopback (ganesha, tgtd, nbdkit on 127.0.0.1 of this namespace; no link), MTU {}\n",
+                st.mtu
+            ));
+            if let Some(ns) = ns {
+                out.push_str(&format!(
+                    "rpcbind: contained in netns {} at {} (veth {} {})\n",
+                    ns.name, ns.ns_addr, ns.host_if, ns.host_addr
+                ));
+            }
+        }
+        (None, NetMode::Netns) => {}
     }
     match &st.link {
+        _ if st.net == NetMode::Loopback => {}
         Some(l) => out.push_str(&format!(
             "link: {} ({} Mbit/s, tc tbf burst {} B limit {} B), MTU {}\n",
             l.name,
@@ -205,7 +224,21 @@ pub fn run(cmd: LabCmd) -> Result<ExitCode, CliError> {
             link,
             mtu,
             agent_port,
+            net,
         } => {
+            let networked = hosts > 0 || link.is_some() || mtu.is_some();
+            let net = net.unwrap_or(if networked {
+                NetMode::Netns
+            } else {
+                NetMode::Loopback
+            });
+            if net == NetMode::Loopback && mtu.is_some() {
+                return Err(CliError::input(format!(
+                    "--mtu needs --net netns: --net loopback serves on 127.0.0.1, whose MTU is not \
+                     the lab's (allowed --net: {})",
+                    NetMode::ALLOWED
+                )));
+            }
             let cfg = LabConfig {
                 backing: match backing {
                     BackingArg::Ram => Backing::Ram,
@@ -221,8 +254,9 @@ pub fn run(cmd: LabCmd) -> Result<ExitCode, CliError> {
                 state_dir: state_dir(dir)?,
                 hosts,
                 link,
-                mtu,
+                mtu: mtu.unwrap_or(1500),
                 agent_port,
+                net,
             };
             let st = lab::up(&cfg).map_err(failed)?;
             print!("{}", status_text(&st));

@@ -1,27 +1,43 @@
 //! nfs-ganesha with the VFS FSAL: NFSv3 and NFSv4 of the directory holding the
 //! backing file, exported as pseudo path `/storlab` (also the NFSv3 mount path:
 //! `Mount_Path_Pseudo`). `Graceless` skips the 90 s grace period; recovery
-//! state, PID file, config and log live in the state directory.
+//! state, PID file, config and log live in the state directory. In `loopback`
+//! mode it binds 127.0.0.1 only (`Bind_Addr`) in the root network namespace
+//! and registers with the anchor's rpcbind through /run/rpcbind.sock.
 
 use super::LabError;
-use super::netns::Netns;
+use super::net::{Listen, NetMode};
 use super::process::{self, Proc};
 use super::ready;
 use super::rpcbind;
 use super::tools::Tools;
+use std::net::Ipv4Addr;
 use std::path::Path;
 
 /// The export's pseudo path (and NFSv3 mount path).
 pub const EXPORT: &str = "/storlab";
 
-/// ganesha's configuration for one export of `dir`.
-pub fn config(dir: &Path, nfs_port: u16, mountd_port: u16, state_dir: &Path) -> String {
+/// The MOUNT program's number (its rpcbind registration shows NFSv3 is served).
+const MOUNT_PROG: u32 = 100005;
+
+/// ganesha's configuration for one export of `dir`, listening on `bind` only
+/// when given (else on every address of its network namespace).
+pub fn config(
+    dir: &Path,
+    nfs_port: u16,
+    mountd_port: u16,
+    state_dir: &Path,
+    bind: Option<Ipv4Addr>,
+) -> String {
+    let bind = bind
+        .map(|a| format!("    Bind_Addr = {a};\n"))
+        .unwrap_or_default();
     format!(
         r#"# Written by storlab lab up; removed by storlab lab down.
 NFS_CORE_PARAM {{
     NFS_Port = {nfs_port};
     MNT_Port = {mountd_port};
-    Enable_NLM = false;
+{bind}    Enable_NLM = false;
     Enable_RQUOTA = false;
     Protocols = 3, 4;
     Mount_Path_Pseudo = true;
@@ -50,20 +66,23 @@ EXPORT {{
     )
 }
 
-/// Write the config and start ganesha inside the storage host.
+/// Write the config and start ganesha inside the storage host (in `loopback`
+/// mode: in its mount namespace only, bound to 127.0.0.1).
 pub fn start(
     tools: &Tools,
     anchor: &Proc,
+    net: NetMode,
     dir: &Path,
     nfs_port: u16,
     mountd_port: u16,
     state_dir: &Path,
 ) -> Result<Proc, LabError> {
     let conf = state_dir.join("ganesha.conf");
-    std::fs::write(&conf, config(dir, nfs_port, mountd_port, state_dir))
+    let bind = (net == NetMode::Loopback).then_some(Ipv4Addr::LOCALHOST);
+    std::fs::write(&conf, config(dir, nfs_port, mountd_port, state_dir, bind))
         .map_err(|e| LabError::System(format!("cannot write {}: {e}", conf.display())))?;
     let log = state_dir.join("ganesha.log");
-    let mut args = rpcbind::join_args(anchor);
+    let mut args = rpcbind::join_args(anchor, net);
     args.extend([
         tools.ganesha.display().to_string(),
         "-F".into(),
@@ -79,20 +98,34 @@ pub fn start(
     process::spawn(&tools.nsenter, &args, &log).map_err(LabError::System)
 }
 
-/// Ready when `nfs-ls` lists `file` in the export over NFSv3 (mount protocol
-/// found through rpcbind) and over NFSv4.
+/// Ready when `nfs-ls` lists `file` in the export over NFSv3 and over NFSv4.
+/// In `netns` mode the NFSv3 probe finds the MOUNT port through rpcbind; in
+/// `loopback` mode it is given the MOUNT port, and MOUNT must be registered
+/// with the anchor's rpcbind (through its socket).
+#[allow(clippy::too_many_arguments)]
 pub fn wait_ready(
     tools: &Tools,
-    ns: &Netns,
+    anchor: &Proc,
+    at: Listen,
     proc: &Proc,
     nfs_port: u16,
+    mountd_port: u16,
     file: &str,
 ) -> Result<(), LabError> {
-    let addr = ns.ns_addr;
-    let v3 = format!("nfs://{addr}{EXPORT}/?version=3&nfsport={nfs_port}");
+    let addr = at.addr;
+    let loopback = at.net == NetMode::Loopback;
+    let mount = if loopback {
+        format!("&mountport={mountd_port}")
+    } else {
+        String::new()
+    };
+    let v3 = format!("nfs://{addr}{EXPORT}/?version=3&nfsport={nfs_port}{mount}");
     let v4 = format!("nfs://{addr}{EXPORT}/?version=4&nfsport={nfs_port}");
     ready::wait("ganesha", proc, || {
         ready::tcp(addr, nfs_port)?;
+        if loopback {
+            rpcbind::registered(tools, anchor, MOUNT_PROG)?;
+        }
         for url in [&v3, &v4] {
             let out = process::run(&tools.nfs_ls, &[url])?;
             if !out.contains(file) {
@@ -101,4 +134,58 @@ pub fn wait_ready(
         }
         Ok(())
     })
+}
+
+/// The target URL of the backing file over NFS `version` (3 or 4). In
+/// `loopback` mode the NFSv3 URL names the MOUNT port (`&mountport=`): no
+/// portmapper listens on 127.0.0.1 (rpcbind stays in the lab's namespace).
+pub fn url(at: Listen, nfs_port: u16, mountd_port: u16, version: u8) -> String {
+    let mut url = format!(
+        "nfs://{}:{nfs_port}{EXPORT}/{}?version={version}",
+        at.addr,
+        super::backing::FILE
+    );
+    if at.net == NetMode::Loopback && version == 3 {
+        url.push_str(&format!("&mountport={mountd_port}"));
+    }
+    url
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::netns::Netns;
+
+    #[test]
+    fn loopback_binds_127_0_0_1_and_netns_binds_everything_in_its_namespace() {
+        let dir = Path::new("/dev/shm/storlab-lab3");
+        let state = Path::new("/var/tmp/lab");
+        let netns = config(dir, 12049, 12050, state, None);
+        assert!(!netns.contains("Bind_Addr"), "{netns}");
+        let lo = config(dir, 12049, 12050, state, Some(Ipv4Addr::LOCALHOST));
+        assert!(
+            lo.contains("    MNT_Port = 12050;\n    Bind_Addr = 127.0.0.1;\n    Enable_NLM"),
+            "{lo}"
+        );
+        assert_eq!(lo.replace("    Bind_Addr = 127.0.0.1;\n", ""), netns);
+    }
+
+    #[test]
+    fn only_the_loopback_nfs3_url_names_the_mount_port() {
+        let ns = Netns::for_slot(3);
+        let at = Listen::of(NetMode::Netns, &ns);
+        assert_eq!(
+            url(at, 12049, 12050, 3),
+            "nfs://10.99.3.2:12049/storlab/disk.img?version=3"
+        );
+        let at = Listen::of(NetMode::Loopback, &ns);
+        assert_eq!(
+            url(at, 12049, 12050, 3),
+            "nfs://127.0.0.1:12049/storlab/disk.img?version=3&mountport=12050"
+        );
+        assert_eq!(
+            url(at, 12049, 12050, 4),
+            "nfs://127.0.0.1:12049/storlab/disk.img?version=4"
+        );
+    }
 }

@@ -4,10 +4,13 @@
 //!
 //! The servers run on a "storage host": a network namespace `storlabN` joined
 //! to the root namespace by a veth pair (10.99.N.1 ↔ 10.99.N.2), plus a mount
-//! namespace with its own /run, anchored by rpcbind (see [`rpcbind`]). Clients
-//! in the root namespace reach the targets at 10.99.N.2. Every process is
-//! recorded by PID and start time in `state.json` ([`LabState`]) and stopped
-//! by PID.
+//! namespace with its own /run, anchored by rpcbind (see [`rpcbind`]). In
+//! `netns` mode every server runs in that network namespace and clients in the
+//! root namespace reach the targets at 10.99.N.2; in `loopback` mode (the
+//! default without `--hosts`/`--link`/`--mtu`) only rpcbind does, and ganesha,
+//! tgtd and nbdkit serve on 127.0.0.1 of the root namespace ([`net`]). Every
+//! process is recorded by PID and start time in `state.json` ([`LabState`])
+//! and stopped by PID.
 //!
 //! With `--hosts N` ([`hosts`]) the storage end of that veth becomes a port of
 //! a bridge inside the storage namespace, and N load-generator host namespaces
@@ -19,6 +22,7 @@ pub mod ganesha;
 pub mod hosts;
 pub mod link;
 pub mod nbdkit;
+pub mod net;
 pub mod netns;
 pub mod process;
 pub mod ready;
@@ -32,6 +36,7 @@ pub mod tools;
 pub use backing::Backing;
 pub use hosts::Host;
 pub use link::Link;
+pub use net::NetMode;
 pub use state::{LabState, Phase, Server, Targets};
 
 use netns::Netns;
@@ -41,7 +46,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tools::Tools;
 
-/// TCP ports the servers listen on (inside the storage host).
+/// TCP ports the servers listen on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ports {
     /// ganesha's NFS port (v3 and v4).
@@ -93,11 +98,14 @@ pub struct LabConfig {
     pub mtu: u32,
     /// Port of the agents (on each host's address).
     pub agent_port: u16,
+    /// Where the servers listen: 127.0.0.1 (`loopback`) or the storage
+    /// host's namespace (`netns`, needed for hosts, shaping and MTU).
+    pub net: NetMode,
 }
 
 impl LabConfig {
     /// A configuration with the defaults: RAM backing, 1 GiB, default ports,
-    /// no hosts, no shaping, MTU 1500.
+    /// servers on loopback (no hosts, no shaping).
     pub fn new(state_dir: impl Into<PathBuf>) -> LabConfig {
         LabConfig {
             backing: Backing::Ram,
@@ -108,6 +116,7 @@ impl LabConfig {
             link: None,
             mtu: 1500,
             agent_port: hosts::AGENT_PORT,
+            net: NetMode::Loopback,
         }
     }
 }
@@ -267,6 +276,14 @@ fn validate(cfg: &LabConfig) -> Result<(), LabError> {
         )));
     }
     link::check_mtu(cfg.mtu).map_err(LabError::BadConfig)?;
+    if cfg.net == NetMode::Loopback && (cfg.hosts > 0 || cfg.link.is_some()) {
+        let what = if cfg.hosts > 0 { "--hosts" } else { "--link" };
+        return Err(LabError::BadConfig(format!(
+            "{what} needs --net netns: --net loopback serves on 127.0.0.1 and has no link or hosts \
+             (allowed --net: {})",
+            NetMode::ALLOWED
+        )));
+    }
     if cfg.hosts > 0 && cfg.agent_port == 0 {
         return Err(LabError::BadConfig("agent port 0: give a real port".into()));
     }
@@ -316,6 +333,7 @@ pub fn up(cfg: &LabConfig) -> Result<LabState, LabError> {
     std::fs::create_dir_all(dir)
         .map_err(|e| LabError::System(format!("cannot create {}: {e}", dir.display())))?;
     let mut st = LabState::new(dir);
+    st.net = cfg.net;
     st.save().map_err(LabError::System)?;
     match build(cfg, &tools, &mut st) {
         Ok(()) => Ok(st),
@@ -336,7 +354,7 @@ fn record(
     name: &str,
     package: &str,
     proc: Proc,
-    ns: &Netns,
+    addr: std::net::Ipv4Addr,
     ports: Vec<u16>,
 ) -> Result<(), LabError> {
     st.servers.push(Server {
@@ -344,7 +362,7 @@ fn record(
         package: package.into(),
         version: tools::version(package),
         proc,
-        addr: ns.ns_addr,
+        addr,
         ports,
     });
     st.save().map_err(LabError::System)
@@ -354,15 +372,31 @@ fn record(
 fn build(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabError> {
     let dir = &cfg.state_dir;
     let p = cfg.ports;
+    if cfg.net == NetMode::Loopback {
+        let named = port_names(&p);
+        if let Some((port, server, by)) = net::loopback_port_in_use(&named[1..]) {
+            return Err(LabError::PortInUse { port, server, by });
+        }
+    }
     let ns = netns::create_with(&tools.ip, |ns| {
         st.netns = Some(ns.clone());
         st.save()
     })
     .map_err(LabError::System)?;
     registry::register(ns.slot, dir).map_err(LabError::System)?;
-    network(cfg, tools, &ns, st)?;
-
-    let all: Vec<u16> = port_names(&p).iter().map(|(port, _)| *port).collect();
+    let at = net::Listen::of(cfg.net, &ns);
+    let all: Vec<u16> = match cfg.net {
+        NetMode::Netns => {
+            network(cfg, tools, &ns, st)?;
+            port_names(&p).iter().map(|(port, _)| *port).collect()
+        }
+        // Only rpcbind listens in the namespace; the rest was checked on 127.0.0.1.
+        NetMode::Loopback => {
+            st.mtu = net::loopback_mtu();
+            st.save().map_err(LabError::System)?;
+            vec![RPCBIND_PORT]
+        }
+    };
     if let Some(port) = netns::first_port_in_use(&ns, &all).map_err(LabError::System)? {
         let server = port_names(&p)
             .iter()
@@ -388,45 +422,36 @@ fn build(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabErr
         "rpcbind",
         "rpcbind",
         anchor.clone(),
-        &ns,
+        ns.ns_addr,
         vec![RPCBIND_PORT],
     )?;
     rpcbind::wait_ready(tools, &ns, &anchor)?;
 
-    let g = ganesha::start(tools, &anchor, &b.dir, p.nfs, p.mountd, dir)?;
+    let g = ganesha::start(tools, &anchor, cfg.net, &b.dir, p.nfs, p.mountd, dir)?;
     record(
         st,
         "ganesha",
         "nfs-ganesha",
         g.clone(),
-        &ns,
+        at.addr,
         vec![p.nfs, p.mountd],
     )?;
-    ganesha::wait_ready(tools, &ns, &g, p.nfs, backing::FILE)?;
+    ganesha::wait_ready(tools, &anchor, at, &g, p.nfs, p.mountd, backing::FILE)?;
 
-    let t = tgt::start(tools, &anchor, &ns, p.iscsi, dir)?;
-    record(st, "tgtd", "tgt", t.clone(), &ns, vec![p.iscsi])?;
-    tgt::configure_and_wait(tools, &ns, &t, p.iscsi, &b.path)?;
+    let t = tgt::start(tools, &anchor, at, p.iscsi, dir)?;
+    record(st, "tgtd", "tgt", t.clone(), at.addr, vec![p.iscsi])?;
+    tgt::configure_and_wait(tools, at, &t, p.iscsi, &b.path)?;
 
-    let n = nbdkit::start(tools, &anchor, &ns, p.nbd, &b.path, dir)?;
-    record(st, "nbdkit", "nbdkit", n.clone(), &ns, vec![p.nbd])?;
-    nbdkit::wait_ready(tools, &ns, &n, p.nbd, b.size)?;
+    let n = nbdkit::start(tools, &anchor, at, p.nbd, &b.path, dir)?;
+    record(st, "nbdkit", "nbdkit", n.clone(), at.addr, vec![p.nbd])?;
+    nbdkit::wait_ready(tools, at, &n, p.nbd, b.size)?;
 
-    let nfs = |v: u8| {
-        format!(
-            "nfs://{}:{}{}/{}?version={v}",
-            ns.ns_addr,
-            p.nfs,
-            ganesha::EXPORT,
-            backing::FILE
-        )
-    };
     st.targets = Some(Targets {
         local: format!("file:{}", b.path.display()),
-        nfs3: nfs(3),
-        nfs4: nfs(4),
-        iscsi: tgt::url(&ns, p.iscsi),
-        nbd: nbdkit::url(&ns, p.nbd),
+        nfs3: ganesha::url(at, p.nfs, p.mountd, 3),
+        nfs4: ganesha::url(at, p.nfs, p.mountd, 4),
+        iscsi: tgt::url(at, p.iscsi),
+        nbd: nbdkit::url(at, p.nbd),
     });
     st.save().map_err(LabError::System)?;
     agents(cfg, tools, st)?;
@@ -562,6 +587,14 @@ pub fn down(state_dir: &Path) -> Result<(), LabError> {
     let st = LabState::load(state_dir).map_err(LabError::System)?;
     let mut errors: Vec<String> = Vec::new();
     if let Some(st) = &st {
+        // loopback: the servers are outside the namespace, but inside the
+        // anchor's mount namespace (read while the anchor is known to run).
+        let mount_ns = st
+            .server("rpcbind")
+            .filter(|r| st.net == NetMode::Loopback && st.running(r))
+            .and_then(|r| net::mount_ns(r.proc.pid))
+            // Never the mount namespace `down` itself runs in.
+            .filter(|&m| Some(m) != net::mount_ns(std::process::id()));
         if st.this_boot() {
             for s in st.servers.iter().rev() {
                 let gone = if s.name == "tgtd" {
@@ -572,6 +605,13 @@ pub fn down(state_dir: &Path) -> Result<(), LabError> {
                 if !gone {
                     errors.push(format!("{} (pid {}) would not stop", s.name, s.proc.pid));
                 }
+            }
+        }
+        // Anything else in the anchor's mount namespace was started by `up`
+        // but not yet recorded.
+        if let Some(m) = mount_ns {
+            for pid in net::pids_in_mount_ns(m) {
+                process::kill_pid(pid);
             }
         }
         if let Some(ns) = &st.netns {

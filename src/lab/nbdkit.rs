@@ -1,11 +1,12 @@
 //! nbdkit with the file plugin: export [`EXPORT`] of the backing file on the
-//! storage host's address. nbdkit runs as a daemon (no `-f`): in the
+//! storage host's address (127.0.0.1 in `loopback` mode, where it joins only
+//! the storage host's mount namespace). nbdkit runs as a daemon (no `-f`): in the
 //! foreground it sets PR_SET_PDEATHSIG and would die with `storlab lab up`.
 //! Its stderr goes to /dev/null once it has daemonized, so its log holds only
 //! start-up errors.
 
 use super::LabError;
-use super::netns::Netns;
+use super::net::Listen;
 use super::process::{self, Proc};
 use super::ready;
 use super::rpcbind;
@@ -15,24 +16,24 @@ use std::path::Path;
 /// The NBD export name.
 pub const EXPORT: &str = "storlab";
 
-/// Start nbdkit inside the storage host, listening on `ns.ns_addr:port`.
+/// Start nbdkit inside the storage host, listening on `at.addr:port`.
 pub fn start(
     tools: &Tools,
     anchor: &Proc,
-    ns: &Netns,
+    at: Listen,
     port: u16,
     backing: &Path,
     state_dir: &Path,
 ) -> Result<Proc, LabError> {
     let pid_file = state_dir.join("nbdkit.pid");
-    let mut args = rpcbind::join_args(anchor);
+    let mut args = rpcbind::join_args(anchor, at.net);
     args.extend([
         tools.nbdkit.display().to_string(),
         "--log=stderr".into(),
         "-P".into(),
         pid_file.display().to_string(),
         "-i".into(),
-        ns.ns_addr.to_string(),
+        at.addr.to_string(),
         "-p".into(),
         port.to_string(),
         "-e".into(),
@@ -50,22 +51,22 @@ pub fn start(
 }
 
 /// The target URL of the export.
-pub fn url(ns: &Netns, port: u16) -> String {
-    format!("nbd://{}:{port}/{EXPORT}", ns.ns_addr)
+pub fn url(at: Listen, port: u16) -> String {
+    format!("nbd://{}:{port}/{EXPORT}", at.addr)
 }
 
 /// Ready when `qemu-img info` over NBD reports the backing file's size.
 pub fn wait_ready(
     tools: &Tools,
-    ns: &Netns,
+    at: Listen,
     proc: &Proc,
     port: u16,
     size: u64,
 ) -> Result<(), LabError> {
-    let url = url(ns, port);
+    let url = url(at, port);
     let want = format!("\"virtual-size\": {size}");
     ready::wait("nbdkit", proc, || {
-        ready::tcp(ns.ns_addr, port)?;
+        ready::tcp(at.addr, port)?;
         let out = process::run(&tools.qemu_img, &["info", "--output=json", &url])?;
         if out.contains(&want) {
             Ok(())

@@ -1,7 +1,9 @@
 //! Faults a durability check needs, on a running lab: restart one server (by
 //! PID from the lab's state, with the arguments `up` gave it), and cut or
-//! restore the storage host's link.
+//! restore the storage host's link (`netns` mode only: a `loopback` lab has
+//! no link).
 
+use super::net::{Listen, NetMode};
 use super::state::LabState;
 use super::tools::Tools;
 use super::{LabError, backing, ganesha, nbdkit, process, tgt};
@@ -66,25 +68,49 @@ pub fn restart(state_dir: &Path, server: &str) -> Result<(), LabError> {
             .ok_or_else(|| missing(&format!("port {k} of {server}")))
     };
     let tools = Tools::find()?;
+    let at = Listen::of(st.net, &ns);
     let proc = match server {
-        "ganesha" => ganesha::start(&tools, &anchor, &b.dir, port(0)?, port(1)?, state_dir)?,
-        "tgtd" => tgt::start(&tools, &anchor, &ns, port(0)?, state_dir)?,
-        _ => nbdkit::start(&tools, &anchor, &ns, port(0)?, &b.path, state_dir)?,
+        "ganesha" => ganesha::start(
+            &tools,
+            &anchor,
+            st.net,
+            &b.dir,
+            port(0)?,
+            port(1)?,
+            state_dir,
+        )?,
+        "tgtd" => tgt::start(&tools, &anchor, at, port(0)?, state_dir)?,
+        _ => nbdkit::start(&tools, &anchor, at, port(0)?, &b.path, state_dir)?,
     };
     st.servers[i].proc = proc.clone();
     st.save().map_err(LabError::System)?;
     match server {
-        "ganesha" => ganesha::wait_ready(&tools, &ns, &proc, port(0)?, backing::FILE),
-        "tgtd" => tgt::configure_and_wait(&tools, &ns, &proc, port(0)?, &b.path),
-        _ => nbdkit::wait_ready(&tools, &ns, &proc, port(0)?, b.size),
+        "ganesha" => ganesha::wait_ready(
+            &tools,
+            &anchor,
+            at,
+            &proc,
+            port(0)?,
+            port(1)?,
+            backing::FILE,
+        ),
+        "tgtd" => tgt::configure_and_wait(&tools, at, &proc, port(0)?, &b.path),
+        _ => nbdkit::wait_ready(&tools, at, &proc, port(0)?, b.size),
     }
 }
 
 /// Take the storage host's link down (`up == false`) or bring it back up:
 /// the root-namespace end of its veth pair. Bringing it up restores the
-/// connected route with it.
+/// connected route with it. Refused for a `loopback` lab, which has no link.
 pub fn set_link(state_dir: &Path, up: bool) -> Result<(), LabError> {
     let st = load(state_dir)?;
+    if st.net == NetMode::Loopback {
+        return Err(LabError::BadConfig(format!(
+            "the lab in {} serves on 127.0.0.1 (--net loopback): it has no link to cut or restore; \
+             bring it up with --net netns",
+            state_dir.display()
+        )));
+    }
     let ns = st.netns.ok_or_else(|| {
         LabError::System(format!(
             "the lab in {} has no network namespace",

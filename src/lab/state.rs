@@ -4,6 +4,7 @@
 use super::backing::BackingInfo;
 use super::hosts::Host;
 use super::link::Link;
+use super::net::NetMode;
 use super::netns::Netns;
 use super::process::Proc;
 use serde::{Deserialize, Serialize};
@@ -86,6 +87,10 @@ pub struct LabState {
     pub servers: Vec<Server>,
     /// Target URLs, once every server is ready.
     pub targets: Option<Targets>,
+    /// Where the servers listen: 127.0.0.1 (`loopback`) or the storage
+    /// host's namespace (`netns`, also the mode of labs recorded before modes).
+    #[serde(default = "NetMode::recorded_before_modes")]
+    pub net: NetMode,
     /// Shaping of every link (tc tbf); None: unshaped.
     #[serde(default)]
     pub link: Option<Link>,
@@ -126,6 +131,7 @@ impl LabState {
             backing: None,
             servers: Vec::new(),
             targets: None,
+            net: NetMode::recorded_before_modes(),
             link: None,
             mtu: default_mtu(),
             bridge: None,
@@ -193,6 +199,7 @@ mod tests {
             "backing":null,"servers":[],"targets":null}"#;
         let st: LabState = serde_json::from_str(old).unwrap();
         assert_eq!(st.mtu, 1500);
+        assert_eq!(st.net, NetMode::Netns);
         assert!(st.link.is_none() && st.hosts.is_empty() && st.token_file.is_none());
         assert!(st.agents().is_empty());
     }

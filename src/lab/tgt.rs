@@ -1,11 +1,12 @@
 //! tgt's tgtd: one iSCSI target (IQN [`IQN`], tid 1) with the backing file as
-//! LUN 1, portal on the storage host's address. tgtd's control socket is fixed
+//! LUN 1, portal on the storage host's address (127.0.0.1 in `loopback` mode,
+//! where tgtd joins only the storage host's mount namespace). tgtd's control socket is fixed
 //! at /run/tgtd/socket.0; it lands in the storage host's private /run, so
 //! `tgtadm` must run in tgtd's mount namespace (`nsenter -t PID -m`).
 //! tgtd ignores SIGTERM: stop deletes the target, then the system, then SIGKILLs.
 
 use super::LabError;
-use super::netns::Netns;
+use super::net::Listen;
 use super::process::{self, Proc};
 use super::ready;
 use super::rpcbind;
@@ -16,20 +17,20 @@ use std::time::Duration;
 /// The target's IQN.
 pub const IQN: &str = "iqn.2025-01.org.storlab:lab";
 
-/// Start tgtd inside the storage host, listening on `ns.ns_addr:port`.
+/// Start tgtd inside the storage host, listening on `at.addr:port`.
 pub fn start(
     tools: &Tools,
     anchor: &Proc,
-    ns: &Netns,
+    at: Listen,
     port: u16,
     state_dir: &Path,
 ) -> Result<Proc, LabError> {
-    let mut args = rpcbind::join_args(anchor);
+    let mut args = rpcbind::join_args(anchor, at.net);
     args.extend([
         tools.tgtd.display().to_string(),
         "-f".into(),
         "--iscsi".into(),
-        format!("portal={}:{port}", ns.ns_addr),
+        format!("portal={}:{port}", at.addr),
     ]);
     process::spawn(&tools.nsenter, &args, &state_dir.join("tgtd.log")).map_err(LabError::System)
 }
@@ -47,7 +48,7 @@ fn tgtadm(nsenter: &Path, tgtadm: &Path, tgtd: &Proc, args: &[&str]) -> Result<S
 /// `iscsi-inq` answers for LUN 1.
 pub fn configure_and_wait(
     tools: &Tools,
-    ns: &Netns,
+    at: Listen,
     tgtd: &Proc,
     port: u16,
     backing: &Path,
@@ -87,9 +88,9 @@ pub fn configure_and_wait(
             log_tail: tgtd.log_tail(ready::LOG_LINES),
         })?;
     }
-    let url = url(ns, port);
+    let url = url(at, port);
     ready::wait("tgtd", tgtd, || {
-        ready::tcp(ns.ns_addr, port)?;
+        ready::tcp(at.addr, port)?;
         let out = process::run(&tools.iscsi_inq, &[&url])?;
         if out.contains("DIRECT_ACCESS") {
             Ok(())
@@ -100,8 +101,8 @@ pub fn configure_and_wait(
 }
 
 /// The target URL of LUN 1.
-pub fn url(ns: &Netns, port: u16) -> String {
-    format!("iscsi://{}:{port}/{IQN}/1", ns.ns_addr)
+pub fn url(at: Listen, port: u16) -> String {
+    format!("iscsi://{}:{port}/{IQN}/1", at.addr)
 }
 
 /// Delete the target and the system, then SIGKILL if tgtd is still there.

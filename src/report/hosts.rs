@@ -21,9 +21,10 @@ pub struct LinkInfo {
 }
 
 impl LinkInfo {
-    /// "10gbe (10 Gb/s)", "unshaped", or "–".
+    /// "10gbe (10 Gb/s)", "loopback", "unshaped", or "–".
     pub fn describe(&self) -> String {
         match (&self.name, self.rate_bps) {
+            (Some(n), None) if n == "loopback" => n.clone(),
             (Some(n), Some(r)) => format!("{n} ({} Gb/s)", fmt_num(r as f64 / 1e9)),
             (None, Some(r)) => format!("{} Gb/s", fmt_num(r as f64 / 1e9)),
             _ if self.mtu.is_some() => "unshaped".into(),
@@ -37,8 +38,10 @@ impl LinkInfo {
 /// when the run recorded no lab.
 pub fn link_of(run: &RunRecord) -> Option<LinkInfo> {
     if let Some(n) = &run.environment.network {
+        // A loopback lab has no link: named so, never given a rate.
+        let loopback = n.net.as_deref() == Some("loopback");
         return Some(LinkInfo {
-            name: n.link.clone(),
+            name: n.link.clone().or(loopback.then(|| "loopback".into())),
             rate_bps: n.link_rate_bps,
             mtu: Some(n.mtu),
         });
@@ -218,4 +221,25 @@ pub fn host_iops_series(h: &HostResult) -> Vec<(f64, f64, Phase)> {
 /// The first repeat of key `k` on target `t` that ran on several hosts.
 pub fn fleet_point(c: &Comparison, k: usize, t: usize) -> Option<&PointResult> {
     c.points(k, t).into_iter().find(|p| p.hosts.len() > 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::Network;
+
+    #[test]
+    fn a_loopback_lab_is_named_so_and_has_no_link_rate() {
+        let mut run = RunRecord::new(vec!["storlab".into()]);
+        run.environment.network = Some(Network {
+            lab: "/tmp/lab".into(),
+            mtu: 65536,
+            net: Some("loopback".into()),
+            ..Network::default()
+        });
+        let l = link_of(&run).unwrap();
+        assert_eq!((l.describe().as_str(), l.rate_bps), ("loopback", None));
+        run.environment.network.as_mut().unwrap().net = Some("netns".into());
+        assert_eq!(link_of(&run).unwrap().describe(), "unshaped");
+    }
 }

@@ -26,9 +26,44 @@ pub struct LabBuilder {
     state_subdir: Option<String>,
     env: Vec<(String, OsString)>,
     env_in_dir: Vec<(String, String)>,
+    up_args: Vec<String>,
 }
 
 impl LabBuilder {
+    /// Keep the backing store on disk in `dir` (`--backing disk
+    /// --backing-dir DIR`) instead of in /dev/shm.
+    pub fn backing_dir(mut self, dir: &std::path::Path) -> LabBuilder {
+        self.up_args
+            .extend(["--backing", "disk", "--backing-dir"].map(String::from));
+        self.up_args.push(dir.display().to_string());
+        self
+    }
+
+    /// Where the servers listen: `--net MODE` (loopback or netns). Without
+    /// it the builder passes `--net netns`: tests that cut or shape the link
+    /// need the storage namespace.
+    pub fn net(mut self, mode: &str) -> LabBuilder {
+        self.up_args.extend(["--net".into(), mode.to_string()]);
+        self
+    }
+
+    /// Serve on 127.0.0.1 (`--net loopback`), on four ports free at this
+    /// moment (labs of tests running at once must not share ports there).
+    pub fn loopback(self) -> LabBuilder {
+        let mut b = self.net("loopback");
+        let held: Vec<std::net::TcpListener> = (0..4)
+            .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap())
+            .collect();
+        for (opt, l) in ["--nfs-port", "--mountd-port", "--iscsi-port", "--nbd-port"]
+            .iter()
+            .zip(&held)
+        {
+            let port = l.local_addr().unwrap().port().to_string();
+            b.up_args.extend([opt.to_string(), port]);
+        }
+        b
+    }
+
     /// Keep the lab's state in `sub` inside the test's directory, which is
     /// then created before `lab up` so the test can keep its own files there.
     pub fn state_subdir(mut self, sub: &str) -> LabBuilder {
@@ -72,7 +107,12 @@ impl LabBuilder {
             env,
             state: serde_json::Value::Null,
         };
-        let o = lab.cmd(&["up", "--size", &self.size]);
+        let mut args = vec!["up", "--size", &self.size];
+        args.extend(self.up_args.iter().map(String::as_str));
+        if !self.up_args.iter().any(|a| a == "--net") {
+            args.extend(["--net", "netns"]);
+        }
+        let o = lab.cmd(&args);
         assert!(
             o.status.success(),
             "lab up failed (run ./setup.sh?): {}",
@@ -93,6 +133,7 @@ impl Lab {
             state_subdir: None,
             env: Vec::new(),
             env_in_dir: Vec::new(),
+            up_args: Vec::new(),
         }
     }
 

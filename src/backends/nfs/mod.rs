@@ -832,7 +832,16 @@ EXPORT {{
         let anchor = rpcbind::start(&tools, &ns, &base).unwrap();
         server.rpcbind = Some(anchor.clone());
         rpcbind::wait_ready(&tools, &ns, &anchor).unwrap();
-        let g = ganesha::start(&tools, &anchor, &server.dir, 2049, 20048, &base).unwrap();
+        let g = ganesha::start(
+            &tools,
+            &anchor,
+            crate::lab::NetMode::Netns,
+            &server.dir,
+            2049,
+            20048,
+            &base,
+        )
+        .unwrap();
         server.ganesha = Some(g.clone());
         let host = server.host.clone();
         if let Err(e) = ready::wait("ganesha", &g, || {
