@@ -187,6 +187,28 @@ impl fmt::Display for PrepareError {
     }
 }
 
+impl PrepareError {
+    /// Whether the storage or the system failed (no space left, an I/O error,
+    /// permission denied, a read-only file system) rather than the request:
+    /// the same command may work once the storage is fixed. `false` means the
+    /// user must change the command (refused, too small, no such directory,
+    /// not a file, a path that cannot name a file).
+    pub fn is_environment(&self) -> bool {
+        match self {
+            PrepareError::Refused { .. }
+            | PrepareError::TooSmall { .. }
+            | PrepareError::NoParent { .. }
+            | PrepareError::NotAFile { .. } => false,
+            PrepareError::Io { source, .. } => !matches!(
+                source.raw_os_error(),
+                Some(
+                    libc::ENOENT | libc::ENOTDIR | libc::EISDIR | libc::ENAMETOOLONG | libc::ELOOP
+                )
+            ),
+        }
+    }
+}
+
 impl std::error::Error for PrepareError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
@@ -754,5 +776,34 @@ mod tests {
         prepare(&req(&p, 4096, true)).unwrap();
         fs::write(marker_path(&p), b"{ not json").unwrap();
         assert_eq!(ownership(&p).unwrap(), Ownership::Foreign);
+    }
+
+    #[test]
+    fn storage_failures_are_told_apart_from_bad_requests() {
+        let io = |errno| PrepareError::Io {
+            path: PathBuf::from("/x/data.dat"),
+            action: "write",
+            source: io::Error::from_raw_os_error(errno),
+        };
+        for errno in [
+            libc::ENOSPC,
+            libc::EIO,
+            libc::EACCES,
+            libc::EROFS,
+            libc::EDQUOT,
+        ] {
+            assert!(io(errno).is_environment(), "errno {errno}");
+        }
+        for errno in [libc::ENOTDIR, libc::EISDIR, libc::ENAMETOOLONG] {
+            assert!(!io(errno).is_environment(), "errno {errno}");
+        }
+        let d = TempDir::new();
+        let p = d.path("f");
+        fs::write(&p, b"someone else's data").unwrap();
+        let refused = prepare(&req(&p, 4096, true)).unwrap_err();
+        assert!(matches!(refused, PrepareError::Refused { .. }), "{refused}");
+        assert!(!refused.is_environment());
+        let missing = prepare(&req(&d.path("nope/f"), 4096, true)).unwrap_err();
+        assert!(!missing.is_environment(), "{missing}");
     }
 }

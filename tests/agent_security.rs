@@ -112,6 +112,7 @@ fn prepare_body(run: u64, targets: &[String], allow_overwrite: bool) -> Value {
         targets: targets.to_vec(),
         threads: Some(1),
         allow_overwrite,
+        verify_run: 0,
     };
     serde_json::to_value(&req).unwrap()
 }

@@ -512,10 +512,12 @@ fn agent_stops_a_run_whose_controller_vanished() {
     let dir = TempDir::new("fleet", "vanish");
     let ag = agents(&dir, 1, 2);
     let tf = dir.join("token");
+    let db = dir.join("results.db");
     let mut controller = Command::new(bin())
-        .env("STORLAB_DB", test_db())
         .arg("run")
         .args([
+            "--db",
+            db.to_str().unwrap(),
             "--hosts",
             &ag[0].addr,
             "--token-file",
@@ -554,4 +556,45 @@ fn agent_stops_a_run_whose_controller_vanished() {
     let (before, _) = agent_state(&ag[0].addr);
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(agent_state(&ag[0].addr).0, before, "no more I/O");
+    controller_saved_what_it_measured(&db);
+}
+
+/// What a controller killed (SIGKILL) after about 2.5 s of a 60 s run left in
+/// its database: the run, never finished, with the intervals measured before
+/// the kill, each with I/O, shown as incomplete by `results list` and `show`.
+fn controller_saved_what_it_measured(db: &Path) {
+    let store = storlab::store::Store::open(db).unwrap();
+    let runs = store.list_runs().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let r = &runs[0];
+    assert_eq!(
+        r.status,
+        storlab::store::RunStatus::Running,
+        "never finished"
+    );
+    let rec = store.load_run(r.id).unwrap();
+    assert!(!rec.complete && rec.error.is_none() && !rec.interrupted);
+    let p = &rec.jobs[0].points[0];
+    let n = p.intervals.len();
+    // 1 s intervals; killed after ~2.5 s, so 1 or 2 of them were final.
+    assert!((1..=3).contains(&n), "intervals saved before the kill: {n}");
+    for (i, iv) in p.intervals.iter().enumerate() {
+        assert_eq!(iv.index as usize, i);
+        assert!(iv.stats.read.ios > 0, "interval {i} has I/O");
+    }
+    let list = Command::new(bin())
+        .args(["results", "list", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&list.stdout);
+    assert!(list.status.success(), "{out}{}", stderr(&list));
+    assert!(out.contains("incomplete"), "{out}");
+    let show = Command::new(bin())
+        .args(["results", "show", &r.id.0.to_string(), "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&show.stdout);
+    assert!(show.status.success(), "{out}{}", stderr(&show));
+    assert!(out.contains("incomplete"), "{out}");
 }

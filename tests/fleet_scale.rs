@@ -99,6 +99,9 @@ fn reply_body(host: usize, index: u32, templates: &[Snapshot]) -> String {
         done: false,
         error: None,
         workers: Vec::new(),
+        verify_maps: Vec::new(),
+        verify_map_error: None,
+        verify_bad: Vec::new(),
     })
     .unwrap()
 }

@@ -6,12 +6,12 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use support::corrupt::{VBLOCK, flip_bits, reported};
 use support::text;
 
-const VBLOCK: u64 = 512;
 const SIZE: u64 = 4 << 20;
 
 struct Dir(PathBuf);
@@ -72,46 +72,9 @@ fn write_all(d: &Dir, extra: &[&str]) {
     assert!(o.status.success(), "write phase failed: {}", text(&o));
 }
 
-/// Flip one byte in each of `n` distinct random blocks; returns the block offsets.
+/// Flip one bit in each of `n` distinct random blocks; returns the block offsets.
 fn corrupt(path: &Path, n: usize, seed: u64) -> BTreeSet<u64> {
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .unwrap();
-    let mut x = seed;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    let mut blocks = BTreeSet::new();
-    while blocks.len() < n {
-        let block = next() % (SIZE / VBLOCK);
-        if !blocks.insert(block * VBLOCK) {
-            continue;
-        }
-        // Anywhere in the block: header (magic, ids, offset, seq, checksum) or payload.
-        let at = block * VBLOCK + next() % VBLOCK;
-        let mut b = [0u8; 1];
-        f.seek(SeekFrom::Start(at)).unwrap();
-        f.read_exact(&mut b).unwrap();
-        b[0] ^= 1 << (next() % 8);
-        f.seek(SeekFrom::Start(at)).unwrap();
-        f.write_all(&b).unwrap();
-    }
-    f.sync_all().unwrap();
-    blocks
-}
-
-/// The offsets of the bad blocks `storlab` reported.
-fn reported(out: &str) -> BTreeSet<u64> {
-    out.lines()
-        .filter(|l| l.starts_with("storlab: verify: "))
-        .filter_map(|l| l.split(" at offset ").nth(1))
-        .filter_map(|r| r.split(':').next()?.trim().parse().ok())
-        .collect()
+    flip_bits(path, 0, SIZE, n, seed)
 }
 
 #[test]

@@ -64,6 +64,8 @@ pub fn run(args: AgentArgs) -> Result<ExitCode, CliError> {
         idle_timeout: Duration::from_secs(args.controller_timeout),
         handlers: 8,
     };
+    // Verify maps saved here carry the agent's name (two agents on one host).
+    crate::verify::set_map_tag(&format!("agent-{}", cfg.name));
     // A refused address is the user's input, named with the flag to pass.
     let agent = Agent::start(&args.listen, cfg).map_err(|e| {
         if e.starts_with("refusing") {

@@ -24,11 +24,13 @@ use std::path::PathBuf;
 pub enum ExitCode {
     /// Everything ran.
     Ok = 0,
-    /// A run failed while measuring (I/O error, target lost); results were saved.
+    /// The storage, a server or a host failed (I/O error, no space left,
+    /// target lost), while measuring or while preparing; results were saved.
     Failed = 1,
-    /// Bad input: nothing ran.
+    /// Bad input (an option, job file, target or file the user must change): nothing ran.
     BadInput = 2,
-    /// Interrupted by SIGINT/SIGTERM; results were saved.
+    /// Interrupted by SIGINT/SIGTERM, whether or not something also failed
+    /// (the error line then says both); results were saved.
     Interrupted = 130,
 }
 

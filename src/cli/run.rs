@@ -60,6 +60,9 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         }),
         None => None,
     };
+    if fleet.is_some() {
+        check_fleet_verify(&jobs)?;
+    }
     if let Some(f) = &fleet {
         match controller::check_fleet(f, &targets) {
             Ok(note) if !args.out.quiet => eprintln!("{note}"),
@@ -71,16 +74,6 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
                 });
             }
         }
-    }
-    if fleet.is_some()
-        && jobs
-            .iter()
-            .flat_map(|j| &j.points)
-            .any(|p| p.verify || p.journal.is_some())
-    {
-        return Err(CliError::input(
-            "--verify and --journal run on this host only, not with --hosts (the block map and the in-flight locks are per process)",
-        ));
     }
     let store = session::open_store(&args.out)?;
     let names: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
@@ -129,4 +122,32 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         }
     }
     s.finish(true)
+}
+
+/// What verify mode can do on a fleet. `--verify` needs `disk_layout = slice`:
+/// every VM disk then has its own slice of the target and a host gets exactly
+/// the slices it would have alone, so no two hosts touch one block and each
+/// agent's own block map and in-flight locks are enough. `--journal` stays
+/// local: its durability check replays one journal written by one process.
+fn check_fleet_verify(jobs: &[crate::workload::Job]) -> Result<(), CliError> {
+    use crate::workload::DiskLayout;
+    let points = || jobs.iter().flat_map(|j| &j.points);
+    if let Some(j) = points().find_map(|p| p.journal.as_deref()) {
+        return Err(CliError::input(format!(
+            "--journal {} runs on this host only, not with --hosts: a journal is one file that one \
+             storlab process appends to and `storlab verify --journal` replays after a crash; \
+             run --journal on each host without --hosts (--verify does work with --hosts)",
+            j.display()
+        )));
+    }
+    if let Some(p) = points().find(|p| p.verify && p.disk_layout == DiskLayout::Shared) {
+        return Err(CliError::input(format!(
+            "--verify with --hosts needs --disk_layout slice (the default), not shared \
+             (allowed with --hosts --verify: slice; point {}): with shared every host's VM disks \
+             use the same region, so two hosts would write the same blocks while each host \
+             keeps its own block map and in-flight locks",
+            p.label
+        )));
+    }
+    Ok(())
 }

@@ -112,11 +112,13 @@ pub fn open_store(out: &OutArgs) -> Result<Option<Store>, CliError> {
     }
 }
 
-/// The exit code of a failure before a point measured anything.
+/// The exit code of a failure before a point measured anything: the user's
+/// input (2) or the storage, a server or a host failing (1).
 pub fn run_error_code(e: &RunError) -> ExitCode {
     match e {
         RunError::Prepare(_) | RunError::Setup(_) | RunError::Refused(_) => ExitCode::BadInput,
-        RunError::Open(_) | RunError::Host(_) => ExitCode::Failed,
+        RunError::Storage(_) | RunError::Open(_) | RunError::Host(_) => ExitCode::Failed,
+        RunError::Stopped(_) => ExitCode::Interrupted,
     }
 }
 
@@ -130,6 +132,8 @@ pub struct Session<'s> {
     pub progress: Progress,
     /// Exit code so far.
     pub code: ExitCode,
+    /// The load point whose error ended the run, named in the error line.
+    failed_point: Option<String>,
 }
 
 fn store_err(e: impl std::fmt::Display) -> CliError {
@@ -157,6 +161,7 @@ impl<'s> Session<'s> {
             writer,
             progress: Progress::new("", out.quiet),
             code: ExitCode::Ok,
+            failed_point: None,
         })
     }
 
@@ -221,24 +226,31 @@ impl<'s> Session<'s> {
                 }
                 let interrupted = point.interrupted;
                 let error = point.error.clone();
+                let label = point.label.clone();
                 self.record
                     .jobs
                     .last_mut()
                     .expect("job pushed")
                     .points
                     .push(point);
-                self.save()?;
+                // Interrupted and failed (an I/O that failed or never came
+                // back while stopping) is both: the error is kept, 130 wins.
+                if let Some(e) = error {
+                    self.record.error = Some(e);
+                    self.failed_point = Some(label);
+                    self.code = ExitCode::Failed;
+                }
                 if interrupted {
                     self.record.interrupted = true;
                     self.code = ExitCode::Interrupted;
-                    return Ok(false);
                 }
-                if let Some(e) = error {
-                    self.record.error = Some(e);
-                    self.code = ExitCode::Failed;
-                    return Ok(false);
-                }
-                Ok(true)
+                self.save()?;
+                Ok(!interrupted && self.record.error.is_none())
+            }
+            Err(RunError::Stopped(_)) => {
+                self.record.interrupted = true;
+                self.code = ExitCode::Interrupted;
+                Ok(false)
             }
             Err(e) => {
                 self.record.error = Some(e.to_string());
@@ -279,23 +291,45 @@ impl<'s> Session<'s> {
         if summary {
             self.print_summary();
         }
-        if let Some(e) = &self.record.error {
-            return Err(CliError {
-                code: self.code,
-                message: e.clone(),
+        self.outcome()
+    }
+
+    /// The run's outcome, told once: the error (naming the load point that
+    /// failed) and/or the interruption. Interrupted and failed exits 130 with
+    /// both in one line.
+    fn outcome(&self) -> Result<ExitCode, CliError> {
+        let saved = "everything measured so far was saved";
+        let error = self
+            .record
+            .error
+            .as_ref()
+            .map(|e| match &self.failed_point {
+                Some(label) => format!("load point {label}: {e}"),
+                None => e.clone(),
             });
+        match (error, self.record.interrupted) {
+            (Some(e), true) => Err(CliError {
+                code: ExitCode::Interrupted,
+                message: format!("interrupted, and the run failed: {e}; {saved}"),
+            }),
+            (Some(e), false) => Err(CliError {
+                code: self.code,
+                message: e,
+            }),
+            (None, true) => {
+                eprintln!("storlab: interrupted; {saved}");
+                Ok(self.code)
+            }
+            (None, false) => Ok(self.code),
         }
-        if self.record.interrupted {
-            eprintln!("storlab: interrupted; everything measured so far was saved");
-        }
-        Ok(self.code)
     }
 
     /// The human summary of every job.
     pub fn print_summary(&self) {
         for job in &self.record.jobs {
             if !job.points.is_empty() {
-                print!("{}", text::job_summary(job));
+                // Errors are left out: the run's error is told once, on stderr.
+                print!("{}", text::job_summary_with(job, false));
                 if self.out.histogram {
                     for p in &job.points {
                         print!("\n{}", text::ms_histogram(p));

@@ -111,6 +111,9 @@ pub struct HostResult {
     pub lost: bool,
     /// What failed on (or about) this host.
     pub error: Option<String>,
+    /// The verify maps it saved on its own disk (a fleet host in verify mode).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify_maps: Vec<crate::verify::SavedMap>,
 }
 
 /// The result of one load point: every interval, per-worker totals and the summary.
@@ -170,8 +173,14 @@ impl Observer for Quiet {}
 pub enum RunError {
     /// The targets or spec cannot run (mixed backends, nothing to run).
     Setup(String),
-    /// Preparing a data file failed or was refused.
+    /// Preparing a data file was refused or cannot work as asked (not
+    /// storlab's, too small, no such directory): the user must change the command.
     Prepare(String),
+    /// The storage or the system failed while preparing (no space left, an
+    /// I/O error, permission denied): the command was fine.
+    Storage(String),
+    /// The user's stop (SIGINT/SIGTERM) arrived before the start.
+    Stopped(String),
     /// A backend could not open its disks.
     Open(String),
     /// A host refused the run (token, protocol version, target not allowed).
@@ -185,6 +194,8 @@ impl fmt::Display for RunError {
         match self {
             RunError::Setup(m)
             | RunError::Prepare(m)
+            | RunError::Storage(m)
+            | RunError::Stopped(m)
             | RunError::Open(m)
             | RunError::Refused(m)
             | RunError::Host(m) => f.write_str(m),
@@ -267,6 +278,11 @@ pub enum HostEvent {
         /// host sends them once at the end (a remote agent, whose intervals
         /// carry per-worker counters only); they replace what the intervals summed.
         workers: Option<Vec<(u32, Snapshot)>>,
+        /// Where a remote host saved its verify maps and the bad blocks it
+        /// printed; `None` when it did not verify, and for this process (which
+        /// prints bad blocks as found and saves its map after `Done`, where
+        /// docs/verify.md says).
+        verify: Option<crate::verify::HostVerify>,
     },
     /// The host can no longer be reached; no more events come from it.
     Lost {

@@ -143,6 +143,8 @@ struct Slot {
     ramp_intervals: u32,
     done: bool,
     error: Option<String>,
+    /// Where the finished run saved its verify maps, and its bad blocks.
+    verify: Option<crate::verify::HostVerify>,
     last_contact: Instant,
 }
 
@@ -218,6 +220,7 @@ impl Agent {
                 ramp_intervals: 0,
                 done: false,
                 error: None,
+                verify: None,
                 last_contact: Instant::now(),
             }),
             changed: Condvar::new(),
@@ -770,10 +773,16 @@ fn prepare(shared: &Shared, req: wire::PrepareRequest, targets: Vec<Target>) -> 
         s.ramp_intervals = req.spec.ramp_intervals();
         s.done = false;
         s.error = None;
+        s.verify = None;
         s.runner.take()
     };
     if let Some(mut r) = old {
         r.finish();
+    }
+    // One controller run is one verify run: its points continue one map here,
+    // and the next controller run starts afresh (crate::verify::set_run_id).
+    if req.spec.verify || req.spec.journal.is_some() {
+        crate::verify::set_run_id(req.verify_run);
     }
     let plan = HostPlan {
         spec: req.spec,
@@ -886,18 +895,28 @@ fn forward(shared: &Shared, run: u64, rx: mpsc::Receiver<HostEvent>) {
         }
         shared.changed.notify_all();
     }
+    // The engine threads are done: release the runner (which saves a verify
+    // map) before the run counts as done, so the last reply can say where.
     let runner = {
         let mut s = shared.lock();
         if s.run != run {
             return;
         }
+        s.runner.take()
+    };
+    let verify = runner.and_then(|mut r| {
+        r.finish();
+        r.take_verify_saved()
+    });
+    {
+        let mut s = shared.lock();
+        if s.run != run {
+            return;
+        }
+        s.verify = verify;
         s.done = true;
         s.state = RunState::Finished;
         shared.changed.notify_all();
-        s.runner.take()
-    };
-    if let Some(mut r) = runner {
-        r.finish();
     }
     shared.log(&format!("run {run} finished"));
 }
@@ -945,6 +964,18 @@ fn intervals(shared: &Shared, req: wire::IntervalsRequest) -> Reply {
                 .collect()
         } else {
             Vec::new()
+        },
+        verify_maps: match s.verify.as_ref().map(|v| &v.maps) {
+            Some(Ok(m)) if s.done && all_sent => m.iter().map(Into::into).collect(),
+            _ => Vec::new(),
+        },
+        verify_map_error: match s.verify.as_ref().map(|v| &v.maps) {
+            Some(Err(e)) if s.done && all_sent => Some(e.clone()),
+            _ => None,
+        },
+        verify_bad: match &s.verify {
+            Some(v) if s.done && all_sent => v.bad.clone(),
+            _ => Vec::new(),
         },
     })
 }

@@ -276,6 +276,8 @@ impl HostRunner for RemoteRunner {
             targets: plan.targets.iter().map(|t| t.to_string()).collect(),
             threads: plan.threads.map(|t| t as u32),
             allow_overwrite: plan.allow_overwrite,
+            // One controller run is one verify run on every host.
+            verify_run: crate::verify::run_id(),
         };
         let reply: wire::PrepareReply = self
             .client
@@ -375,10 +377,21 @@ fn poll(client: &Client, run: u64, host: usize, stop: &AtomicBool, events: &Send
                 }
                 if r.done {
                     let workers = r.workers.into_iter().map(|w| (w.worker, w.stats)).collect();
+                    let verify = (r.verify_map_error.is_some()
+                        || !r.verify_maps.is_empty()
+                        || !r.verify_bad.is_empty())
+                    .then(|| crate::verify::HostVerify {
+                        maps: match r.verify_map_error {
+                            Some(e) => Err(e),
+                            None => Ok(r.verify_maps.into_iter().map(Into::into).collect()),
+                        },
+                        bad: r.verify_bad,
+                    });
                     let _ = events.send(HostEvent::Done {
                         host,
                         error: r.error,
                         workers: Some(workers),
+                        verify,
                     });
                     return;
                 }

@@ -17,8 +17,10 @@ use serde::{Deserialize, Serialize};
 
 /// The protocol version this build speaks. 3: the spec carries `disk_layout`,
 /// `rate_mode`, `io_timeout`, `verify` and `journal` (an agent of version 2
-/// would silently drop them and run another test).
-pub const PROTOCOL_VERSION: u32 = 3;
+/// would silently drop them and run another test). 4: verify mode on a fleet:
+/// [`PrepareRequest::verify_run`], [`IntervalsReply::verify_maps`],
+/// [`IntervalsReply::verify_map_error`] and [`IntervalsReply::verify_bad`].
+pub const PROTOCOL_VERSION: u32 = 4;
 /// Request header carrying the sender's [`PROTOCOL_VERSION`].
 pub const PROTOCOL_HEADER: &str = "X-Storlab-Protocol";
 /// Request header carrying the sender's storlab version.
@@ -149,6 +151,10 @@ pub struct PrepareRequest {
     pub threads: Option<u32>,
     /// Permission to write into files storlab did not create.
     pub allow_overwrite: bool,
+    /// The verify run id every host of this controller run writes into its
+    /// verify headers (the controller's own; 0: the agent's).
+    #[serde(default)]
+    pub verify_run: u32,
 }
 
 /// One prepared file.
@@ -259,6 +265,43 @@ pub struct IntervalsReply {
     /// Once done: each worker's measured totals with latency histograms.
     #[serde(default)]
     pub workers: Vec<WireWorker>,
+    /// Once done, in verify mode: the maps the agent saved on its own disk.
+    #[serde(default)]
+    pub verify_maps: Vec<WireSavedMap>,
+    /// Once done, in verify mode: why the agent could not save its map.
+    #[serde(default)]
+    pub verify_map_error: Option<String>,
+    /// Once done, in verify mode: the bad blocks it printed in full (at most
+    /// 20 per engine thread; all are counted in the intervals).
+    #[serde(default)]
+    pub verify_bad: Vec<String>,
+}
+
+/// A verify map an agent saved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireSavedMap {
+    /// The target URL it covers.
+    pub target: String,
+    /// The map file, on the agent's host.
+    pub path: String,
+}
+
+impl From<&crate::verify::SavedMap> for WireSavedMap {
+    fn from(m: &crate::verify::SavedMap) -> Self {
+        WireSavedMap {
+            target: m.target.clone(),
+            path: m.path.clone(),
+        }
+    }
+}
+
+impl From<WireSavedMap> for crate::verify::SavedMap {
+    fn from(m: WireSavedMap) -> Self {
+        crate::verify::SavedMap {
+            target: m.target,
+            path: m.path,
+        }
+    }
 }
 
 /// End the run early.
@@ -467,6 +510,7 @@ mod tests {
             targets: vec!["null:".into()],
             threads: Some(2),
             allow_overwrite: false,
+            verify_run: 0x1234_5678,
         });
         round_trip(PrepareReply {
             run: 7,
@@ -544,6 +588,12 @@ mod tests {
                 worker: 5,
                 stats: snap(30),
             }],
+            verify_maps: vec![WireSavedMap {
+                target: "file:/srv/a".into(),
+                path: "/var/lib/storlab/verify/a.map".into(),
+            }],
+            verify_map_error: None,
+            verify_bad: vec!["corrupt block (bad checksum) on file:/srv/a at offset 512: …".into()],
         });
         // Per worker, an interval carries counters only; histograms come at the end.
         let back = HostInterval::from(w);

@@ -50,8 +50,15 @@ fn num(v: f64) -> String {
     }
 }
 
-/// Throughput and CPU of every load point of a job, then latency.
+/// Throughput and CPU of every load point of a job, then latency, then which
+/// points were interrupted or ended by an error (and the error).
 pub fn job_summary(job: &JobRecord) -> String {
+    job_summary_with(job, true)
+}
+
+/// [`job_summary`]; `errors: false` leaves the points' errors out, for a caller
+/// that tells the run's error itself (`storlab run`, on stderr, once).
+pub fn job_summary_with(job: &JobRecord, errors: bool) -> String {
     let mut out = String::new();
     let profile = job
         .profile
@@ -141,7 +148,7 @@ pub fn job_summary(job: &JobRecord) -> String {
                 p.label
             );
         }
-        if let Some(e) = &p.error {
+        if let Some(e) = p.error.as_ref().filter(|_| errors) {
             let _ = writeln!(out, "{}: ended by an error: {e}", p.label);
         }
     }

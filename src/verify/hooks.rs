@@ -186,6 +186,7 @@ impl<'a> Checker<'a> {
                 };
                 if self.bad + bad <= SHOWN as u64 {
                     eprintln!("storlab: verify: {report}");
+                    sh.shown_bad(report.to_string());
                 }
                 self.first_bad.get_or_insert_with(|| report.to_string());
             }

@@ -81,6 +81,7 @@ pub struct Shared {
     shards: Vec<Mutex<Shard>>,
     journal: Mutex<Option<Journal>>,
     bad: AtomicU64,
+    shown: Mutex<Vec<String>>,
 }
 
 fn shard_of(store: u32, block: u64) -> usize {
@@ -177,6 +178,7 @@ impl Shared {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             journal: Mutex::new(None),
             bad: AtomicU64::new(0),
+            shown: Mutex::new(Vec::new()),
         };
         shared.load_saved()?;
         if let Some(path) = journal {
@@ -289,6 +291,17 @@ impl Shared {
         self.bad.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Keep the report of a bad block that was printed in full (a fleet
+    /// agent sends these to its controller).
+    pub fn shown_bad(&self, report: String) {
+        self.shown.lock().expect("shown lock").push(report);
+    }
+
+    /// The reports kept by [`Shared::shown_bad`], in the order found.
+    pub fn take_shown(&self) -> Vec<String> {
+        std::mem::take(&mut *self.shown.lock().expect("shown lock"))
+    }
+
     /// Bad blocks found so far.
     pub fn bad(&self) -> u64 {
         self.bad.load(Ordering::Relaxed)
@@ -304,7 +317,7 @@ impl Shared {
 
     /// Close the journal and save one map per target (atomically). Returns
     /// the files written; `Err` names the file that could not be written.
-    pub fn save(&self) -> Result<Vec<PathBuf>, String> {
+    pub fn save(&self) -> Result<Vec<super::SavedMap>, String> {
         let mut errors = Vec::new();
         if let Some(j) = self.journal.lock().expect("journal lock").take()
             && let Err(e) = j.close()
@@ -348,7 +361,10 @@ impl Shared {
                 continue;
             }
             match journal::write_file(&path, &bytes) {
-                Ok(()) => written.push(path),
+                Ok(()) => written.push(super::SavedMap {
+                    target,
+                    path: path.display().to_string(),
+                }),
                 Err(e) => errors.push(e),
             }
         }
@@ -400,6 +416,7 @@ mod tests {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             journal: Mutex::new(None),
             bad: AtomicU64::new(0),
+            shown: Mutex::new(Vec::new()),
         }
     }
 

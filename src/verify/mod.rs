@@ -21,21 +21,57 @@ use map::{Entry, StoreInfo};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-static RUN_ID: OnceLock<u32> = OnceLock::new();
+static RUN_ID: AtomicU32 = AtomicU32::new(0);
 static SEQ: AtomicU64 = AtomicU64::new(1);
+static MAP_TAG: OnceLock<String> = OnceLock::new();
 
-/// This process's run id, written into every verify header (random, never 0).
+/// This process's run id, written into every verify header (random, never 0;
+/// an agent takes its controller's, see [`set_run_id`]).
 pub fn run_id() -> u32 {
-    *RUN_ID.get_or_init(|| {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-        let mut x = nanos ^ ((std::process::id() as u64) << 32);
-        (crate::workload::pattern::splitmix64(&mut x) as u32).max(1)
-    })
+    let id = RUN_ID.load(Ordering::Relaxed);
+    if id != 0 {
+        return id;
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut x = nanos ^ ((std::process::id() as u64) << 32);
+    let fresh = (crate::workload::pattern::splitmix64(&mut x) as u32).max(1);
+    match RUN_ID.compare_exchange(0, fresh, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => fresh,
+        Err(set) => set,
+    }
+}
+
+/// Use `id` (not 0) as the run id of the maps built from now on. A fleet agent
+/// takes the controller's run id for each share it runs, so one `storlab run
+/// --hosts` is one verify run on every host (its points continue one map per
+/// host) and the next controller run starts afresh, as a new local process does.
+pub fn set_run_id(id: u32) {
+    if id != 0 {
+        RUN_ID.store(id, Ordering::Relaxed);
+    }
+}
+
+/// Name this process's saved maps with `tag` as well (set once, before any map
+/// is saved): a fleet agent tags them with its name, so two agents on one host
+/// running the same target keep one map each.
+pub fn set_map_tag(tag: &str) {
+    let safe: String = tag
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    let _ = MAP_TAG.set(safe);
 }
 
 /// The next write sequence number: unique and increasing over the process,
@@ -66,7 +102,36 @@ pub fn map_path(target: &str) -> PathBuf {
         .take(80)
         .collect();
     let id = format::target_id(target);
-    state_dir().join(format!("{safe}-{:08x}.map", id as u32))
+    match MAP_TAG.get() {
+        Some(tag) => state_dir().join(format!("{safe}-{:08x}-{tag}.map", id as u32)),
+        None => state_dir().join(format!("{safe}-{:08x}.map", id as u32)),
+    }
+}
+
+/// What verify mode left on one host when its share ended: where its maps
+/// were saved (`Err`: why not) and the bad blocks it printed in full.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostVerify {
+    /// The maps saved.
+    pub maps: Result<Vec<SavedMap>, String>,
+    /// Bad blocks printed in full (at most [`hooks::SHOWN`] per engine thread).
+    pub bad: Vec<String>,
+}
+
+/// One saved map: the target it covers and the file on this host.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SavedMap {
+    /// The target URL, as `storlab verify TARGET` takes it.
+    pub target: String,
+    /// The map file.
+    pub path: String,
+}
+
+impl SavedMap {
+    /// The command that re-checks this map (run on the host that saved it).
+    pub fn recheck(&self) -> String {
+        format!("storlab verify {} --map {}", self.target, self.path)
+    }
 }
 
 /// A journal or saved map, replayed: per store, what each written block holds.
@@ -169,9 +234,12 @@ pub fn start(
 }
 
 /// The point ended (however): close the journal and save the map. A failure
-/// is printed, naming the file; the point's own outcome stands.
-pub fn finish(shared: &map::Shared) {
-    if let Err(e) = shared.save() {
-        eprintln!("storlab: error: verify: {e}");
+/// is printed, naming the file, and returned; the point's own outcome stands.
+pub fn finish(shared: &map::Shared) -> HostVerify {
+    HostVerify {
+        maps: shared
+            .save()
+            .inspect_err(|e| eprintln!("storlab: error: verify: {e}")),
+        bad: shared.take_shown(),
     }
 }

@@ -3,6 +3,7 @@
 mod bad_input;
 mod common;
 mod curve;
+mod exit_codes;
 mod interrupt;
 mod results_diff;
 mod run_file;

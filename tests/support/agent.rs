@@ -21,7 +21,17 @@ impl AgentProc {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        Self::start_with_env(name, &[], args)
+    }
+
+    /// [`AgentProc::start`] with extra environment variables (`STORLAB_VERIFY_DIR`).
+    pub fn start_with_env<I, S>(name: &str, env: &[(&str, &OsStr)], args: I) -> AgentProc
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
         let mut child = super::storlab()
+            .envs(env.iter().copied())
             .args(["agent", "--listen", "127.0.0.1:0", "--name", name])
             .args(args)
             .stdout(Stdio::null())

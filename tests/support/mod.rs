@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod corrupt;
 pub mod lab;
 
 use std::path::{Path, PathBuf};

@@ -88,8 +88,10 @@ fn first_error(results: Vec<RunError>) -> RunError {
         RunError::Refused(_) => 0,
         RunError::Setup(_) => 1,
         RunError::Prepare(_) => 2,
-        RunError::Open(_) => 3,
-        RunError::Host(_) => 4,
+        RunError::Storage(_) => 3,
+        RunError::Open(_) => 4,
+        RunError::Host(_) => 5,
+        RunError::Stopped(_) => 6,
     };
     let msg = results
         .iter()
@@ -100,6 +102,8 @@ fn first_error(results: Vec<RunError>) -> RunError {
         Some(RunError::Refused(_)) => RunError::Refused(msg),
         Some(RunError::Setup(_)) | None => RunError::Setup(msg),
         Some(RunError::Prepare(_)) => RunError::Prepare(msg),
+        Some(RunError::Storage(_)) => RunError::Storage(msg),
+        Some(RunError::Stopped(_)) => RunError::Stopped(msg),
         Some(RunError::Open(_)) => RunError::Open(msg),
         Some(RunError::Host(_)) => RunError::Host(msg),
     }
@@ -185,6 +189,7 @@ fn run_started(
     let mut merger: Merger<(Snapshot, Vec<CpuSample>)> = Merger::new(n);
     let mut host_series: Vec<Vec<IntervalRecord>> = vec![Vec::new(); n];
     let mut host_errors: Vec<Option<String>> = vec![None; n];
+    let mut host_maps: Vec<Vec<crate::verify::SavedMap>> = vec![Vec::new(); n];
     let mut lost = vec![false; n];
     let mut errors: Vec<String> = Vec::new();
     for (i, h) in hosts.iter_mut().enumerate() {
@@ -264,8 +269,10 @@ fn run_started(
                 host,
                 error,
                 workers,
+                verify,
             }) => {
                 merger.end(host);
+                host_maps[host] = verify_maps_of(hosts[host].name(), verify, obs);
                 for (w, s) in workers.into_iter().flatten() {
                     if let Some(pw) = per_worker.get_mut(w as usize) {
                         *pw = s;
@@ -341,6 +348,7 @@ fn run_started(
         .zip(per_worker)
         .map(|(id, stats)| WorkerResult { id, stats })
         .collect();
+    let mut host_maps = host_maps.into_iter();
     let host_results = hosts
         .iter()
         .zip(plans)
@@ -359,6 +367,7 @@ fn run_started(
                 summary,
                 lost,
                 error,
+                verify_maps: host_maps.next().unwrap_or_default(),
             }
         })
         .collect();
@@ -378,6 +387,39 @@ fn run_started(
         error: (!errors.is_empty()).then(|| errors.join("; ")),
         hosts: host_results,
     })
+}
+
+/// Print the bad blocks host `name` found (as a local run prints its own),
+/// tell the user where it saved its verify maps and how to re-check them
+/// there (or why it could not save them); returns the maps.
+fn verify_maps_of(
+    name: &str,
+    verify: Option<crate::verify::HostVerify>,
+    obs: &mut dyn Observer,
+) -> Vec<crate::verify::SavedMap> {
+    let Some(v) = verify else {
+        return Vec::new();
+    };
+    for b in &v.bad {
+        eprintln!("storlab: verify: {b} (host {name})");
+    }
+    match v.maps {
+        Err(e) => {
+            obs.note(&format!("host {name}: verify: could not save its map: {e}"));
+            Vec::new()
+        }
+        Ok(maps) => {
+            for m in &maps {
+                obs.note(&format!(
+                    "host {name}: verify map of {} saved on that host at {}; re-check there with: {}",
+                    m.target,
+                    m.path,
+                    m.recheck()
+                ));
+            }
+            maps
+        }
+    }
 }
 
 #[cfg(test)]

@@ -51,6 +51,8 @@ pub struct LocalRunner {
     collector: Option<JoinHandle<()>>,
     /// Verify mode's block map, saved in `finish` however the point ended.
     verify: Option<Arc<crate::verify::map::Shared>>,
+    /// Where `finish` saved the map (or why it could not), and bad blocks.
+    verify_saved: Option<crate::verify::HostVerify>,
 }
 
 impl LocalRunner {
@@ -68,7 +70,14 @@ impl LocalRunner {
             },
             collector: None,
             verify: None,
+            verify_saved: None,
         }
+    }
+
+    /// Where the last `finish` saved verify mode's map and the bad blocks it
+    /// printed; `None` when the point did not verify. Taken once.
+    pub fn take_verify_saved(&mut self) -> Option<crate::verify::HostVerify> {
+        self.verify_saved.take()
     }
 }
 
@@ -115,14 +124,20 @@ fn prepare_disks(
             writes,
             allow_foreign_writes: allow_overwrite,
         };
-        let p = prepare::prepare(&req).map_err(|e| RunError::Prepare(e.to_string()))?;
+        let p = prepare::prepare(&req).map_err(|e| {
+            if e.is_environment() {
+                RunError::Storage(e.to_string())
+            } else {
+                RunError::Prepare(e.to_string())
+            }
+        })?;
         done.push(PreparedFile {
             path: path.display().to_string(),
             created: p.created,
             filled_bytes: p.filled_bytes,
         });
         if stop.load(Ordering::Relaxed) {
-            return Err(RunError::Prepare(
+            return Err(RunError::Stopped(
                 "interrupted while preparing data files".into(),
             ));
         }
@@ -287,6 +302,7 @@ fn collect(rx: Receiver<Msg>, nthreads: usize, host: usize, events: Sender<HostE
         host,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
         workers: None,
+        verify: None,
     });
 }
 
@@ -422,7 +438,7 @@ impl HostRunner for LocalRunner {
             let _ = h.join();
         }
         if let Some(v) = self.verify.take() {
-            crate::verify::finish(&v);
+            self.verify_saved = Some(crate::verify::finish(&v));
         }
     }
 }
