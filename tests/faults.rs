@@ -1,12 +1,15 @@
 //! The fault matrix (issue 6, item 3): real servers of the lab stopped
 //! (SIGSTOP: I/O that never completes), the lab's link cut, a full target
-//! (ENOSPC) at prepare and at run time, a target deleted mid-run, SIGTERM.
+//! (ENOSPC) at prepare and at run time (file, NBD, NFSv3, NFSv4, iSCSI), a
+//! target deleted mid-run (the NFS backing file replaced and the servers
+//! restarted included), ganesha killed under NFSv4, SIGTERM.
 //! Each case checks that the run ends within a bound, with an error naming the
 //! target and what happened, that every completed interval is in the JSON and
 //! in the results database, and that nothing is left behind. Needs root and
 //! ./setup.sh's packages; labs, mounts and servers are removed by guards.
-//! Server killed, agent killed, controller killed and SIGINT are tested in
-//! tests/compare.rs, tests/fleet.rs and tests/cli/interrupt.rs.
+//! Server killed over NBD, iSCSI and NFSv3, agent killed, controller killed
+//! and SIGINT are tested in tests/compare.rs, tests/fleet.rs and
+//! tests/cli/interrupt.rs.
 
 mod support;
 
@@ -37,9 +40,13 @@ fn assert_root() {
     support::assert_root("the fault tests need root (network namespaces, tmpfs mounts)");
 }
 
-/// A lab of 64 MiB for this file's tests.
+/// A lab of 64 MiB for this file's tests, its servers in the storage host's
+/// namespace (`--net netns`): the link can be cut, and its addresses and
+/// ports are its own, so it does not collide with another lab.
 fn lab_up(tag: &str) -> Lab {
-    Lab::up(&format!("faultlab-{tag}"), "64m")
+    Lab::builder(&format!("faultlab-{tag}"), "64m")
+        .net("netns")
+        .up()
 }
 
 fn signal(pid: i32, sig: i32) {
@@ -457,7 +464,8 @@ fn a_full_target_is_reported_as_no_space_left_naming_it() {
             ],
         );
         let (status, err, _) = run.wait(Duration::from_secs(20), "prepare");
-        assert_eq!(status.code(), Some(2), "prepare failure exit code: {err}");
+        // The storage failing, not the user's input: 1, before the start too.
+        assert_eq!(status.code(), Some(1), "prepare failure exit code: {err}");
         assert!(err.contains("No space left on device"), "{err}");
         assert!(err.contains(&file.display().to_string()), "{err}");
         // The partial file storlab created (and its marker) is removed, so
@@ -752,5 +760,239 @@ fn sigterm_with_a_stopped_server_ends_within_the_io_timeout() {
     assert!(e.contains(&url) && e.contains("still in flight"), "{doc}");
     let iv = run.intervals("SIGTERM, nbdkit stopped");
     assert!(iv.iter().filter(|i| ios(i) > 0).count() >= 2);
+    lab.down_clean();
+}
+
+/// A lab whose backing store is a file on a tmpfs of the test's own, so the
+/// servers' writes can run out of space. The fields drop in order: the lab
+/// first (`lab down`), then the tmpfs, which the servers hold busy until then.
+struct LabOnTmpfs {
+    lab: Lab,
+    fs: Tmpfs,
+}
+
+impl LabOnTmpfs {
+    /// A 64 MiB lab on an 80 MiB tmpfs.
+    fn up(tag: &str) -> LabOnTmpfs {
+        let fs = Tmpfs::mount(tag, "80m");
+        let lab = Lab::builder(&format!("faultlab-{tag}"), "64m")
+            .backing_dir(fs.path())
+            .net("netns")
+            .up();
+        LabOnTmpfs { lab, fs }
+    }
+
+    /// Give the backing file's blocks back (holes over its whole length, its
+    /// size kept, as a discard leaves a thin LUN), fill the file system and
+    /// leave `free` bytes: overwrites then need new blocks and the servers'
+    /// writes fail with ENOSPC once `free` is used up.
+    fn thin_and_full(&self, free: u64) {
+        let backing = self.lab.backing();
+        assert!(
+            backing.starts_with(self.fs.path()),
+            "the backing file {} is on the test's tmpfs",
+            backing.display()
+        );
+        let len = std::fs::metadata(&backing).unwrap().len().to_string();
+        let o = Command::new("fallocate")
+            .args(["--punch-hole", "--offset", "0", "--length", &len])
+            .arg(&backing)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "fallocate: {}", text(&o));
+        let filler = self.fs.path().join("filler");
+        let _ = std::fs::remove_file(&filler);
+        self.fs.fill("filler");
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&filler)
+            .unwrap();
+        let full = f.metadata().unwrap().len();
+        assert!(full > free, "the filler holds {full} bytes");
+        f.set_len(full - free).unwrap();
+    }
+}
+
+#[test]
+fn a_full_target_at_run_time_over_nfs_and_iscsi() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = TempDir::new("faults", "nospc-lab-out");
+    let lab = LabOnTmpfs::up("nospc-lab");
+    for target in ["nfs3", "nfs4", "iscsi"] {
+        // 3 MiB free: 64 KiB random writes at 1 MiB/s fill it in about 3 s.
+        lab.thin_and_full(3 << 20);
+        let url = lab.lab.url(target);
+        let mut run = Run::start(
+            &out.0,
+            target,
+            &[
+                "--target",
+                &url,
+                "--rw",
+                "randwrite",
+                "--bs",
+                "64k",
+                "--iodepth",
+                "4",
+                "--rate",
+                "1m",
+                "--runtime",
+                "30",
+                "--io-timeout",
+                IO_TIMEOUT,
+            ],
+        );
+        let what = format!("{target} ENOSPC");
+        let (status, err, took) = run.wait(Duration::from_secs(15), &what);
+        eprintln!("{what}: ended after {took:?}: {err}");
+        assert!(
+            took >= Duration::from_secs(1),
+            "{what}: failed before the free space was used: {took:?}: {err}"
+        );
+        // ganesha answers NFS3ERR_NOSPC / NFS4ERR_NOSPC; tgtd reports its
+        // failed pwrite as a MEDIUM ERROR check condition (it says nothing
+        // of space), which is all an initiator can learn.
+        let must: &[&str] = if target == "iscsi" {
+            &[
+                &url,
+                "write of 65536 bytes",
+                "Input/output error",
+                "CHECK CONDITION, MEDIUM_ERROR (0x3)/UNRECOVERED_READ_ERROR (0x1100)",
+            ]
+        } else {
+            &[&url, "write of 65536 bytes", "No space left on device"]
+        };
+        check_failed(&run, status, &err, must, 2, &what);
+        let server = if target == "iscsi" { "tgtd" } else { "ganesha" };
+        assert!(
+            alive(lab.lab.pid(server)),
+            "{server} died of a full file system"
+        );
+    }
+    let LabOnTmpfs { lab, fs } = lab;
+    lab.down_clean();
+    drop(fs);
+}
+
+#[test]
+fn a_server_killed_mid_run_over_nfs4_ends_the_run_naming_the_target() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = lab_up("kill-nfs4");
+    let dir = TempDir::new("faults", "kill-nfs4");
+    let url = lab.url("nfs4");
+    let mut run = Run::start(&dir.0, "nfs4", &run_args(&url, "randrw"));
+    std::thread::sleep(Duration::from_millis(2500));
+    signal(lab.pid("ganesha"), libc::SIGKILL);
+    let (status, err, took) = run.wait(Duration::from_secs(10), "nfs4, ganesha killed");
+    eprintln!("nfs4, ganesha killed: ended after {took:?}: {err}");
+    // The kernel closes a dead server's sockets: the client sees the
+    // connection end at once, long before the I/O timeout.
+    assert!(took < Duration::from_secs(2), "{took:?}: {err}");
+    check_failed(
+        &run,
+        status,
+        &err,
+        &[&url, "connection lost", "did the server stop?"],
+        2,
+        "nfs4, ganesha killed",
+    );
+    lab.down_clean();
+}
+
+/// Host, NFS port, export, file and MOUNT port (if given) of a lab NFS URL
+/// (`nfs://HOST:PORT/storlab/disk.img?version=N[&mountport=M]`).
+fn nfs_parts(url: &str) -> (String, u16, String, String, Option<u16>) {
+    let rest = url.strip_prefix("nfs://").unwrap();
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (hostport, path) = rest.split_once('/').unwrap();
+    let (host, port) = hostport.rsplit_once(':').unwrap();
+    let (export, file) = path.rsplit_once('/').unwrap();
+    let mountport = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("mountport="))
+        .map(|p| p.parse().unwrap());
+    (
+        host.to_string(),
+        port.parse().unwrap(),
+        format!("/{export}"),
+        file.to_string(),
+        mountport,
+    )
+}
+
+#[test]
+fn nfs_backing_file_replaced_and_ganesha_restarted_mid_run() {
+    use storlab::backends::nfs::{rpc::Conn, v3, v4};
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut lab = lab_up("stale");
+    let dir = TempDir::new("faults", "stale");
+    let t = Duration::from_secs(10);
+    let (host, port, export, file, mountport) = nfs_parts(&lab.url("nfs3"));
+
+    // Handles to the backing file as the lab serves it now, through
+    // storlab's own NFS client code.
+    let mport = mountport.unwrap_or_else(|| v3::mount_port(&host).unwrap());
+    let root = v3::mount(&host, mport, &export).unwrap();
+    let mut c3 = Conn::connect(&host, port, t).unwrap();
+    let f3 = v3::open(&mut c3, &root, &export, &file, false).unwrap();
+    v3::commit(&mut c3, &f3, t).expect("COMMIT with the handle before");
+    let mut c4 = Conn::connect(&host, port, t).unwrap();
+    let f4 = v4::open(&mut c4, &export, &file, true, false).unwrap();
+    v4::commit(&mut c4, &f4, t).expect("COMMIT with the handle before");
+    drop((c3, c4));
+
+    // Runs over both versions; the backing file is removed on the storage
+    // host (another file of the same name and size takes its place, which
+    // the servers' readiness checks need) and every server restarted: while
+    // tgtd or nbdkit holds the old file open its inode lives on, and the
+    // restarted ganesha resolves the old handles to it as if nothing
+    // happened. ganesha goes last, so the runs over NFS see the file gone.
+    let urls = [lab.url("nfs3"), lab.url("nfs4")];
+    let mut runs: Vec<Run> = ["nfs3", "nfs4"]
+        .iter()
+        .zip(&urls)
+        .map(|(target, url)| Run::start(&dir.0, target, &run_args(url, "randrw")))
+        .collect();
+    std::thread::sleep(Duration::from_millis(2500));
+    let backing = lab.backing();
+    let len = std::fs::metadata(&backing).unwrap().len();
+    std::fs::remove_file(&backing).unwrap();
+    std::fs::File::create(&backing)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+    for server in ["tgtd", "nbdkit", "ganesha"] {
+        let o = lab.cmd(&["restart", server]);
+        assert!(o.status.success(), "restart {server}: {}", text(&o));
+    }
+    lab.refresh();
+
+    // storlab's client does not reconnect: the runs end when the old ganesha
+    // goes, with the connection, before any stale handle can be answered.
+    for (run, (target, url)) in runs.iter_mut().zip(["nfs3", "nfs4"].iter().zip(&urls)) {
+        let what = format!("{target}, ganesha restarted");
+        let (status, err, took) = run.wait(Duration::from_secs(10), &what);
+        eprintln!("{what}: ended {took:?} after the restarts: {err}");
+        check_failed(run, status, &err, &[url, "connection lost"], 2, &what);
+    }
+
+    // The restarted ganesha does answer the old handles STALE (storlab maps
+    // the status to ESTALE, "Stale file handle"), and the file's name now
+    // leads to the new file.
+    let mut c3 = Conn::connect(&host, port, t).unwrap();
+    assert_eq!(
+        v3::commit(&mut c3, &f3, t).map(|_| ()),
+        Err("NFS3ERR_STALE".to_string())
+    );
+    let mut c4 = Conn::connect(&host, port, t).unwrap();
+    assert_eq!(
+        v4::commit(&mut c4, &f4, t).map(|_| ()),
+        Err("NFS4ERR_STALE".to_string())
+    );
+    let root = v3::mount(&host, mport, &export).unwrap();
+    let new = v3::open(&mut c3, &root, &export, &file, false).unwrap();
+    assert_ne!(new.fh, f3.fh, "a new handle for the new file");
+    v3::commit(&mut c3, &new, t).expect("COMMIT with the new handle");
+    drop((c3, c4));
     lab.down_clean();
 }

@@ -253,20 +253,38 @@ extern "C" fn on_task_done(
     }
 }
 
-/// Text of a sense key and ASC/ASCQ, e.g. "ILLEGAL_REQUEST/LBA_OUT_OF_RANGE".
+/// Names of a sense key (`key`) or an ASC/ASCQ pair that libiscsi 1.19 leaves
+/// unnamed but servers send: tgtd reports any failed write to its backing
+/// file (a full file system included) as MEDIUM_ERROR/UNRECOVERED_READ_ERROR.
+fn unnamed_by_libiscsi(key: bool, code: i32) -> Option<&'static str> {
+    Some(match (key, code) {
+        (true, 0x3) => "MEDIUM_ERROR",
+        (false, 0x0300) => "PERIPHERAL_DEVICE_WRITE_FAULT",
+        (false, 0x0c00) => "WRITE_ERROR",
+        (false, 0x1100) => "UNRECOVERED_READ_ERROR",
+        (false, 0x2707) => "SPACE_ALLOCATION_FAILED_WRITE_PROTECT",
+        _ => return None,
+    })
+}
+
+/// Text of a sense key and ASC/ASCQ, e.g. "ILLEGAL_REQUEST/LBA_OUT_OF_RANGE"
+/// or "MEDIUM_ERROR (0x3)/UNRECOVERED_READ_ERROR (0x1100)".
 pub fn sense_text(key: i32, ascq: i32) -> String {
     // SAFETY: both functions return pointers to static NUL-terminated strings
     // (or NULL for unknown codes, which is checked).
     let (k, a) = unsafe { (scsi_sense_key_str(key), scsi_sense_ascq_str(ascq)) };
-    let s = |p: *const c_char, code: i32| {
+    let s = |p: *const c_char, is_key: bool, code: i32| {
         if p.is_null() {
-            format!("{code:#x}")
+            match unnamed_by_libiscsi(is_key, code) {
+                Some(name) => format!("{name} ({code:#x})"),
+                None => format!("{code:#x}"),
+            }
         } else {
             // SAFETY: non-NULL, static and NUL-terminated (see above).
             unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
         }
     };
-    format!("{}/{}", s(k, key), s(a, ascq))
+    format!("{}/{}", s(k, true, key), s(a, false, ascq))
 }
 
 /// `poll(2)` over `fds`; returns how many have events.
@@ -653,3 +671,15 @@ impl Drop for Session {
 // backend to its worker thread and drives it from there only); libiscsi keeps
 // no thread-local state, and the raw pointers it holds are owned by the session.
 unsafe impl Send for Session {}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sense_codes_libiscsi_leaves_unnamed_are_named_with_their_code() {
+        assert_eq!(
+            super::sense_text(0x3, 0x1100),
+            "MEDIUM_ERROR (0x3)/UNRECOVERED_READ_ERROR (0x1100)"
+        );
+        assert_eq!(super::sense_text(0x3, 0x1234), "MEDIUM_ERROR (0x3)/0x1234");
+    }
+}
