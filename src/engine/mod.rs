@@ -163,6 +163,15 @@ pub trait Backend: Send {
     /// no flush or COMMIT, no orderly close) beyond what memory safety needs.
     /// The default does nothing, for backends whose drop never waits.
     fn abandon(&mut self) {}
+
+    /// Whether the storage is still there, asked once per measured interval
+    /// (not per I/O): an error names the target and what happened to it, and
+    /// ends the run like a failed I/O. For storage that can vanish while its
+    /// I/O still succeeds (a file unlinked under an open descriptor). The
+    /// default says yes.
+    fn check(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
 }
 
 /// How a backend opens its disks.

@@ -340,10 +340,17 @@ pub fn run(
                 wake.saturating_sub(now_ns()).min(50_000_000),
             ));
             now = now_ns();
+            let before = interval;
             while now >= next_boundary && interval < ctx.timing.intervals {
                 ship(&mut workers, interval, next_boundary);
                 interval += 1;
                 next_boundary += interval_ns;
+            }
+            if interval != before
+                && let Err(e) = backend.check()
+            {
+                failure = Some(e.to_string());
+                break;
             }
             continue;
         };
@@ -352,10 +359,17 @@ pub fn run(
             break;
         }
         now = now_ns();
+        let before = interval;
         while now >= next_boundary && interval < ctx.timing.intervals {
             ship(&mut workers, interval, next_boundary);
             interval += 1;
             next_boundary += interval_ns;
+        }
+        if interval != before
+            && failure.is_none()
+            && let Err(e) = backend.check()
+        {
+            failure = Some(e.to_string());
         }
         for c in done.drain(..) {
             in_flight -= 1;

@@ -39,7 +39,9 @@ pub struct FileBackend {
     /// Per disk: registered index or plain fd.
     targets: Vec<Target>,
     /// Keeps the descriptors open for the ring's life.
-    _files: Vec<File>,
+    files: Vec<File>,
+    /// Each disk's path, for [`Backend::check`].
+    paths: Vec<PathBuf>,
     /// Registered buffers (slot count), 0 when plain buffers are used.
     reg_bufs: u32,
     depth: usize,
@@ -151,7 +153,8 @@ impl FileBackend {
         Ok(FileBackend {
             ring,
             targets,
-            _files: files,
+            files,
+            paths: disks.to_vec(),
             reg_bufs: 0,
             depth,
             inflight: 0,
@@ -214,6 +217,22 @@ impl FileBackend {
 impl Backend for FileBackend {
     fn name(&self) -> &'static str {
         "file"
+    }
+
+    /// A disk whose file was unlinked (no name left: `st_nlink` 0) fails the
+    /// run: its I/O would still succeed, on data that vanishes at close.
+    fn check(&mut self) -> Result<(), BackendError> {
+        use std::os::unix::fs::MetadataExt;
+        for (f, p) in self.files.iter().zip(&self.paths) {
+            if matches!(f.metadata(), Ok(m) if m.nlink() == 0) {
+                return Err(BackendError::new(
+                    format!("file:{}", p.display()),
+                    "was deleted during the run (its I/O went on to a file with no name, \
+                     whose data is gone when storlab closes it); the run is stopped",
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn features(&self) -> String {
@@ -506,6 +525,22 @@ mod tests {
     #[test]
     fn write_then_read_back_plain_buffers() {
         write_then_read_back(false);
+    }
+
+    #[test]
+    fn check_fails_once_the_file_is_unlinked() {
+        let t = TempFile::new(1 << 20);
+        let mut b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 1)).unwrap();
+        b.check().unwrap();
+        std::fs::remove_file(&t.0).unwrap();
+        let e = b.check().unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "file:{}: was deleted during the run",
+                t.0.display()
+            )),
+            "{e}"
+        );
     }
 
     #[test]
