@@ -102,6 +102,8 @@ fn reply_body(host: usize, index: u32, templates: &[Snapshot]) -> String {
         verify_maps: Vec::new(),
         verify_map_error: None,
         verify_bad: Vec::new(),
+        verify_journals: Vec::new(),
+        verify_journal_error: None,
     })
     .unwrap()
 }

@@ -2,8 +2,11 @@
 //! sliced file target with `--verify`; each saves its own block map (the
 //! controller says where), `storlab verify --map` with a host's map finds
 //! exactly the blocks flipped in that host's slices, and a verifying read run
-//! fails with every bad block counted and merged at the controller. Layouts
-//! and options that cannot work on a fleet are refused, naming them.
+//! fails with every bad block counted and merged at the controller. With
+//! `--journal FILE` each agent writes its own `FILE.agent-NAME`, and
+//! `storlab verify --journal` on a host's journal finds exactly the
+//! acknowledged write destroyed in that host's slice. Layouts and options
+//! that cannot work on a fleet are refused, naming them.
 
 mod support;
 
@@ -311,6 +314,126 @@ fn verify_on_a_fleet_saves_a_map_per_host_and_finds_every_flipped_block() {
     assert_eq!(reported(&t), flipped0, "host 0: {t}");
 }
 
+/// Host `h`'s journal, from the result: one target, one file.
+fn host_journal(p: &Value, h: usize) -> (String, PathBuf) {
+    let j = p["hosts"][h]["verify_journals"]
+        .as_array()
+        .unwrap_or_else(|| panic!("host {h} reports no journal: {}", p["hosts"][h]));
+    assert_eq!(j.len(), 1, "one target, one journal entry: {j:?}");
+    (
+        j[0]["target"].as_str().unwrap().to_string(),
+        PathBuf::from(j[0]["path"].as_str().unwrap()),
+    )
+}
+
+#[test]
+fn journal_on_a_fleet_is_one_file_per_host_and_finds_a_destroyed_write() {
+    let f = Fleet::new("journal");
+    let (size, vms) = (SLICE.to_string(), VMS.to_string());
+    let o = f.storlab(&[
+        "run",
+        "--target",
+        &f.target(),
+        "--rw",
+        "read",
+        "--size",
+        &size,
+        "--vms",
+        &vms,
+        "--runtime",
+        "1",
+        "--no-db",
+        "-q",
+    ]);
+    assert!(o.status.success(), "prepare: {}", text(&o));
+
+    let journal = f.dir.join("data").join("j.jrnl");
+    let (o, p) = f.run(
+        "write",
+        "journal.json",
+        &["--sync", "dsync", "--journal", journal.to_str().unwrap()],
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(p["error"].is_null(), "{t}");
+    let journals: Vec<(String, PathBuf)> = (0..2).map(|h| host_journal(&p, h)).collect();
+    for (h, (target, path)) in journals.iter().enumerate() {
+        assert_eq!(target, &f.target());
+        // Each agent's own file, named after it, next to FILE on its host.
+        let mut expect = journal.clone().into_os_string();
+        expect.push(format!(".agent-agent{h}"));
+        assert_eq!(path, &PathBuf::from(expect), "host {h}");
+        assert!(
+            path.is_file(),
+            "host {h}'s journal {} exists",
+            path.display()
+        );
+        let host = &f.agents[h].addr;
+        let line = t
+            .lines()
+            .find(|l| l.contains(&format!("host {host}: journal of")))
+            .unwrap_or_else(|| panic!("no journal line for {host}: {t}"));
+        assert!(
+            line.contains(&format!(
+                "storlab verify {} --journal {}",
+                f.target(),
+                path.display()
+            )),
+            "{line}"
+        );
+    }
+    assert!(
+        !journal.exists(),
+        "no agent appends to the shared name itself"
+    );
+
+    let check = |j: &Path| {
+        f.storlab(&[
+            "verify",
+            "--show",
+            "1000",
+            &f.target(),
+            "--journal",
+            j.to_str().unwrap(),
+        ])
+    };
+    // Each host's journal holds its two slices' acknowledged writes.
+    for (_, j) in &journals {
+        let o = check(j);
+        let t = text(&o);
+        assert!(o.status.success(), "{t}");
+        assert!(
+            t.contains(&format!("verified {} block(s)", 2 * SLICE / VBLOCK)),
+            "{t}"
+        );
+        assert!(t.contains(": 0 bad"), "{t}");
+    }
+
+    // Destroy one acknowledged 64 KiB write in slice 1 (VM 1, host 1):
+    // zeros over it. Host 1's journal reports exactly its blocks; host 0's
+    // never covered them.
+    let write_at = SLICE + 3 * 65536;
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(f.file())
+            .unwrap();
+        file.seek(SeekFrom::Start(write_at)).unwrap();
+        file.write_all(&[0u8; 65536]).unwrap();
+        file.sync_all().unwrap();
+    }
+    let destroyed: BTreeSet<u64> = (0..65536 / VBLOCK).map(|b| write_at + b * VBLOCK).collect();
+    let o = check(&journals[0].1);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains(": 0 bad"), "{}", text(&o));
+    let o = check(&journals[1].1);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains(&format!(": {} bad", destroyed.len())), "{t}");
+    assert_eq!(reported(&t), destroyed, "host 1: {t}");
+}
+
 #[test]
 fn verify_on_a_fleet_refuses_a_shared_layout_and_a_journal_naming_them() {
     let f = Fleet::new("refuse");
@@ -344,11 +467,24 @@ fn verify_on_a_fleet_refuses_a_shared_layout_and_a_journal_naming_them() {
         assert!(t.contains(part), "{part} missing: {t}");
     }
     let journal = f.dir.join("data").join("j");
-    let (code, t) = base(&["--journal", journal.to_str().unwrap(), "--sync", "dsync"]);
+    let (code, t) = base(&[
+        "--journal",
+        journal.to_str().unwrap(),
+        "--sync",
+        "dsync",
+        "--disk_layout",
+        "shared",
+    ]);
+    assert_eq!(code, Some(2), "{t}");
+    for part in ["--journal", "--hosts", "--disk_layout", "slice", "shared"] {
+        assert!(t.contains(part), "{part} missing: {t}");
+    }
+    let (code, t) = base(&["--journal", "rel.jrnl", "--sync", "dsync"]);
     assert_eq!(code, Some(2), "{t}");
     assert!(
-        t.contains("--journal") && t.contains("--hosts") && t.contains("one file"),
+        t.contains("--journal rel.jrnl") && t.contains("absolute"),
         "{t}"
     );
+    assert!(!journal.exists(), "no journal was written");
     assert!(!f.file().exists(), "nothing was prepared");
 }

@@ -124,28 +124,37 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     s.finish(true)
 }
 
-/// What verify mode can do on a fleet. `--verify` needs `disk_layout = slice`:
-/// every VM disk then has its own slice of the target and a host gets exactly
-/// the slices it would have alone, so no two hosts touch one block and each
-/// agent's own block map and in-flight locks are enough. `--journal` stays
-/// local: its durability check replays one journal written by one process.
+/// What verify mode can do on a fleet. `--verify` and `--journal` need
+/// `disk_layout = slice`: every VM disk then has its own slice of the target
+/// and a host gets exactly the slices it would have alone, so no two hosts
+/// touch one block and each agent's own block map, in-flight locks and
+/// journal are enough. With `--journal FILE` each agent writes its own
+/// `FILE.agent-NAME` on its own host (`crate::verify::agent_journal_path`),
+/// so FILE must be an absolute path there.
 fn check_fleet_verify(jobs: &[crate::workload::Job]) -> Result<(), CliError> {
     use crate::workload::DiskLayout;
     let points = || jobs.iter().flat_map(|j| &j.points);
-    if let Some(j) = points().find_map(|p| p.journal.as_deref()) {
+    if let Some(j) = points()
+        .filter_map(|p| p.journal.as_deref())
+        .find(|j| !j.is_absolute())
+    {
         return Err(CliError::input(format!(
-            "--journal {} runs on this host only, not with --hosts: a journal is one file that one \
-             storlab process appends to and `storlab verify --journal` replays after a crash; \
-             run --journal on each host without --hosts (--verify does work with --hosts)",
+            "--journal {} with --hosts needs an absolute path: each agent writes its own \
+             journal at that path on its host (as {}.agent-NAME)",
+            j.display(),
             j.display()
         )));
     }
     if let Some(p) = points().find(|p| p.verify && p.disk_layout == DiskLayout::Shared) {
+        let option = match &p.journal {
+            Some(j) => format!("--journal {}", j.display()),
+            None => "--verify".to_string(),
+        };
         return Err(CliError::input(format!(
-            "--verify with --hosts needs --disk_layout slice (the default), not shared \
-             (allowed with --hosts --verify: slice; point {}): with shared every host's VM disks \
-             use the same region, so two hosts would write the same blocks while each host \
-             keeps its own block map and in-flight locks",
+            "{option} with --hosts needs --disk_layout slice (the default), not shared \
+             (allowed with --hosts and --verify or --journal: slice; point {}): with shared \
+             every host's VM disks use the same region, so two hosts would write the same \
+             blocks while each host keeps its own block map, in-flight locks and journal",
             p.label
         )));
     }

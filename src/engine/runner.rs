@@ -114,6 +114,11 @@ pub struct HostResult {
     /// The verify maps it saved on its own disk (a fleet host in verify mode).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verify_maps: Vec<crate::verify::SavedMap>,
+    /// The durability journal it wrote on its own disk, once per target (a
+    /// fleet host with `--journal`; check it there with `storlab verify
+    /// TARGET --journal PATH`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify_journals: Vec<crate::verify::SavedMap>,
 }
 
 /// The result of one load point: every interval, per-worker totals and the summary.

@@ -718,7 +718,7 @@ fn unknown_run(s: &Slot, run: u64) -> Refusal {
     )
 }
 
-fn prepare(shared: &Shared, req: wire::PrepareRequest, targets: Vec<Target>) -> Reply {
+fn prepare(shared: &Shared, mut req: wire::PrepareRequest, targets: Vec<Target>) -> Reply {
     for t in &targets {
         shared
             .cfg
@@ -726,8 +726,11 @@ fn prepare(shared: &Shared, req: wire::PrepareRequest, targets: Vec<Target>) -> 
             .check_target(t)
             .map_err(|e| Refusal(403, ErrorKind::NotAllowed, e))?;
     }
-    // The durability journal is a file the agent would write: allowed paths only.
-    if let Some(j) = &req.spec.journal {
+    // The durability journal is this agent's own file (FILE.agent-NAME, so
+    // two agents on one host never share one), which it would write: allowed
+    // paths only.
+    if let Some(j) = &mut req.spec.journal {
+        *j = crate::verify::agent_journal_path(j, &shared.cfg.name);
         shared.cfg.allow.check_path(j).map_err(|e| {
             Refusal(
                 403,
@@ -976,6 +979,14 @@ fn intervals(shared: &Shared, req: wire::IntervalsRequest) -> Reply {
         verify_bad: match &s.verify {
             Some(v) if s.done && all_sent => v.bad.clone(),
             _ => Vec::new(),
+        },
+        verify_journals: match s.verify.as_ref().map(|v| &v.journals) {
+            Some(Ok(j)) if s.done && all_sent => j.iter().map(Into::into).collect(),
+            _ => Vec::new(),
+        },
+        verify_journal_error: match s.verify.as_ref().map(|v| &v.journals) {
+            Some(Err(e)) if s.done && all_sent => Some(e.clone()),
+            _ => None,
         },
     })
 }

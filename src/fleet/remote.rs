@@ -379,13 +379,19 @@ fn poll(client: &Client, run: u64, host: usize, stop: &AtomicBool, events: &Send
                     let workers = r.workers.into_iter().map(|w| (w.worker, w.stats)).collect();
                     let verify = (r.verify_map_error.is_some()
                         || !r.verify_maps.is_empty()
-                        || !r.verify_bad.is_empty())
+                        || !r.verify_bad.is_empty()
+                        || !r.verify_journals.is_empty()
+                        || r.verify_journal_error.is_some())
                     .then(|| crate::verify::HostVerify {
                         maps: match r.verify_map_error {
                             Some(e) => Err(e),
                             None => Ok(r.verify_maps.into_iter().map(Into::into).collect()),
                         },
                         bad: r.verify_bad,
+                        journals: match r.verify_journal_error {
+                            Some(e) => Err(e),
+                            None => Ok(r.verify_journals.into_iter().map(Into::into).collect()),
+                        },
                     });
                     let _ = events.send(HostEvent::Done {
                         host,

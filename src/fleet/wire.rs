@@ -20,7 +20,11 @@ use serde::{Deserialize, Serialize};
 /// would silently drop them and run another test). 4: verify mode on a fleet:
 /// [`PrepareRequest::verify_run`], [`IntervalsReply::verify_maps`],
 /// [`IntervalsReply::verify_map_error`] and [`IntervalsReply::verify_bad`].
-pub const PROTOCOL_VERSION: u32 = 4;
+/// 5: `--journal` on a fleet: an agent writes the spec's `journal` FILE as
+/// its own `FILE.agent-NAME` (`crate::verify::agent_journal_path`) and
+/// reports it in [`IntervalsReply::verify_journals`] (or why it failed in
+/// [`IntervalsReply::verify_journal_error`]).
+pub const PROTOCOL_VERSION: u32 = 5;
 /// Request header carrying the sender's [`PROTOCOL_VERSION`].
 pub const PROTOCOL_HEADER: &str = "X-Storlab-Protocol";
 /// Request header carrying the sender's storlab version.
@@ -275,14 +279,22 @@ pub struct IntervalsReply {
     /// 20 per engine thread; all are counted in the intervals).
     #[serde(default)]
     pub verify_bad: Vec<String>,
+    /// Once done, with `--journal`: the journal the agent wrote on its own
+    /// disk, once per target it covers.
+    #[serde(default)]
+    pub verify_journals: Vec<WireSavedMap>,
+    /// Once done, with `--journal`: why its journal failed (a write that
+    /// could not be journaled).
+    #[serde(default)]
+    pub verify_journal_error: Option<String>,
 }
 
-/// A verify map an agent saved.
+/// A verify map (or durability journal) an agent saved.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WireSavedMap {
     /// The target URL it covers.
     pub target: String,
-    /// The map file, on the agent's host.
+    /// The map (or journal) file, on the agent's host.
     pub path: String,
 }
 
@@ -594,6 +606,11 @@ mod tests {
             }],
             verify_map_error: None,
             verify_bad: vec!["corrupt block (bad checksum) on file:/srv/a at offset 512: …".into()],
+            verify_journals: vec![WireSavedMap {
+                target: "file:/srv/a".into(),
+                path: "/srv/j.agent-h1".into(),
+            }],
+            verify_journal_error: Some("journal /srv/j.agent-h1: No space left".into()),
         });
         // Per worker, an interval carries counters only; histograms come at the end.
         let back = HostInterval::from(w);

@@ -17,6 +17,7 @@
 //! (a crash mid-append) is ignored on reading; a bad record followed by good
 //! ones is corruption and refused.
 
+use super::SetupError;
 use super::format::hash64;
 use super::map::StoreInfo;
 use std::fs::{File, OpenOptions};
@@ -254,12 +255,15 @@ impl Journal {
     /// Open `path` for run `run` and declare `stores` in it. A file that does
     /// not exist is created; a storlab journal of this run is appended to; a
     /// storlab journal of another run is replaced; anything else is refused.
-    pub fn open(path: &Path, run: u32, stores: &[(u32, StoreInfo)]) -> Result<Journal, String> {
+    /// A path that names no file (no such directory) is
+    /// [`SetupError::Input`]; a disk that is full, read-only or failing is
+    /// [`SetupError::Environment`].
+    pub fn open(path: &Path, run: u32, stores: &[(u32, StoreInfo)]) -> Result<Journal, SetupError> {
         let name = path.display();
         let existing = match std::fs::read(path) {
             Ok(b) => Some(b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(format!("cannot read journal {name}: {e}")),
+            Err(e) => return Err(SetupError::io(format!("cannot read journal {name}"), &e)),
         };
         let append = match &existing {
             None => false,
@@ -268,10 +272,10 @@ impl Journal {
                 u32::from_le_bytes(b[12..16].try_into().expect("4")) == run
             }
             Some(_) => {
-                return Err(format!(
+                return Err(SetupError::Input(format!(
                     "refusing to use {name} as a journal: it exists and is not a storlab journal \
                      (name a new file)"
-                ));
+                )));
             }
         };
         let mut f = if append {
@@ -279,7 +283,7 @@ impl Journal {
         } else {
             File::create(path)
         }
-        .map_err(|e| format!("cannot open journal {name}: {e}"))?;
+        .map_err(|e| SetupError::io(format!("cannot open journal {name}"), &e))?;
         let mut head = if append {
             Vec::new()
         } else {
@@ -290,7 +294,7 @@ impl Journal {
         }
         f.write_all(&head)
             .and_then(|_| f.sync_all())
-            .map_err(|e| format!("cannot write journal {name}: {e}"))?;
+            .map_err(|e| SetupError::io(format!("cannot write journal {name}"), &e))?;
         if !append && let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             let _ = File::open(dir).and_then(|d| d.sync_all());
         }
@@ -305,7 +309,9 @@ impl Journal {
         let flusher = std::thread::Builder::new()
             .name("storlab-journal".into())
             .spawn(move || flush_loop(f, &p2, &i2))
-            .map_err(|e| format!("cannot start the journal thread: {e}"))?;
+            .map_err(|e| {
+                SetupError::Environment(format!("cannot start the journal thread: {e}"))
+            })?;
         Ok(Journal {
             path: path.to_path_buf(),
             inner,
@@ -441,7 +447,7 @@ mod tests {
         assert_eq!(c.records[1], Record::Writes(vec![w]));
         let foreign = dir.join("f");
         std::fs::write(&foreign, b"user data").unwrap();
-        let e = Journal::open(&foreign, 9, &[]).err().unwrap();
+        let e = Journal::open(&foreign, 9, &[]).err().unwrap().to_string();
         assert!(e.contains("not a storlab journal"), "{e}");
         assert_eq!(std::fs::read(&foreign).unwrap(), b"user data");
         std::fs::remove_dir_all(&dir).unwrap();

@@ -142,7 +142,11 @@ pub fn prepared_info(path: &Path) -> Option<PreparedInfo> {
 impl Shared {
     /// The map for `plan` (prepared already), continuing this run's saved
     /// maps of the same targets, with a journal at `journal` if given.
-    pub fn new(plan: &Plan, spec: &Spec, journal: Option<&Path>) -> Result<Shared, String> {
+    pub fn new(
+        plan: &Plan,
+        spec: &Spec,
+        journal: Option<&Path>,
+    ) -> Result<Shared, super::SetupError> {
         check_spec(spec)?;
         let mut stores: Vec<StoreInfo> = Vec::new();
         let mut disk_store = Vec::with_capacity(plan.disks.len());
@@ -220,7 +224,8 @@ impl Shared {
         Ok(())
     }
 
-    fn targets(&self) -> Vec<String> {
+    /// The targets of the stores, sorted, once each.
+    pub fn targets(&self) -> Vec<String> {
         let mut t: Vec<String> = self.stores.iter().map(|s| s.target.clone()).collect();
         t.sort();
         t.dedup();
@@ -313,6 +318,14 @@ impl Shared {
             .iter()
             .map(|s| s.lock().expect("map").len())
             .sum()
+    }
+
+    /// Close the journal, if any (and not closed yet): `Ok` with its path
+    /// when every write handed to it was journaled, `Err` naming it otherwise.
+    pub fn close_journal(&self) -> Option<Result<PathBuf, String>> {
+        let j = self.journal.lock().expect("journal lock").take()?;
+        let path = j.path().to_path_buf();
+        Some(j.close().map(|_| path))
     }
 
     /// Close the journal and save one map per target (atomically). Returns

@@ -60,8 +60,13 @@ pub fn set_run_id(id: u32) {
 /// is saved): a fleet agent tags them with its name, so two agents on one host
 /// running the same target keep one map each.
 pub fn set_map_tag(tag: &str) {
-    let safe: String = tag
-        .chars()
+    let _ = MAP_TAG.set(safe_tag(tag));
+}
+
+/// `tag` as a file-name part: ASCII letters, digits and `-` kept, anything
+/// else `_`, at most 40 characters.
+fn safe_tag(tag: &str) -> String {
+    tag.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' {
                 c
@@ -70,8 +75,16 @@ pub fn set_map_tag(tag: &str) {
             }
         })
         .take(40)
-        .collect();
-    let _ = MAP_TAG.set(safe);
+        .collect()
+}
+
+/// The journal a fleet agent named `agent` writes for `--journal FILE`:
+/// `FILE.agent-NAME` (NAME as in the agent's map names), on the agent's own
+/// host, so two agents on one host never append to one file.
+pub fn agent_journal_path(file: &Path, agent: &str) -> PathBuf {
+    let mut s = file.as_os_str().to_os_string();
+    s.push(format!(".agent-{}", safe_tag(agent)));
+    PathBuf::from(s)
 }
 
 /// The next write sequence number: unique and increasing over the process,
@@ -116,6 +129,9 @@ pub struct HostVerify {
     pub maps: Result<Vec<SavedMap>, String>,
     /// Bad blocks printed in full (at most [`hooks::SHOWN`] per engine thread).
     pub bad: Vec<String>,
+    /// The durability journal it wrote, once per target it covers (empty
+    /// without `--journal`); `Err`: the journal failed (why).
+    pub journals: Result<Vec<SavedMap>, String>,
 }
 
 /// One saved map: the target it covers and the file on this host.
@@ -131,6 +147,12 @@ impl SavedMap {
     /// The command that re-checks this map (run on the host that saved it).
     pub fn recheck(&self) -> String {
         format!("storlab verify {} --map {}", self.target, self.path)
+    }
+
+    /// The command that checks this journal (`path` is a journal; run on the
+    /// host that wrote it).
+    pub fn recheck_journal(&self) -> String {
+        format!("storlab verify {} --journal {}", self.target, self.path)
     }
 }
 
@@ -221,12 +243,68 @@ impl Loaded {
     }
 }
 
+/// Why verify mode could not start: the user's input (a spec it cannot
+/// verify, a journal path that names no file) or the environment (the disk is
+/// full, read-only, failing, or the file is not writable).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetupError {
+    /// The user must change the command (exit 2).
+    Input(String),
+    /// The storage or the system failed; the command was fine (exit 1).
+    Environment(String),
+}
+
+impl SetupError {
+    /// `source` failing on `what`: a wrong path (no such directory, not a
+    /// directory, a directory, a name too long, a symlink loop) is input;
+    /// anything else (ENOSPC, EIO, EROFS, EACCES, EDQUOT, ...) is the environment.
+    pub fn io(what: String, source: &std::io::Error) -> SetupError {
+        let msg = format!("{what}: {source}");
+        match source.raw_os_error() {
+            Some(
+                libc::ENOENT | libc::ENOTDIR | libc::EISDIR | libc::ENAMETOOLONG | libc::ELOOP,
+            ) => SetupError::Input(msg),
+            _ => SetupError::Environment(msg),
+        }
+    }
+
+    /// True when the environment, not the command, is at fault.
+    pub fn is_environment(&self) -> bool {
+        matches!(self, SetupError::Environment(_))
+    }
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetupError::Input(m) | SetupError::Environment(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<String> for SetupError {
+    fn from(m: String) -> Self {
+        SetupError::Input(m)
+    }
+}
+
+impl From<SetupError> for crate::engine::runner::RunError {
+    fn from(e: SetupError) -> Self {
+        match e {
+            SetupError::Input(m) => crate::engine::runner::RunError::Setup(m),
+            SetupError::Environment(m) => crate::engine::runner::RunError::Storage(m),
+        }
+    }
+}
+
 /// The block map of a point that runs in verify mode (`spec.verify`, or a
-/// journal), built once its files are prepared; `None` otherwise.
+/// journal), built once its files are prepared; `None` otherwise. A bad spec
+/// or journal path is [`SetupError::Input`]; a journal the system cannot
+/// create or write is [`SetupError::Environment`].
 pub fn start(
     spec: &crate::workload::Spec,
     plan: &crate::engine::plan::Plan,
-) -> Result<Option<std::sync::Arc<map::Shared>>, String> {
+) -> Result<Option<std::sync::Arc<map::Shared>>, SetupError> {
     if !spec.verify && spec.journal.is_none() {
         return Ok(None);
     }
@@ -236,10 +314,85 @@ pub fn start(
 /// The point ended (however): close the journal and save the map. A failure
 /// is printed, naming the file, and returned; the point's own outcome stands.
 pub fn finish(shared: &map::Shared) -> HostVerify {
+    let journals = match shared.close_journal() {
+        None => Ok(Vec::new()),
+        Some(Ok(path)) => Ok(shared
+            .targets()
+            .into_iter()
+            .map(|target| SavedMap {
+                target,
+                path: path.display().to_string(),
+            })
+            .collect()),
+        Some(Err(e)) => {
+            eprintln!("storlab: error: verify: {e}");
+            Err(e)
+        }
+    };
     HostVerify {
         maps: shared
             .save()
             .inspect_err(|e| eprintln!("storlab: error: verify: {e}")),
         bad: shared.take_shown(),
+        journals,
+    }
+}
+
+#[cfg(test)]
+mod setup_tests {
+    use super::*;
+
+    #[test]
+    fn a_wrong_journal_path_is_input_and_a_failing_disk_is_the_environment() {
+        let io = |errno| {
+            SetupError::io(
+                "journal /x".into(),
+                &std::io::Error::from_raw_os_error(errno),
+            )
+        };
+        for errno in [
+            libc::ENOSPC,
+            libc::EIO,
+            libc::EROFS,
+            libc::EACCES,
+            libc::EDQUOT,
+        ] {
+            let e = io(errno);
+            assert!(e.is_environment(), "errno {errno}: {e}");
+            assert!(matches!(
+                crate::engine::runner::RunError::from(e),
+                crate::engine::runner::RunError::Storage(_)
+            ));
+        }
+        for errno in [
+            libc::ENOENT,
+            libc::ENOTDIR,
+            libc::EISDIR,
+            libc::ENAMETOOLONG,
+        ] {
+            let e = io(errno);
+            assert!(!e.is_environment(), "errno {errno}: {e}");
+            assert!(matches!(
+                crate::engine::runner::RunError::from(e),
+                crate::engine::runner::RunError::Setup(_)
+            ));
+        }
+        // A real journal in a directory that does not exist: input, named.
+        let dir = std::env::temp_dir().join(format!("storlab-setup-{}", std::process::id()));
+        let missing = dir.join("no-such-dir").join("j");
+        let e = journal::Journal::open(&missing, 1, &[]).err().unwrap();
+        assert!(!e.is_environment(), "{e}");
+        assert!(
+            e.to_string().contains(&missing.display().to_string()),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_agent_journal_is_the_file_tagged_with_the_agent_name() {
+        assert_eq!(
+            agent_journal_path(Path::new("/srv/j.jrnl"), "host 1/a"),
+            PathBuf::from("/srv/j.jrnl.agent-host_1_a")
+        );
     }
 }

@@ -11,6 +11,7 @@ use super::{
     PointResult, RunError, WorkerResult,
 };
 use crate::stats::{CpuSample, Snapshot, Summary};
+use crate::verify::SavedMap;
 use crate::workload::Spec;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -189,7 +190,7 @@ fn run_started(
     let mut merger: Merger<(Snapshot, Vec<CpuSample>)> = Merger::new(n);
     let mut host_series: Vec<Vec<IntervalRecord>> = vec![Vec::new(); n];
     let mut host_errors: Vec<Option<String>> = vec![None; n];
-    let mut host_maps: Vec<Vec<crate::verify::SavedMap>> = vec![Vec::new(); n];
+    let mut host_maps: Vec<(Vec<SavedMap>, Vec<SavedMap>)> = vec![Default::default(); n];
     let mut lost = vec![false; n];
     let mut errors: Vec<String> = Vec::new();
     for (i, h) in hosts.iter_mut().enumerate() {
@@ -356,6 +357,7 @@ fn run_started(
         .zip(host_series.into_iter().zip(host_errors).zip(lost))
         .map(|(((h, p), (prep, off)), ((series, error), lost))| {
             let (measured, summary) = summarize(&series);
+            let (verify_maps, verify_journals) = host_maps.next().unwrap_or_default();
             HostResult {
                 host: h.name().to_string(),
                 vms: p.vms.clone(),
@@ -367,7 +369,8 @@ fn run_started(
                 summary,
                 lost,
                 error,
-                verify_maps: host_maps.next().unwrap_or_default(),
+                verify_maps,
+                verify_journals,
             }
         })
         .collect();
@@ -391,14 +394,32 @@ fn run_started(
 
 /// Print the bad blocks host `name` found (as a local run prints its own),
 /// tell the user where it saved its verify maps and how to re-check them
-/// there (or why it could not save them); returns the maps.
+/// there (or why it could not save them), and the same for its durability
+/// journal; returns the maps and the journals.
 fn verify_maps_of(
     name: &str,
     verify: Option<crate::verify::HostVerify>,
     obs: &mut dyn Observer,
-) -> Vec<crate::verify::SavedMap> {
+) -> (Vec<SavedMap>, Vec<SavedMap>) {
     let Some(v) = verify else {
-        return Vec::new();
+        return Default::default();
+    };
+    let journals = match v.journals {
+        Err(e) => {
+            obs.note(&format!("host {name}: journal: {e}"));
+            Vec::new()
+        }
+        Ok(journals) => {
+            for j in &journals {
+                obs.note(&format!(
+                    "host {name}: journal of {} written on that host at {}; check it there with: {}",
+                    j.target,
+                    j.path,
+                    j.recheck_journal()
+                ));
+            }
+            journals
+        }
     };
     for b in &v.bad {
         eprintln!("storlab: verify: {b} (host {name})");
@@ -406,7 +427,7 @@ fn verify_maps_of(
     match v.maps {
         Err(e) => {
             obs.note(&format!("host {name}: verify: could not save its map: {e}"));
-            Vec::new()
+            (Vec::new(), journals)
         }
         Ok(maps) => {
             for m in &maps {
@@ -417,7 +438,7 @@ fn verify_maps_of(
                     m.recheck()
                 ));
             }
-            maps
+            (maps, journals)
         }
     }
 }

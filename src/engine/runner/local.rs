@@ -334,7 +334,7 @@ impl HostRunner for LocalRunner {
         });
         let plan = Arc::new(share::host_plan(spec, &kinds, &hp.vms, max_threads));
         let (prepared, note) = prepare_disks(spec, &plan, hp.allow_overwrite, stop)?;
-        self.verify = crate::verify::start(spec, &plan).map_err(RunError::Setup)?;
+        self.verify = crate::verify::start(spec, &plan).map_err(RunError::from)?;
         self.timing = Timing {
             interval_ns: spec.interval.as_nanos() as u64,
             intervals: total_intervals(spec),
