@@ -325,6 +325,25 @@ fn listening_on(port: u16) -> Vec<String> {
     out
 }
 
+/// Interface names of `ip -o link` (in namespace `netns` when given), without `@peer`.
+fn links(netns: Option<&str>) -> Vec<String> {
+    let mut args = vec!["-o", "link"];
+    if let Some(n) = netns {
+        args.splice(0..0, ["-n", n]);
+    }
+    ok(run("ip", &args), "ip -o link")
+        .lines()
+        .filter_map(|l| l.split(": ").nth(1))
+        .map(|n| n.split('@').next().unwrap_or(n).to_string())
+        .collect()
+}
+
+/// Whether `dev` is one of slot `slot`'s devices (`stlSLOT` then a non-digit).
+fn slot_device(dev: &str, slot: u64) -> bool {
+    dev.strip_prefix(&format!("stl{slot}"))
+        .is_some_and(|rest| !rest.starts_with(|c: char| c.is_ascii_digit()))
+}
+
 /// The PIDs of every process in mount namespace `mnt` (as [`ns_of`] shows it).
 fn in_mount_ns(mnt: &str) -> Vec<u64> {
     std::fs::read_dir("/proc")
@@ -413,6 +432,14 @@ fn the_default_lab_serves_on_loopback_with_rpcbind_contained() {
             "port {port} listens on {addrs:?}, not on 127.0.0.1 alone"
         );
     }
+    // ganesha serves NFS and MOUNT over UDP as well, on 127.0.0.1 alone.
+    for port in &ports[..2] {
+        let udp = storlab::lab::net::udp_sockets(*port);
+        assert!(
+            !udp.is_empty() && udp.iter().all(|(a, _)| a == &format!("127.0.0.1:{port}")),
+            "UDP port {port}: {udp:?}"
+        );
+    }
     for (name, url) in st["targets"].as_object().unwrap() {
         let url = url.as_str().unwrap();
         if name != "local" {
@@ -489,6 +516,38 @@ fn the_default_lab_serves_on_loopback_with_rpcbind_contained() {
     );
     assert!(rpc.contains("mountd") && rpc.contains("nfs"), "{rpc}");
 
+    // No veth: the root namespace has none of the lab's devices or
+    // addresses, and the lab's namespace has only its own lo (up).
+    let ns = st["netns"]["name"].as_str().unwrap();
+    let slot = st["netns"]["slot"].as_u64().unwrap();
+    assert_eq!(st["netns"]["veth"], false, "{st}");
+    let root_links = links(None);
+    assert!(
+        !root_links.iter().any(|d| slot_device(d, slot)),
+        "a device of slot {slot} in the root namespace: {root_links:?}"
+    );
+    let root_addrs = ok(run("ip", &["-o", "-4", "addr", "show"]), "ip addr");
+    assert!(
+        !root_addrs.contains(&format!(" 10.99.{slot}.")),
+        "{root_addrs}"
+    );
+    assert_eq!(links(Some(ns)), ["lo"], "devices of {ns}");
+    let lo = ok(
+        run("ip", &["-n", ns, "-o", "link", "show", "lo"]),
+        "ip link lo",
+    );
+    assert!(lo.contains(",UP"), "lo of {ns} is down: {lo}");
+    assert_eq!(server("rpcbind")["addr"], "127.0.0.1");
+    let status = ok(lab.lab(&["status"]), "lab status");
+    assert!(
+        status.contains(&format!("rpcbind: contained in netns {ns} (only lo")),
+        "{status}"
+    );
+    // The lab holds its slot in the registry while up.
+    let rec = Path::new("/var/lib/storlab/labs").join(slot.to_string());
+    let recorded = std::fs::read_to_string(&rec).unwrap_or_default();
+    assert_eq!(Path::new(recorded.trim()), lab.dir, "{}", rec.display());
+
     // I/O through 127.0.0.1 with storlab's own backends.
     for name in ["nfs3", "nfs4", "iscsi", "nbd"] {
         short_run(st["targets"][name].as_str().unwrap(), &work);
@@ -529,6 +588,27 @@ fn the_default_lab_serves_on_loopback_with_rpcbind_contained() {
         "{msg}"
     );
     assert!(!other.dir.exists(), "a refused up leaves no state");
+    // ganesha serves NFS over UDP too: a UDP socket on the NFS port is a clash.
+    // (a port whose TCP side is free, so the UDP check is what refuses it)
+    let udp = std::iter::repeat_with(|| std::net::UdpSocket::bind(("127.0.0.1", 0)).unwrap())
+        .take(20)
+        .find(|u| {
+            std::net::TcpListener::bind(("127.0.0.1", u.local_addr().unwrap().port())).is_ok()
+        })
+        .expect("a UDP port whose TCP port is free");
+    let udp_port = udp.local_addr().unwrap().port().to_string();
+    let clash = other.up(&["--nfs-port", &udp_port]);
+    assert_eq!(clash.status.code(), Some(2), "{}", text(&clash));
+    let msg = text(&clash);
+    assert!(
+        msg.contains(&format!(
+            "port {udp_port} for ganesha (NFS) is already in use"
+        )) && msg.contains(&format!("pid {}", std::process::id()))
+            && msg.contains(&format!("UDP 127.0.0.1:{udp_port}")),
+        "{msg}"
+    );
+    assert!(!other.dir.exists(), "a refused up leaves no state");
+    drop(udp);
     // --hosts needs the namespace.
     let bad = other.up(&["--hosts", "1", "--net", "loopback"]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
@@ -557,5 +637,12 @@ fn the_default_lab_serves_on_loopback_with_rpcbind_contained() {
         assert!(listening_on(*port).is_empty(), "port {port} still listens");
     }
     assert_all_gone(&st, &lab.dir);
+    let recorded = std::fs::read_to_string(&rec).unwrap_or_default();
+    assert_ne!(
+        Path::new(recorded.trim()),
+        lab.dir,
+        "{} kept",
+        rec.display()
+    );
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -130,11 +130,16 @@ fn status_text(st: &LabState) -> String {
                 "network: loopback (ganesha, tgtd, nbdkit on 127.0.0.1 of this namespace; no link), MTU {}\n",
                 st.mtu
             ));
-            if let Some(ns) = ns {
-                out.push_str(&format!(
+            match ns {
+                Some(ns) if ns.veth => out.push_str(&format!(
                     "rpcbind: contained in netns {} at {} (veth {} {})\n",
                     ns.name, ns.ns_addr, ns.host_if, ns.host_addr
-                ));
+                )),
+                Some(ns) => out.push_str(&format!(
+                    "rpcbind: contained in netns {} (only lo, no link; reached through /run/rpcbind.sock)\n",
+                    ns.name
+                )),
+                None => {}
             }
         }
         (None, NetMode::Netns) => {}

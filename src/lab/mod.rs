@@ -2,13 +2,14 @@
 //! NFSv4 (nfs-ganesha), iSCSI (tgt) and NBD (nbdkit), by real servers that
 //! storlab starts, probes and stops.
 //!
-//! The servers run on a "storage host": a network namespace `storlabN` joined
-//! to the root namespace by a veth pair (10.99.N.1 ↔ 10.99.N.2), plus a mount
-//! namespace with its own /run, anchored by rpcbind (see [`rpcbind`]). In
-//! `netns` mode every server runs in that network namespace and clients in the
+//! The servers run on a "storage host": a network namespace `storlabN` plus a
+//! mount namespace with its own /run, anchored by rpcbind (see [`rpcbind`]).
+//! In `netns` mode the namespace is joined to the root namespace by a veth
+//! pair (10.99.N.1 ↔ 10.99.N.2), every server runs in it and clients in the
 //! root namespace reach the targets at 10.99.N.2; in `loopback` mode (the
-//! default without `--hosts`/`--link`/`--mtu`) only rpcbind does, and ganesha,
-//! tgtd and nbdkit serve on 127.0.0.1 of the root namespace ([`net`]). Every
+//! default without `--hosts`/`--link`/`--mtu`) the namespace has only its own
+//! `lo` and only rpcbind runs in it, and ganesha, tgtd and nbdkit serve on
+//! 127.0.0.1 of the root namespace ([`net`]). Every
 //! process is recorded by PID and start time in `state.json` ([`LabState`])
 //! and stopped by PID.
 //!
@@ -374,11 +375,15 @@ fn build(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabErr
     let p = cfg.ports;
     if cfg.net == NetMode::Loopback {
         let named = port_names(&p);
-        if let Some((port, server, by)) = net::loopback_port_in_use(&named[1..]) {
+        // ganesha binds NFS and MOUNT for UDP too.
+        if let Some((port, server, by)) = net::loopback_port_in_use(&named[1..])
+            .or_else(|| net::loopback_udp_port_in_use(&named[1..3]))
+        {
             return Err(LabError::PortInUse { port, server, by });
         }
     }
-    let ns = netns::create_with(&tools.ip, |ns| {
+    // loopback: only rpcbind is in the namespace, probed from inside it; no veth.
+    let ns = netns::create_with(&tools.ip, cfg.net == NetMode::Netns, |ns| {
         st.netns = Some(ns.clone());
         st.save()
     })
@@ -406,7 +411,7 @@ fn build(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabErr
         return Err(LabError::PortInUse {
             port,
             server: server.into(),
-            by: format!("on {} in {}", ns.ns_addr, ns.name),
+            by: format!("on {} in {}", ns.inner_addr(), ns.name),
         });
     }
 
@@ -422,7 +427,7 @@ fn build(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabErr
         "rpcbind",
         "rpcbind",
         anchor.clone(),
-        ns.ns_addr,
+        ns.inner_addr(),
         vec![RPCBIND_PORT],
     )?;
     rpcbind::wait_ready(tools, &ns, &anchor)?;

@@ -13,7 +13,7 @@
 use super::netns::Netns;
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::{Ipv4Addr, TcpListener, UdpSocket};
 
 /// How the lab's servers are reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,29 +93,70 @@ pub fn loopback_port_in_use(ports: &[(u16, &str)]) -> Option<(u16, String, Strin
     })
 }
 
+/// The first of `ports` (with its server's name) that cannot be bound for
+/// UDP on 127.0.0.1 in this (the root) network namespace, and what holds it
+/// (ganesha also serves NFS and MOUNT over UDP).
+pub fn loopback_udp_port_in_use(ports: &[(u16, &str)]) -> Option<(u16, String, String)> {
+    ports.iter().find_map(|&(port, server)| {
+        UdpSocket::bind((Ipv4Addr::LOCALHOST, port))
+            .err()
+            .map(|e| (port, server.to_string(), udp_holder(port, &e)))
+    })
+}
+
 /// What listens on TCP `port` (any address) in this network namespace: the
 /// process and address from /proc, else the bind error.
 fn holder(port: u16, bind_error: &std::io::Error) -> String {
-    let listening = listeners(port);
-    let Some((addr, inode)) = listening.first() else {
-        return format!("cannot bind 127.0.0.1:{port}: {bind_error}");
+    describe(&listeners(port), "listens on", "", port, bind_error)
+}
+
+/// What holds UDP `port` (any address) in this network namespace.
+fn udp_holder(port: u16, bind_error: &std::io::Error) -> String {
+    describe(&udp_sockets(port), "holds", "UDP ", port, bind_error)
+}
+
+/// The first of `sockets` with its process, else the bind error.
+fn describe(
+    sockets: &[(String, u64)],
+    verb: &str,
+    proto: &str,
+    port: u16,
+    bind_error: &std::io::Error,
+) -> String {
+    let Some((addr, inode)) = sockets.first() else {
+        return format!("cannot bind {proto}127.0.0.1:{port}: {bind_error}");
     };
     match socket_owner(*inode) {
-        Some((pid, comm)) => format!("pid {pid} ({comm}) listens on {addr}"),
-        None => format!("a socket listens on {addr}"),
+        Some((pid, comm)) => format!("pid {pid} ({comm}) {verb} {proto}{addr}"),
+        None => format!("a socket {verb} {proto}{addr}"),
     }
 }
 
 /// (local address, socket inode) of every TCP socket listening on `port`
 /// (/proc/net/tcp and tcp6 of this network namespace).
 pub fn listeners(port: u16) -> Vec<(String, u64)> {
+    proc_sockets("tcp", port, Some("0A"))
+}
+
+/// (local address, socket inode) of every UDP socket bound to `port`
+/// (/proc/net/udp and udp6 of this network namespace).
+pub fn udp_sockets(port: u16) -> Vec<(String, u64)> {
+    proc_sockets("udp", port, None)
+}
+
+/// Sockets of /proc/net/PROTO and PROTO6 on local `port`, in socket state
+/// `state` (hex, as /proc shows it) when given.
+fn proc_sockets(proto: &str, port: u16, state: Option<&str>) -> Vec<(String, u64)> {
     let mut out = Vec::new();
-    for (file, v6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
+    for (file, v6) in [
+        (format!("/proc/net/{proto}"), false),
+        (format!("/proc/net/{proto}6"), true),
+    ] {
         let text = std::fs::read_to_string(file).unwrap_or_default();
         for line in text.lines().skip(1) {
             let f: Vec<&str> = line.split_whitespace().collect();
             // sl local_address rem_address st ... uid timeout inode
-            if f.len() < 10 || f[3] != "0A" {
+            if f.len() < 10 || state.is_some_and(|st| f[3] != st) {
                 continue;
             }
             let Some((hex_addr, hex_port)) = f[1].split_once(':') else {
@@ -243,6 +284,44 @@ mod tests {
             "{by}"
         );
         drop(l);
-        assert!(loopback_port_in_use(&[(port, "nbdkit (NBD)")]).is_none());
+        let free = eventually(|| loopback_port_in_use(&[(port, "nbdkit (NBD)")]).is_none());
+        assert!(free, "port {port} still reported in use after closing it");
+    }
+
+    /// Whether `f` holds within 2 s: a port closed by a test is free again,
+    /// though other tests of this process, which bind ephemeral ports too,
+    /// may briefly get the same one.
+    fn eventually(f: impl Fn() -> bool) -> bool {
+        (0..40).any(|_| {
+            let ok = f();
+            if !ok {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            ok
+        })
+    }
+
+    #[test]
+    fn a_bound_udp_loopback_port_is_found_with_its_holder() {
+        let u = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = u.local_addr().unwrap().port();
+        let (p, server, by) = loopback_udp_port_in_use(&[(port, "ganesha (NFS)")]).unwrap();
+        assert_eq!((p, server.as_str()), (port, "ganesha (NFS)"));
+        assert!(
+            by.contains(&format!("pid {}", std::process::id()))
+                && by.contains(&format!("UDP 127.0.0.1:{port}")),
+            "{by}"
+        );
+        assert!(
+            udp_sockets(port)
+                .iter()
+                .any(|(a, _)| a == &format!("127.0.0.1:{port}"))
+        );
+        drop(u);
+        let free = eventually(|| loopback_udp_port_in_use(&[(port, "ganesha (NFS)")]).is_none());
+        assert!(
+            free,
+            "UDP port {port} still reported in use after closing it"
+        );
     }
 }

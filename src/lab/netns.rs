@@ -1,6 +1,8 @@
 //! The storage host's network: a network namespace `storlabN` joined to the
 //! root namespace by a veth pair `stlNh` (root side, 10.99.N.1/24) and
 //! `stlNs` (namespace side, 10.99.N.2/24, where every server listens).
+//! A `loopback` lab's namespace has no veth pair, only its own `lo` (only
+//! rpcbind runs in it, reached through its Unix socket): see [`create_with`].
 //!
 //! 10.99.0.0/16 is used only between the root namespace and namespaces the lab
 //! itself created; slot N (0..=255) is the first one with no namespace, no
@@ -27,6 +29,16 @@ pub struct Netns {
     pub host_addr: Ipv4Addr,
     /// Address of the namespace end: where the servers listen.
     pub ns_addr: Ipv4Addr,
+    /// Whether the veth pair was made (false: a `loopback` lab's namespace,
+    /// with only `lo`; the interface names and addresses above then name
+    /// nothing). Labs recorded before this field all had one.
+    #[serde(default = "made_before_loopback")]
+    pub veth: bool,
+}
+
+/// The `veth` of a namespace recorded before namespaces without one.
+fn made_before_loopback() -> bool {
+    true
 }
 
 impl Netns {
@@ -39,6 +51,17 @@ impl Netns {
             ns_if: format!("stl{slot}s"),
             host_addr: Ipv4Addr::new(10, 99, slot, 1),
             ns_addr: Ipv4Addr::new(10, 99, slot, 2),
+            veth: true,
+        }
+    }
+
+    /// The address processes inside the namespace are reached on from inside
+    /// it: the namespace end of the veth pair, or 127.0.0.1 without one.
+    pub fn inner_addr(&self) -> Ipv4Addr {
+        if self.veth {
+            self.ns_addr
+        } else {
+            Ipv4Addr::LOCALHOST
         }
     }
 
@@ -58,18 +81,24 @@ impl Netns {
 
 /// Create the namespace and link in the first free slot.
 pub fn create(ip: &Path) -> Result<Netns, String> {
-    create_with(ip, |_| Ok(()))
+    create_with(ip, true, |_| Ok(()))
 }
 
 /// [`create`], calling `made` as soon as the namespace exists (to record it
-/// before anything else can fail).
+/// before anything else can fail). Without `veth` the namespace gets no link
+/// to the root namespace, only its `lo` (brought up); its slot is still
+/// taken (the slot names the namespace).
 pub fn create_with(
     ip: &Path,
+    veth: bool,
     mut made: impl FnMut(&Netns) -> Result<(), String>,
 ) -> Result<Netns, String> {
     let addrs = process::run(ip, &["-o", "-4", "addr", "show"]).unwrap_or_default();
     for slot in 0..=255u8 {
-        let ns = Netns::for_slot(slot);
+        let ns = Netns {
+            veth,
+            ..Netns::for_slot(slot)
+        };
         if ns.in_use(&addrs) {
             continue;
         }
@@ -88,8 +117,11 @@ pub fn create_with(
     Err("no free storlabN network namespace slot (0..=255 all in use)".into())
 }
 
-/// Add the veth pair, addresses and routes.
+/// Add the veth pair, addresses and routes (without a veth: bring `lo` up).
 fn configure(ip: &Path, ns: &Netns) -> Result<(), String> {
+    if !ns.veth {
+        return process::run(ip, &["-n", &ns.name, "link", "set", "lo", "up"]).map(|_| ());
+    }
     let host_cidr = format!("{}/24", ns.host_addr);
     let ns_cidr = format!("{}/24", ns.ns_addr);
     let steps: [&[&str]; 6] = [
@@ -132,7 +164,8 @@ pub fn pids(ip: &Path, ns: &Netns) -> Vec<u32> {
 /// Remove the link and the namespace; what is already gone is fine.
 pub fn destroy(ip: &Path, ns: &Netns) -> Result<(), String> {
     let mut errors = Vec::new();
-    if Path::new("/sys/class/net").join(&ns.host_if).exists()
+    if ns.veth
+        && Path::new("/sys/class/net").join(&ns.host_if).exists()
         && let Err(e) = process::run(ip, &["link", "del", &ns.host_if])
     {
         errors.push(e);
@@ -149,11 +182,11 @@ pub fn destroy(ip: &Path, ns: &Netns) -> Result<(), String> {
     }
 }
 
-/// The first of `ports` that cannot be bound on `ns.ns_addr` inside the namespace.
+/// The first of `ports` that cannot be bound on [`Netns::inner_addr`] inside the namespace.
 pub fn first_port_in_use(ns: &Netns, ports: &[u16]) -> Result<Option<u16>, String> {
     let file = std::fs::File::open(ns.path())
         .map_err(|e| format!("cannot open {}: {e}", ns.path().display()))?;
-    let addr = ns.ns_addr;
+    let addr = ns.inner_addr();
     let ports = ports.to_vec();
     // setns(2) on a thread of our own moves that thread only.
     std::thread::spawn(move || {

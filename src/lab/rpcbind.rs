@@ -37,16 +37,24 @@ pub fn start(tools: &Tools, ns: &Netns, state_dir: &Path) -> Result<Proc, LabErr
     process::spawn(&tools.nsenter, &args, &state_dir.join("rpcbind.log")).map_err(LabError::System)
 }
 
-/// Ready when `rpcinfo -p` lists the portmapper.
+/// Ready when `rpcinfo -p` lists the portmapper: asked over the veth pair
+/// from the root namespace, or (a namespace without one, `loopback` mode)
+/// from inside the namespace on 127.0.0.1.
 pub fn wait_ready(tools: &Tools, ns: &Netns, proc: &Proc) -> Result<(), LabError> {
-    let addr = ns.ns_addr.to_string();
+    let addr = ns.inner_addr().to_string();
+    let rpcinfo = tools.rpcinfo.display().to_string();
+    let net = format!("--net={}", ns.path().display());
     ready::wait("rpcbind", proc, || {
-        ready::tcp(ns.ns_addr, 111)?;
-        let out = process::run(&tools.rpcinfo, &["-p", &addr])?;
+        let out = if ns.veth {
+            ready::tcp(ns.ns_addr, 111)?;
+            process::run(&tools.rpcinfo, &["-p", &addr])?
+        } else {
+            process::run(&tools.nsenter, &[&net, "--", &rpcinfo, "-p", &addr])?
+        };
         if out.contains("portmapper") {
             Ok(())
         } else {
-            Err(format!("rpcinfo -p {addr}: no portmapper"))
+            Err(format!("rpcinfo -p {addr} (in {}): no portmapper", ns.name))
         }
     })
 }
