@@ -79,6 +79,28 @@ impl Fleet {
             .expect("run storlab")
     }
 
+    /// Create the data file once, on this host, so that the two agents (one
+    /// host) do not race to create it; they reuse it.
+    fn prepare(&self) {
+        let (size, vms) = (SLICE.to_string(), VMS.to_string());
+        let o = self.storlab(&[
+            "run",
+            "--target",
+            &self.target(),
+            "--rw",
+            "read",
+            "--size",
+            &size,
+            "--vms",
+            &vms,
+            "--runtime",
+            "1",
+            "--no-db",
+            "-q",
+        ]);
+        assert!(o.status.success(), "prepare: {}", text(&o));
+    }
+
     /// A fleet run over every block of every slice once, sequentially, in
     /// verify mode; returns its output and its point.
     fn run(&self, rw: &str, json: &str, extra: &[&str]) -> (Output, Value) {
@@ -134,38 +156,26 @@ fn verify_errors(intervals: &Value) -> u64 {
 
 /// Host `h`'s one saved map, from the result.
 fn host_map(p: &Value, h: usize) -> (String, PathBuf) {
-    let maps = p["hosts"][h]["verify_maps"]
+    host_file(p, h, "verify_maps")
+}
+
+/// Host `h`'s one entry of `hosts[h][key]` (a target and the file saved for
+/// it on that host), from the result.
+fn host_file(p: &Value, h: usize, key: &str) -> (String, PathBuf) {
+    let files = p["hosts"][h][key]
         .as_array()
-        .unwrap_or_else(|| panic!("host {h} reports no verify map: {}", p["hosts"][h]));
-    assert_eq!(maps.len(), 1, "one target, one map: {maps:?}");
+        .unwrap_or_else(|| panic!("host {h} reports no {key}: {}", p["hosts"][h]));
+    assert_eq!(files.len(), 1, "one target, one file: {files:?}");
     (
-        maps[0]["target"].as_str().unwrap().to_string(),
-        PathBuf::from(maps[0]["path"].as_str().unwrap()),
+        files[0]["target"].as_str().unwrap().to_string(),
+        PathBuf::from(files[0]["path"].as_str().unwrap()),
     )
 }
 
 #[test]
 fn verify_on_a_fleet_saves_a_map_per_host_and_finds_every_flipped_block() {
     let f = Fleet::new("maps");
-    // Create the file once, here, so the two agents (one host) do not race
-    // to create it; they reuse it.
-    let (size, vms) = (SLICE.to_string(), VMS.to_string());
-    let o = f.storlab(&[
-        "run",
-        "--target",
-        &f.target(),
-        "--rw",
-        "read",
-        "--size",
-        &size,
-        "--vms",
-        &vms,
-        "--runtime",
-        "1",
-        "--no-db",
-        "-q",
-    ]);
-    assert!(o.status.success(), "prepare: {}", text(&o));
+    f.prepare();
 
     // Every block of every slice written once, by the host its VM went to.
     let (o, p) = f.run("write", "write.json", &[]);
@@ -316,36 +326,13 @@ fn verify_on_a_fleet_saves_a_map_per_host_and_finds_every_flipped_block() {
 
 /// Host `h`'s journal, from the result: one target, one file.
 fn host_journal(p: &Value, h: usize) -> (String, PathBuf) {
-    let j = p["hosts"][h]["verify_journals"]
-        .as_array()
-        .unwrap_or_else(|| panic!("host {h} reports no journal: {}", p["hosts"][h]));
-    assert_eq!(j.len(), 1, "one target, one journal entry: {j:?}");
-    (
-        j[0]["target"].as_str().unwrap().to_string(),
-        PathBuf::from(j[0]["path"].as_str().unwrap()),
-    )
+    host_file(p, h, "verify_journals")
 }
 
 #[test]
 fn journal_on_a_fleet_is_one_file_per_host_and_finds_a_destroyed_write() {
     let f = Fleet::new("journal");
-    let (size, vms) = (SLICE.to_string(), VMS.to_string());
-    let o = f.storlab(&[
-        "run",
-        "--target",
-        &f.target(),
-        "--rw",
-        "read",
-        "--size",
-        &size,
-        "--vms",
-        &vms,
-        "--runtime",
-        "1",
-        "--no-db",
-        "-q",
-    ]);
-    assert!(o.status.success(), "prepare: {}", text(&o));
+    f.prepare();
 
     let journal = f.dir.join("data").join("j.jrnl");
     let (o, p) = f.run(

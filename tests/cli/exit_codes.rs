@@ -186,25 +186,18 @@ fn a_failed_runs_error_is_printed_once_by_run_and_by_compare() {
         "--no-db",
         "-q",
     ]);
-    let (e, all) = (stderr(&o), both(&o));
+    let all = both(&o);
     assert_eq!(o.status.code(), Some(1), "{all}");
     // The one line names the load point, the target and the offset.
-    let line = e
-        .lines()
-        .find(|l| l.starts_with("storlab: error: "))
-        .unwrap_or_else(|| panic!("no error line: {all}"));
-    for m in [
-        "load point cli",
-        nbd.url.as_str(),
-        "at offset",
+    error_line_says(
+        &o,
+        &[
+            "load point cli",
+            nbd.url.as_str(),
+            "at offset",
+            "Input/output error",
+        ],
         "Input/output error",
-    ] {
-        assert!(line.contains(m), "{m:?} missing: {line}");
-    }
-    assert_eq!(
-        all.matches("Input/output error").count(),
-        1,
-        "told once: {all}"
     );
     assert!(!stdout(&o).contains("ended by an error"), "{all}");
     let doc = read_json(&json);
@@ -271,25 +264,18 @@ fn a_run_interrupted_and_failed_says_both_and_exits_130() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let o = child.wait_with_output().unwrap();
-    let (e, all) = (stderr(&o), both(&o));
+    let all = both(&o);
     assert_eq!(o.status.code(), Some(130), "interrupt wins: {all}");
-    let line = e
-        .lines()
-        .find(|l| l.starts_with("storlab: error: "))
-        .unwrap_or_else(|| panic!("no error line: {all}"));
-    for m in [
-        "interrupted",
-        "failed",
-        nbd.url.as_str(),
+    error_line_says(
+        &o,
+        &[
+            "interrupted",
+            "failed",
+            nbd.url.as_str(),
+            "still in flight",
+            "saved",
+        ],
         "still in flight",
-        "saved",
-    ] {
-        assert!(line.contains(m), "{m:?} missing: {line}");
-    }
-    assert_eq!(
-        all.matches("still in flight").count(),
-        1,
-        "told once: {all}"
     );
     let doc = read_json(&json);
     assert_eq!(doc["interrupted"], true, "{doc}");
@@ -305,4 +291,19 @@ fn a_run_interrupted_and_failed_says_both_and_exits_130() {
         u(&p["summary"]["total"]["ios"]) > 0,
         "what was measured is kept"
     );
+}
+
+/// The run's one `storlab: error:` line holds every one of `must`, and
+/// `once` appears exactly once in all the output (the error is told once).
+fn error_line_says(o: &Output, must: &[&str], once: &str) {
+    let all = both(o);
+    let e = stderr(o);
+    let line = e
+        .lines()
+        .find(|l| l.starts_with("storlab: error: "))
+        .unwrap_or_else(|| panic!("no error line: {all}"));
+    for m in must {
+        assert!(line.contains(m), "{m:?} missing: {line}");
+    }
+    assert_eq!(all.matches(once).count(), 1, "told once: {all}");
 }
