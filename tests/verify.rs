@@ -45,8 +45,9 @@ impl Drop for Dir {
     }
 }
 
-/// Write every block of the file once, sequentially, in verify mode.
-fn write_all(d: &Dir, extra: &[&str]) {
+/// One pass of `rw` (write, read) over the whole file in `bs` blocks, in
+/// verify mode, with `extra` arguments.
+fn verify_pass(d: &Dir, rw: &str, bs: &str, extra: &[&str]) -> Output {
     let size = format!("{SIZE}");
     let target = d.target();
     let mut args = vec![
@@ -54,9 +55,9 @@ fn write_all(d: &Dir, extra: &[&str]) {
         "--target",
         &target,
         "--rw",
-        "write",
+        rw,
         "--bs",
-        "64k",
+        bs,
         "--size",
         &size,
         "--io_size",
@@ -68,7 +69,12 @@ fn write_all(d: &Dir, extra: &[&str]) {
         "-q",
     ];
     args.extend_from_slice(extra);
-    let o = d.storlab(&args);
+    d.storlab(&args)
+}
+
+/// Write every block of the file once, sequentially, in verify mode.
+fn write_all(d: &Dir, extra: &[&str]) {
+    let o = verify_pass(d, "write", "64k", extra);
     assert!(o.status.success(), "write phase failed: {}", text(&o));
 }
 
@@ -115,27 +121,7 @@ fn a_verifying_read_run_detects_every_corrupted_block_and_counts_them() {
     write_all(&d, &[]);
     let flipped = corrupt(&d.file(), 12, 77);
     let json = d.0.join("read.json");
-    let size = format!("{SIZE}");
-    let o = d.storlab(&[
-        "run",
-        "--target",
-        &d.target(),
-        "--rw",
-        "read",
-        "--bs",
-        "4k",
-        "--size",
-        &size,
-        "--io_size",
-        &size,
-        "--runtime",
-        "60",
-        "--verify",
-        "--no-db",
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let o = verify_pass(&d, "read", "4k", &["--json", json.to_str().unwrap()]);
     let t = text(&o);
     assert_eq!(
         o.status.code(),
@@ -159,28 +145,8 @@ fn a_verifying_read_run_detects_every_corrupted_block_and_counts_them() {
 #[test]
 fn reads_of_blocks_never_written_are_checked_against_the_prepared_content() {
     let d = Dir::new("prepared");
-    let size = format!("{SIZE}");
     // A read-only verify run over a freshly prepared file: all prepared content.
-    let run = |d: &Dir| {
-        d.storlab(&[
-            "run",
-            "--target",
-            &d.target(),
-            "--rw",
-            "read",
-            "--bs",
-            "8k",
-            "--size",
-            &size,
-            "--io_size",
-            &size,
-            "--runtime",
-            "60",
-            "--verify",
-            "--no-db",
-            "-q",
-        ])
-    };
+    let run = |d: &Dir| verify_pass(d, "read", "8k", &[]);
     let o = run(&d);
     assert!(o.status.success(), "{}", text(&o));
     // Damage the prepared content: the next verifying read finds it.

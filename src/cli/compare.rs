@@ -82,18 +82,12 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             s.progress.set_job(&format!("{} on {}", job.name, c.name));
             let mut points = super::curve::Points::new(job, args.out.repeat);
             loop {
-                let next = match points.next() {
-                    Ok(Some(n)) => n,
-                    Ok(None) => break,
-                    Err(e) => {
-                        (s.record.error, s.code) = (Some(e), ExitCode::Failed);
-                        break 'targets;
-                    }
+                let next = match points.step(&mut s) {
+                    super::curve::Step::Run(n) => n,
+                    super::curve::Step::JobDone => break,
+                    super::curve::Step::Stop => break 'targets,
                 };
                 let spec = &next.spec;
-                if s.stopping() {
-                    break 'targets;
-                }
                 // A repetition is a test of its own: it starts from the initial store too.
                 if dirty && next.repetition {
                     restore(c, &mut s)?;

@@ -3,7 +3,8 @@
 //! point's unthrottled runs first, then its open-loop runs at each percentage
 //! of their mean IOPS, each `--repeat` times.
 
-use super::{CliError, JobArgs};
+use super::session::Session;
+use super::{CliError, ExitCode, JobArgs};
 use crate::engine::runner::PointResult;
 use crate::workload::curve::{self, Max};
 use crate::workload::{Job, Spec};
@@ -26,6 +27,18 @@ pub struct Next {
     pub spec: Spec,
     /// A second or later run of the same spec (`--repeat`).
     pub repetition: bool,
+}
+
+/// What a driver does next, from [`Points::step`].
+#[derive(Debug)]
+pub enum Step {
+    /// Measure this point.
+    Run(Next),
+    /// The job has no more points.
+    JobDone,
+    /// Stop measuring: the session is stopping, or the curve failed (the
+    /// failure is recorded in the session).
+    Stop,
 }
 
 /// The points of one job in the order they are measured; results of
@@ -103,6 +116,20 @@ impl<'j> Points<'j> {
             }
         };
         Ok(Some(Next { spec, repetition }))
+    }
+
+    /// [`Points::next`] for a driver with session `s`: a curve that cannot go
+    /// on becomes the run's failure in `s`, and a stopping session stops.
+    pub fn step(&mut self, s: &mut Session) -> Step {
+        match self.next() {
+            Ok(Some(_)) if s.stopping() => Step::Stop,
+            Ok(Some(n)) => Step::Run(n),
+            Ok(None) => Step::JobDone,
+            Err(e) => {
+                (s.record.error, s.code) = (Some(e), ExitCode::Failed);
+                Step::Stop
+            }
+        }
     }
 
     /// Feed back what the spec last handed out measured (needed after an

@@ -84,18 +84,12 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         fleet_progress.set_job(&job.name);
         let mut points = curve::Points::new(job, args.out.repeat);
         loop {
-            let next = match points.next() {
-                Ok(Some(n)) => n,
-                Ok(None) => break,
-                Err(e) => {
-                    (s.record.error, s.code) = (Some(e), ExitCode::Failed);
-                    break 'jobs;
-                }
+            let next = match points.step(&mut s) {
+                curve::Step::Run(n) => n,
+                curve::Step::JobDone => break,
+                curve::Step::Stop => break 'jobs,
             };
             let spec = &next.spec;
-            if s.stopping() {
-                break 'jobs;
-            }
             let result = match &fleet {
                 Some(f) => s.measure(Some(&mut fleet_progress), |obs| {
                     controller::run_point(f, spec, &targets, opts.stop, obs)
