@@ -4,10 +4,11 @@
 //! both sides (the load generator and each server process), because what a
 //! protocol costs in CPU is the studies' most repeated finding.
 
-use crate::backends::target::Target;
-use crate::engine::runner::{PointResult, RunError};
 use crate::lab::LabState;
+use crate::model::{PointResult, ServerCpu};
+use crate::runner::RunError;
 use crate::stats::ProcCpu;
+use crate::target::Target;
 use crate::workload::Spec;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -33,42 +34,6 @@ pub struct Contender {
     pub servers: Vec<ServerProc>,
     /// A storlab-prepared backing file to restore before each test, if any.
     pub backing: Option<PathBuf>,
-}
-
-/// CPU seconds one server spent during one load point.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ServerCpu {
-    /// Server name.
-    pub name: String,
-    /// User + system seconds.
-    pub cpu_s: f64,
-}
-
-/// The comparison part of a run document: which target is which, the
-/// baseline, and the server CPU of every point.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CompareInfo {
-    /// Name of the baseline target.
-    pub baseline: String,
-    /// (name, URL) of every target, in run order.
-    pub targets: Vec<(String, String)>,
-    /// Server CPU per (target name, job, point label).
-    pub server_cpu: Vec<PointServerCpu>,
-    /// The lab's layout (servers, versions, addresses), when the targets are a lab's.
-    pub lab: Option<serde_json::Value>,
-}
-
-/// Server CPU of one point of one target.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PointServerCpu {
-    /// Target name.
-    pub target: String,
-    /// Job name.
-    pub job: String,
-    /// Load point label.
-    pub point: String,
-    /// Per server.
-    pub servers: Vec<ServerCpu>,
 }
 
 /// The lab target names, in the studies' usual order.

@@ -8,8 +8,8 @@
 //! only while the marker's device and inode still match it; a file of the user's
 //! that replaced ours is foreign.
 
-use crate::engine::content;
 use crate::workload::Content;
+use crate::workload::content;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs::{self, File};
@@ -681,8 +681,8 @@ mod tests {
 
     #[test]
     fn sliced_plan_sizes_created_files_and_refuses_a_small_foreign_one() {
-        use crate::backends::target::Target;
-        use crate::engine::plan::{self, TargetKind};
+        use crate::plan::{self, TargetKind};
+        use crate::target::Target;
         use crate::workload::DiskLayout;
         let d = TempDir::new();
         // 4 VMs x 2 disks of 1 MiB, sliced on one file: it must hold 8 MiB.

@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
-use storlab::backends::{self, target::Target};
-use storlab::engine::plan::Disk;
-use storlab::engine::{Backend, BufferPool, Completion, OpenOptions, Request};
+use storlab::backends;
+use storlab::io::{Backend, BufferPool, Completion, OpenOptions, Request};
+use storlab::plan::Disk;
+use storlab::target::Target;
 use storlab::workload::{Content, Dir};
 use support::lab::Lab;
 use support::text;
@@ -100,7 +101,7 @@ fn a_write_through_nbd_is_read_back_through_iscsi_nfs3_and_nfs4() {
     let at = |i: u32| (7 << 20) + i as u64 * 3 * LEN as u64; // spread, 64 KiB aligned
     let mut pool = BufferPool::new(N as usize, LEN as usize);
     for i in 0..N {
-        storlab::engine::content::fill(pool.slice_mut(i as usize), Content::Random, 99, i as u64);
+        storlab::workload::content::fill(pool.slice_mut(i as usize), Content::Random, 99, i as u64);
     }
     let written: Vec<Vec<u8>> = (0..N)
         .map(|i| pool.slice_mut(i as usize).to_vec())
@@ -206,7 +207,12 @@ fn compare_runs_every_target_relative_to_the_baseline_and_restores_the_store() {
     let disk = std::fs::read(lab.backing()).unwrap();
     let mut chunk = vec![0u8; 1 << 20];
     for i in [0u64, 1, 100, 511] {
-        storlab::engine::content::fill(&mut chunk, Content::Random, storlab::lab::backing::SEED, i);
+        storlab::workload::content::fill(
+            &mut chunk,
+            Content::Random,
+            storlab::lab::backing::SEED,
+            i,
+        );
         let o = (i << 20) as usize;
         assert!(
             disk[o..o + chunk.len()] == chunk[..],

@@ -25,8 +25,8 @@
 
 use std::collections::BTreeMap;
 use std::time::Instant;
-use storlab::engine::runner::HostInterval;
 use storlab::fleet::wire::{IntervalsReply, WireInterval};
+use storlab::runner::HostInterval;
 use storlab::stats::{CpuSample, Recorder, Snapshot};
 use storlab::workload::Dir;
 

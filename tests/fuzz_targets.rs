@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
-use storlab::backends::target::Target;
+use storlab::target::Target;
 
 /// Every target in fuzz/Cargo.toml.
 const TARGETS: [&str; 3] = ["jobfile", "cli_args", "agent_request"];

@@ -7,11 +7,12 @@
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use storlab::engine::runner::{IntervalRecord, Observer, PointResult};
+use storlab::model::{IntervalRecord, PointResult};
+use storlab::model::{JobRecord, RunRecord};
 use storlab::report::markdown::{self, ReportOptions};
 use storlab::report::relative::{self, Comparison, Source};
 use storlab::report::{csv, html};
-use storlab::result::{JobRecord, RunRecord};
+use storlab::runner::Observer;
 use storlab::stats::{CpuSample, Recorder, Snapshot, Summary};
 use storlab::store::{RunWriter, Store, StoreError};
 use storlab::workload::Dir;
@@ -349,7 +350,7 @@ fn fleet_snapshots() {
         "report-fleet.md",
         &markdown::render(&c, &ReportOptions::default()),
     );
-    snapshot("report-fleet.csv", &relative::csv(&c));
+    snapshot("report-fleet.csv", &storlab::report::csv::comparison(&c));
 }
 
 /// Per-host figures and "% of link" come from the run, and only from it.
@@ -414,7 +415,10 @@ fn markdown_snapshot() {
 
 #[test]
 fn csv_snapshot() {
-    snapshot("report.csv", &relative::csv(&comparison()));
+    snapshot(
+        "report.csv",
+        &storlab::report::csv::comparison(&comparison()),
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use storlab::backends::target::Target;
+use storlab::target::Target;
 use storlab::workload::{jobfile, units, validate};
 
 fuzz_target!(|data: &[u8]| {

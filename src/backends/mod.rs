@@ -1,16 +1,15 @@
-//! Backends: where bytes go. Each implements [`crate::engine::Backend`]; this
-//! module maps a [`target::Target`] to the backend that serves it.
+//! Backends: where bytes go. Each implements [`crate::io::Backend`]; this
+//! module maps a [`crate::target::Target`] to the backend that serves it.
 
 pub mod file;
 pub mod iscsi;
 pub mod nbd;
 pub mod nfs;
 pub mod null;
-pub mod target;
 
-use crate::engine::plan::Disk;
-use crate::engine::{Backend, BackendError, OpenOptions};
-use target::Target;
+use crate::io::{Backend, BackendError, OpenOptions};
+use crate::plan::Disk;
+use crate::target::Target;
 
 /// Open the backend for `target` over `disks` (the disks one engine thread uses).
 pub fn open(

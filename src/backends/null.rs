@@ -3,7 +3,7 @@
 //! It moves no bytes and makes no system call, so a run against it measures the
 //! engine's own ceiling; it is also the backend of the engine's tests.
 
-use crate::engine::{Backend, Completion, QueueError, Request};
+use crate::io::{Backend, Completion, QueueError, Request};
 use std::time::Duration;
 
 /// Completes every request instantly with `Ok(len)`.
@@ -49,7 +49,7 @@ impl Backend for NullBackend {
     }
 
     #[inline]
-    fn commit(&mut self) -> Result<(), crate::engine::BackendError> {
+    fn commit(&mut self) -> Result<(), crate::io::BackendError> {
         Ok(())
     }
 
@@ -61,7 +61,7 @@ impl Backend for NullBackend {
         _min: usize,
         _timeout: Option<Duration>,
         out: &mut Vec<Completion>,
-    ) -> Result<usize, crate::engine::BackendError> {
+    ) -> Result<usize, crate::io::BackendError> {
         let n = self.pending.len();
         out.extend_from_slice(&self.pending);
         self.pending.clear();

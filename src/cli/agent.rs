@@ -57,7 +57,7 @@ pub fn run(args: AgentArgs) -> Result<ExitCode, CliError> {
     let tokenless = token.is_none();
     let https = tls.is_some();
     let cfg = AgentConfig {
-        name: args.name.unwrap_or_else(crate::engine::runner::local_name),
+        name: args.name.unwrap_or_else(crate::runner::local_name),
         token,
         tls,
         allow,

@@ -3,10 +3,11 @@
 
 use super::session::{self, Session};
 use super::{CliError, CompareArgs, ExitCode};
-use crate::compare::{self, CompareInfo, Contender, PointServerCpu, Row};
-use crate::engine::runner;
+use crate::compare::{self, Contender, Row};
 use crate::lab;
+use crate::model::{CompareInfo, PointServerCpu};
 use crate::prepare;
+use crate::runner;
 
 /// Run `storlab compare`.
 pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
@@ -54,10 +55,10 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     s.record.environment.network = lab_state
         .as_ref()
         .filter(|_| contenders.iter().any(|c| c.backing.is_some()))
-        .map(crate::result::Network::of_lab)
+        .map(crate::lab::LabState::network)
         .or_else(|| {
             let urls: Vec<String> = contenders.iter().map(|c| c.target.to_string()).collect();
-            crate::result::Network::of_targets(&urls)
+            crate::lab::registry::network_of(&urls)
         });
     let mut info = CompareInfo {
         baseline: baseline.clone(),
@@ -174,7 +175,7 @@ fn restore(c: &Contender, s: &mut Session) -> Result<(), CliError> {
     if let Some(path) = &c.backing {
         let bytes = prepare::restore(path)
             .map_err(|e| CliError::failed(format!("restoring the backing store: {e}")))?;
-        crate::engine::runner::Observer::note(
+        crate::runner::Observer::note(
             &mut s.progress,
             &format!(
                 "restored the backing store ({} written)",
@@ -201,7 +202,7 @@ fn print_tables(s: &Session, info: &CompareInfo) {
         let mut names: Vec<(String, &str)> = Vec::new(); // (row label, target name)
         let mut found_per_target = Vec::new();
         for (name, url) in &info.targets {
-            let found: Vec<&crate::engine::runner::PointResult> = s
+            let found: Vec<&crate::model::PointResult> = s
                 .record
                 .jobs
                 .iter()

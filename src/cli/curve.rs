@@ -3,22 +3,11 @@
 //! point's unthrottled runs first, then its open-loop runs at each percentage
 //! of their mean IOPS, each `--repeat` times.
 
+use super::ExitCode;
 use super::session::Session;
-use super::{CliError, ExitCode, JobArgs};
-use crate::engine::runner::PointResult;
+use crate::model::PointResult;
 use crate::workload::curve::{self, Max};
 use crate::workload::{Job, Spec};
-
-/// Apply `--curve` (when given) to every job.
-pub fn apply_option(args: &JobArgs, jobs: &mut [Job]) -> Result<(), CliError> {
-    if let Some(text) = &args.curve {
-        let pcts = curve::parse("--curve", text).map_err(|e| CliError::input(e.to_string()))?;
-        for j in jobs {
-            j.curve = pcts.clone();
-        }
-    }
-    Ok(())
-}
 
 /// The next point to measure.
 #[derive(Debug)]

@@ -1,12 +1,47 @@
 //! `storlab results diff OLD NEW` (and `storlab compare RUN_A RUN_B`): runs
 //! compared over time, each side one run or a set of runs.
 
-use super::results::{DiffArgs, DiffFormat, db_path, emit};
+use super::output::{db_path, emit};
 use super::{CliError, ExitCode};
 use crate::report::diff::{self, Diff, Side};
 use crate::report::relative::Source;
 use crate::store::Store;
+use clap::ValueEnum;
 use std::path::Path;
+use std::path::PathBuf;
+
+/// Arguments of `storlab results diff OLD NEW`.
+#[derive(clap::Args, Debug)]
+pub struct DiffArgs {
+    /// The old side: a run id, several (3,4,5), a range (3-5), or `--json` files.
+    #[arg(value_name = "OLD")]
+    pub old: String,
+    /// The new side, in the same form.
+    #[arg(value_name = "NEW")]
+    pub new: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: DiffFormat,
+    /// Output file (default: standard output).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Compare points whose specs differ (the differences are listed in the output).
+    #[arg(long)]
+    pub allow_spec_change: bool,
+}
+
+/// Formats of `storlab results diff`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// Plain-text tables, one per load point.
+    Text,
+    /// One Markdown table.
+    Markdown,
+    /// One line per figure and point.
+    Csv,
+    /// The whole comparison (schema storlab.diff).
+    Json,
+}
 
 /// The items of one side: "3", "3,4,5", "3-5", file paths, or a mix.
 /// Ranges expand to every id in them; files stay as given.

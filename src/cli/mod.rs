@@ -7,6 +7,7 @@ mod compare;
 mod curve;
 mod diff;
 pub mod lab;
+pub mod output;
 pub mod report;
 pub mod results;
 mod run;
@@ -207,7 +208,7 @@ pub struct RunArgs {
     pub vms_per_host: Option<u32>,
     /// What a lost agent does to the run: stop it, or go on with the others.
     #[arg(long, value_enum, default_value = "stop")]
-    pub on_host_loss: crate::engine::runner::HostLoss,
+    pub on_host_loss: crate::runner::HostLoss,
 }
 
 /// Arguments of `storlab compare`.

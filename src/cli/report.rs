@@ -1,12 +1,12 @@
 //! `storlab report RUN...`: one report over runs from the database or
 //! `--json` files, every target relative to a baseline target.
 
-use super::results::{emit, open_store, parse_run_id};
+use super::output::{emit, open_store, parse_run_id};
 use super::{CliError, ExitCode};
+use crate::model::RunRecord;
 use crate::report::html;
 use crate::report::markdown::{self, ReportOptions};
-use crate::report::relative::{self, Comparison, Source};
-use crate::result::RunRecord;
+use crate::report::relative::{Comparison, Source};
 use crate::store::Store;
 use clap::ValueEnum;
 use std::path::{Path, PathBuf};
@@ -149,7 +149,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, CliError> {
     let text = match format {
         ReportFormat::Html => html::render(&c, &opts),
         ReportFormat::Markdown => markdown::render(&c, &opts),
-        ReportFormat::Csv => relative::csv(&c),
+        ReportFormat::Csv => crate::report::csv::comparison(&c),
     };
     emit(args.output.as_deref(), text.as_bytes())?;
     if let Some(p) = &args.output {

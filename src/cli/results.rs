@@ -1,13 +1,14 @@
 //! `storlab results list|show|export`: the runs in the results database.
 
+use super::diff::DiffArgs;
+use super::output::{emit, open_store, parse_run_id};
 use super::{CliError, ExitCode};
 use crate::report::markdown::{fmt_time, shell_line, status};
 use crate::report::{csv, text};
-use crate::result::write_atomic;
-use crate::store::{self, RunId, Store};
+use crate::store;
 use clap::{Subcommand, ValueEnum};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Arguments of `storlab results`.
 #[derive(clap::Args, Debug)]
@@ -45,39 +46,6 @@ pub enum ResultsCmd {
     Diff(DiffArgs),
 }
 
-/// Arguments of `storlab results diff OLD NEW`.
-#[derive(clap::Args, Debug)]
-pub struct DiffArgs {
-    /// The old side: a run id, several (3,4,5), a range (3-5), or `--json` files.
-    #[arg(value_name = "OLD")]
-    pub old: String,
-    /// The new side, in the same form.
-    #[arg(value_name = "NEW")]
-    pub new: String,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: DiffFormat,
-    /// Output file (default: standard output).
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Compare points whose specs differ (the differences are listed in the output).
-    #[arg(long)]
-    pub allow_spec_change: bool,
-}
-
-/// Formats of `storlab results diff`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum DiffFormat {
-    /// Plain-text tables, one per load point.
-    Text,
-    /// One Markdown table.
-    Markdown,
-    /// One line per figure and point.
-    Csv,
-    /// The whole comparison (schema storlab.diff).
-    Json,
-}
-
 /// Formats of `storlab results export`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
@@ -85,52 +53,6 @@ pub enum ExportFormat {
     Json,
     /// One row per interval, as `storlab run --csv` writes it.
     Csv,
-}
-
-/// The database file: `--db`, else the default location.
-pub fn db_path(db: Option<&Path>) -> Result<PathBuf, CliError> {
-    match db {
-        Some(p) => Ok(p.to_path_buf()),
-        None => store::default_path().ok_or_else(|| {
-            CliError::input(format!(
-                "no results database: pass --db PATH or set {} (HOME is not set either)",
-                store::DB_ENV
-            ))
-        }),
-    }
-}
-
-/// Open the database `--db` names (or the default one).
-pub fn open_store(db: Option<&Path>) -> Result<Store, CliError> {
-    let path = db_path(db)?;
-    Store::open(&path).map_err(|e| CliError::input(e.to_string()))
-}
-
-/// A run id as the user typed it.
-pub fn parse_run_id(s: &str) -> Result<RunId, CliError> {
-    s.trim().parse::<i64>().map(RunId).map_err(|_| {
-        CliError::input(format!(
-            "invalid run id {s:?} (expected a number from `storlab results list`)"
-        ))
-    })
-}
-
-/// Write `bytes` to `output`, or to standard output.
-pub fn emit(output: Option<&Path>, bytes: &[u8]) -> Result<(), CliError> {
-    match output {
-        Some(p) => write_atomic(p, bytes)
-            .map_err(|e| CliError::failed(format!("cannot write {}: {e}", p.display()))),
-        None => {
-            use std::io::Write;
-            match std::io::stdout().write_all(bytes) {
-                // A closed pipe (`| head`) is the reader's choice, not a failure.
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::failed(
-                    format!("cannot write to standard output: {e}"),
-                )),
-                _ => Ok(()),
-            }
-        }
-    }
 }
 
 /// Run `storlab results`.

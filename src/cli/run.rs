@@ -4,10 +4,10 @@
 use super::curve;
 use super::session::{self, Session};
 use super::{CliError, ExitCode, RunArgs};
-use crate::backends::target::Target;
-use crate::engine::runner;
 use crate::fleet::controller::{self, FleetConfig};
 use crate::fleet::{auth, progress::FleetProgress};
+use crate::runner;
+use crate::target::Target;
 
 /// Run `storlab run`.
 pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {

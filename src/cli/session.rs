@@ -2,13 +2,14 @@
 //! outputs, and a run record saved after every load point (JSON, CSV and the
 //! results database, written as measured), ending in a summary and an exit code.
 
-use super::{CliError, ExitCode, JobArgs, OutArgs, results, signals};
-use crate::backends::target::Target;
-use crate::engine::runner::{Observer, PointResult, RunError, RunOptions};
+use super::{CliError, ExitCode, JobArgs, OutArgs, signals};
 use crate::lab;
+use crate::model::PointResult;
+use crate::model::{JobRecord, RunRecord, write_atomic};
 use crate::report::{csv, progress::Progress, text};
-use crate::result::{JobRecord, RunRecord, write_atomic};
+use crate::runner::{Observer, RunError, RunOptions};
 use crate::store::{RunWriter, Store, Tee};
+use crate::target::Target;
 use crate::workload::{Job, catalogue, jobfile};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -30,7 +31,7 @@ pub fn jobs(args: &JobArgs) -> Result<Vec<Job>, CliError> {
             .map(|j| args.flags.apply(Some(j)).map_err(input))
             .collect::<Result<Vec<_>, _>>()?
     };
-    super::curve::apply_option(args, &mut jobs)?;
+    apply_curve(args, &mut jobs)?;
     for j in &mut jobs {
         if j.description.is_empty()
             && let Some(p) = j.points.first()
@@ -39,6 +40,18 @@ pub fn jobs(args: &JobArgs) -> Result<Vec<Job>, CliError> {
         }
     }
     Ok(jobs)
+}
+
+/// Apply `--curve` (when given) to every job.
+fn apply_curve(args: &JobArgs, jobs: &mut [Job]) -> Result<(), CliError> {
+    if let Some(text) = &args.curve {
+        let pcts = crate::workload::curve::parse("--curve", text)
+            .map_err(|e| CliError::input(e.to_string()))?;
+        for j in jobs {
+            j.curve = pcts.clone();
+        }
+    }
+    Ok(())
 }
 
 /// Check the options that can be checked before anything runs.
@@ -100,6 +113,7 @@ pub fn run_options(out: &OutArgs) -> RunOptions<'static> {
         threads,
         allow_overwrite: out.allow_overwrite,
         stop: &signals::STOP,
+        hooks: Some(std::sync::Arc::new(crate::verify::Verify)),
     }
 }
 
@@ -108,7 +122,7 @@ pub fn open_store(out: &OutArgs) -> Result<Option<Store>, CliError> {
     if out.no_db {
         Ok(None)
     } else {
-        results::open_store(out.db.as_deref()).map(Some)
+        super::output::open_store(out.db.as_deref()).map(Some)
     }
 }
 
@@ -149,7 +163,7 @@ impl<'s> Session<'s> {
         targets: Vec<String>,
     ) -> Result<Self, CliError> {
         let mut record = RunRecord::new(argv);
-        record.environment.network = crate::result::Network::of_targets(&targets);
+        record.environment.network = crate::lab::registry::network_of(&targets);
         let writer = match store {
             Some(s) => Some(RunWriter::begin(s, &record, targets).map_err(store_err)?),
             None => None,

@@ -2,7 +2,7 @@
 //! a durability journal) and check every block (docs/verify.md).
 
 use super::{CliError, ExitCode};
-use crate::backends::target::Target;
+use crate::target::Target;
 use crate::verify::{self, Loaded, reread};
 use std::path::PathBuf;
 

@@ -15,17 +15,7 @@
 use crate::workload::Dir;
 use std::time::Duration;
 
-/// The default limit: long enough for a server to fail over or a storage
-/// array to retry a path, short enough that a dead target ends the run.
-pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// [`DEFAULT_IO_TIMEOUT`], for serde's `default` of records without the field.
-pub fn default_io_timeout() -> Duration {
-    DEFAULT_IO_TIMEOUT
-}
-
-/// Shortest accepted non-zero limit.
-pub const MIN_IO_TIMEOUT: Duration = Duration::from_millis(10);
+pub use crate::workload::{DEFAULT_IO_TIMEOUT, MIN_IO_TIMEOUT};
 
 /// Watches the submission time of every slot of one engine thread.
 #[derive(Debug)]
@@ -135,10 +125,10 @@ pub fn message(dir: Dir, len: u32, offset: u64, target: &str, limit: Duration) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backends::target::Target;
-    use crate::engine::plan::{self, TargetKind};
     use crate::engine::worker::{self, Msg, ThreadCtx, Timing};
-    use crate::engine::{Backend, BackendError, Completion, QueueError, Request};
+    use crate::io::{Backend, BackendError, Completion, QueueError, Request};
+    use crate::plan::{self, TargetKind};
+    use crate::target::Target;
     use std::sync::atomic::AtomicBool;
     use std::sync::mpsc;
     use std::time::Instant;
@@ -290,7 +280,7 @@ mod tests {
             stop: &stop,
             tx,
             io_timeout: limit,
-            verify: None,
+            hooks: None,
         };
         let mut pool = worker::make_pool(&ctx);
         let mut b = Stuck {

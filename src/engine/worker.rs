@@ -8,11 +8,12 @@
 //! of a batch is stamped with the instant just before it was committed, and
 //! every completion of a reap with the instant just after the reap returned.
 
-use super::content;
-use super::plan::{Disk, ThreadPlan};
+use super::hooks::PointHooks;
 use super::timeout::{self, IoWatch};
-use super::{Backend, BufferPool, Completion, QueueError, Request};
+use crate::io::{Backend, BufferPool, Completion, QueueError, Request};
+use crate::plan::{Disk, ThreadPlan};
 use crate::stats::{Recorder, Snapshot};
+use crate::workload::content;
 use crate::workload::pace::{self, Pacer};
 use crate::workload::pattern::Generator;
 use crate::workload::{Content, Dir};
@@ -87,8 +88,8 @@ pub struct ThreadCtx<'a> {
     /// Longest an I/O may be in flight before the run ends with an error
     /// naming it ([`timeout`]); zero: no limit.
     pub io_timeout: Duration,
-    /// Verify mode's shared block map (`crate::verify`); `None`: no checks.
-    pub verify: Option<&'a crate::verify::map::Shared>,
+    /// Hooks on every I/O (verify mode); `None`: none.
+    pub hooks: Option<&'a dyn PointHooks>,
 }
 
 /// One outstanding-I/O slot.
@@ -196,9 +197,7 @@ pub fn run(
     let mut failure: Option<String> = None;
     let mut watch = IoWatch::new(ctx.io_timeout, slots.len());
     let mut timed_out = false;
-    let mut verify = ctx
-        .verify
-        .map(|v| crate::verify::hooks::Checker::new(v, &ctx.plan.disks, slots.len()));
+    let mut verify = ctx.hooks.map(|h| h.thread(&ctx.plan.disks, slots.len()));
 
     let ship = |workers: &mut Vec<Worker>, index: u32, end: u64| {
         let snaps = workers
@@ -242,16 +241,18 @@ pub fn run(
                 continue;
             }
             let io = match verify.as_mut() {
-                // Never two I/Os on one block: a slot whose blocks are busy
-                // keeps its I/O and retries (crate::verify::hooks).
-                Some(v) => match v.next_io(s, slot.disk, || w.pattern.next(slot.wdisk as usize)) {
-                    Some(io) => io,
-                    None => {
-                        next_due = next_due.min(now + crate::verify::hooks::RETRY_NS);
-                        waiting.push(s);
-                        continue;
+                // The hooks may hold a slot back (verify mode: its blocks
+                // are busy); it keeps its I/O and retries (super::hooks).
+                Some(v) => {
+                    match v.next_io(s, slot.disk, &mut || w.pattern.next(slot.wdisk as usize)) {
+                        Some(io) => io,
+                        None => {
+                            next_due = next_due.min(now + v.retry_ns());
+                            waiting.push(s);
+                            continue;
+                        }
                     }
-                },
+                }
                 None => w.pattern.next(slot.wdisk as usize),
             };
             let buf = pool.ptr(s as usize);

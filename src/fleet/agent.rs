@@ -15,10 +15,10 @@ use super::allow::Allowlist;
 use super::auth;
 use super::metrics::Metrics;
 use super::wire::{self, ErrorKind, ErrorReply, RunState, paths};
-use crate::backends::target::Target;
-use crate::engine::plan::{self, TargetKind};
-use crate::engine::runner::{HostEvent, HostPlan, HostRunner, LocalRunner, RunError, share};
+use crate::plan::{self, TargetKind};
+use crate::runner::{HostEvent, HostPlan, HostRunner, LocalRunner, RunError, share};
 use crate::stats::Snapshot;
+use crate::target::Target;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::io::Read;
@@ -144,7 +144,7 @@ struct Slot {
     done: bool,
     error: Option<String>,
     /// Where the finished run saved its verify maps, and its bad blocks.
-    verify: Option<crate::verify::HostVerify>,
+    verify: Option<crate::model::HostVerify>,
     last_contact: Instant,
 }
 
@@ -794,7 +794,10 @@ fn prepare(shared: &Shared, mut req: wire::PrepareRequest, targets: Vec<Target>)
         threads: req.threads.map(|t| t as usize),
         allow_overwrite: req.allow_overwrite,
     };
-    let mut runner = LocalRunner::new(shared.cfg.name.clone());
+    let mut runner = LocalRunner::new(
+        shared.cfg.name.clone(),
+        Some(std::sync::Arc::new(crate::verify::Verify)),
+    );
     let never = AtomicBool::new(false);
     let prepared = runner
         .check(&plan)

@@ -4,7 +4,7 @@
 //! URL entry (`nfs://`, `iscsi://`, `nbd://`, `null:`) covers URLs that
 //! start with it at a component boundary.
 
-use crate::backends::target::Target;
+use crate::target::Target;
 use std::path::{Component, Path, PathBuf};
 
 /// The targets an agent may touch.

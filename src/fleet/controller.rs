@@ -3,10 +3,9 @@
 //! same aggregator as a local run.
 
 use super::remote::RemoteRunner;
-use crate::backends::target::Target;
-use crate::engine::runner::{
-    self, HostCheck, HostLoss, HostPlan, HostRunner, Observer, PointResult, RunError, share,
-};
+use crate::model::PointResult;
+use crate::runner::{self, HostCheck, HostLoss, HostPlan, HostRunner, Observer, RunError, share};
+use crate::target::Target;
 use crate::workload::Spec;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;

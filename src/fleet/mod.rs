@@ -2,8 +2,8 @@
 //!
 //! The controller ([`controller`]) deals the point's VMs over the agents and
 //! drives each through a [`remote::RemoteRunner`], which implements the same
-//! [`crate::engine::runner::HostRunner`] interface as the in-process
-//! [`crate::engine::runner::LocalRunner`]; the same aggregator merges hosts by
+//! [`crate::runner::HostRunner`] interface as the in-process
+//! [`crate::runner::LocalRunner`]; the same aggregator merges hosts by
 //! addition as a host merges its threads. The agent ([`agent`]) is a small
 //! HTTP/JSON daemon ([`wire`] holds its versioned messages) that checks the
 //! protocol version and the bearer token ([`auth`]) first, touches only the

@@ -1,7 +1,9 @@
 //! Live progress of a fleet run: the fleet totals of each interval, and the
 //! slowest host in it (the one with the fewest I/Os per second).
 
-use crate::engine::runner::{IntervalRecord, Observer};
+use crate::runner::Observer;
+
+use crate::model::IntervalRecord;
 use crate::report::progress;
 use crate::workload::Spec;
 use std::io::IsTerminal;

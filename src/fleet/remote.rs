@@ -8,7 +8,7 @@
 
 use super::auth;
 use super::wire::{self, ErrorKind, ErrorReply, paths};
-use crate::engine::runner::{HostCheck, HostEvent, HostPlan, HostPrepared, HostRunner, RunError};
+use crate::runner::{HostCheck, HostEvent, HostPlan, HostPrepared, HostRunner, RunError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
@@ -382,7 +382,7 @@ fn poll(client: &Client, run: u64, host: usize, stop: &AtomicBool, events: &Send
                         || !r.verify_bad.is_empty()
                         || !r.verify_journals.is_empty()
                         || r.verify_journal_error.is_some())
-                    .then(|| crate::verify::HostVerify {
+                    .then(|| crate::model::HostVerify {
                         maps: match r.verify_map_error {
                             Some(e) => Err(e),
                             None => Ok(r.verify_maps.into_iter().map(Into::into).collect()),

@@ -10,7 +10,9 @@
 //! both versions. Snapshots travel in their result-document form
 //! (`crate::stats::Snapshot`'s serde shape, bucket bounds in ns).
 
-use crate::engine::runner::{HostInterval, PreparedFile};
+use crate::runner::HostInterval;
+
+use crate::model::PreparedFile;
 use crate::stats::{CpuSample, Snapshot};
 use crate::workload::Spec;
 use serde::{Deserialize, Serialize};
@@ -298,8 +300,8 @@ pub struct WireSavedMap {
     pub path: String,
 }
 
-impl From<&crate::verify::SavedMap> for WireSavedMap {
-    fn from(m: &crate::verify::SavedMap) -> Self {
+impl From<&crate::model::SavedMap> for WireSavedMap {
+    fn from(m: &crate::model::SavedMap) -> Self {
         WireSavedMap {
             target: m.target.clone(),
             path: m.path.clone(),
@@ -307,9 +309,9 @@ impl From<&crate::verify::SavedMap> for WireSavedMap {
     }
 }
 
-impl From<WireSavedMap> for crate::verify::SavedMap {
+impl From<WireSavedMap> for crate::model::SavedMap {
     fn from(m: WireSavedMap) -> Self {
-        crate::verify::SavedMap {
+        crate::model::SavedMap {
             target: m.target,
             path: m.path,
         }

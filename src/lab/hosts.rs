@@ -126,25 +126,6 @@ pub fn add_host(tools: &Tools, ns: &Netns, br: &str, h: &Host, mtu: u32) -> Resu
     ip(tools, &["-n", &h.name, "link", "set", "lo", "up"])
 }
 
-/// Host namespaces of storage host `ns` that exist on the machine, recorded or
-/// not (a crash between `ip netns add` and the record).
-pub fn existing(ns: &Netns) -> Vec<String> {
-    let prefix = format!("{}-h", ns.name);
-    let Ok(dir) = std::fs::read_dir("/run/netns") else {
-        return Vec::new();
-    };
-    let mut out: Vec<String> = dir
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| {
-            n.strip_prefix(&prefix)
-                .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 /// SIGKILL whatever still runs in host namespace `name`, then delete it
 /// (which deletes its veth pair and qdiscs). What is already gone is fine.
 pub fn destroy(ip: &Path, name: &str) -> Result<(), String> {

@@ -622,7 +622,7 @@ pub fn down(state_dir: &Path) -> Result<(), LabError> {
         if let Some(ns) = &st.netns {
             let ip = Tools::teardown("ip");
             let mut names: Vec<String> = st.hosts.iter().map(|h| h.name.clone()).collect();
-            for n in hosts::existing(ns) {
+            for n in netns::host_namespaces(ns) {
                 if !names.contains(&n) {
                     names.push(n);
                 }

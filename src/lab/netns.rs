@@ -73,7 +73,7 @@ impl Netns {
     /// Whether any part of this slot exists on the machine.
     fn in_use(&self, addrs: &str) -> bool {
         self.path().exists()
-            || !super::hosts::existing(self).is_empty()
+            || !host_namespaces(self).is_empty()
             || Path::new("/sys/class/net").join(&self.host_if).exists()
             || addrs.contains(&format!(" 10.99.{}.", self.slot))
     }
@@ -203,4 +203,23 @@ pub fn first_port_in_use(ns: &Netns, ports: &[u16]) -> Result<Option<u16>, Strin
     })
     .join()
     .map_err(|_| "port check thread panicked".to_string())?
+}
+
+/// Host namespaces of storage host `ns` that exist on the machine, recorded or
+/// not (a crash between `ip netns add` and the record).
+pub fn host_namespaces(ns: &Netns) -> Vec<String> {
+    let prefix = format!("{}-h", ns.name);
+    let Ok(dir) = std::fs::read_dir("/run/netns") else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = dir
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| {
+            n.strip_prefix(&prefix)
+                .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect();
+    out.sort();
+    out
 }

@@ -6,7 +6,7 @@
 //! for nothing.
 
 use super::LabState;
-use crate::backends::target::Target;
+use crate::target::Target;
 use std::path::{Path, PathBuf};
 
 /// Where the records live.
@@ -52,4 +52,27 @@ pub fn owned_by_a_lab(target: &Target) -> bool {
                 .iter()
                 .any(|(_, url)| Target::parse(url).is_ok_and(|u| &u == target))
         })
+}
+
+/// The network of the running lab that serves any of `targets` (URLs);
+/// `None` when no running lab does.
+pub fn network_of(targets: &[String]) -> Option<crate::model::Network> {
+    let wanted: Vec<Target> = targets
+        .iter()
+        .filter_map(|t| Target::parse(t).ok())
+        .collect();
+    if wanted.is_empty() {
+        return None;
+    }
+    running_labs()
+        .iter()
+        .find(|lab| {
+            lab.targets.as_ref().is_some_and(|t| {
+                t.list()
+                    .iter()
+                    .filter_map(|(_, url)| Target::parse(url).ok())
+                    .any(|u| wanted.contains(&u))
+            })
+        })
+        .map(LabState::network)
 }

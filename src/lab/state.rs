@@ -189,6 +189,20 @@ impl LabState {
     }
 }
 
+impl LabState {
+    /// The lab's network, as a run document records it.
+    pub fn network(&self) -> crate::model::Network {
+        crate::model::Network {
+            lab: self.state_dir.display().to_string(),
+            link: self.link.as_ref().map(|l| l.name.clone()),
+            link_rate_bps: self.link.as_ref().map(|l| l.rate_bps),
+            mtu: self.mtu,
+            hosts: self.hosts.iter().map(|h| h.name.clone()).collect(),
+            net: Some(self.net.as_str().to_string()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,12 @@
-//! The interval time series as CSV: one row per interval of every load point.
+//! CSV exports: a run's interval time series (one row per interval of every
+//! load point) and a comparison's figures in long form.
 
-use crate::engine::runner::Phase;
-use crate::result::RunRecord;
+use super::format::csv_field;
+use super::hosts;
+use super::relative::{Comparison, Metric};
+use super::stats_ci::Estimate;
+use crate::model::Phase;
+use crate::model::RunRecord;
 use std::fmt::Write;
 
 /// The CSV header; columns are documented in docs/json-schema.md.
@@ -55,6 +60,86 @@ pub fn intervals(run: &RunRecord) -> String {
                     r.cpu.proc_sys_s,
                     r.cpu.host_busy_pct,
                 );
+            }
+        }
+    }
+    out
+}
+
+/// The header of [`comparison`].
+pub const COMPARISON_HEADER: &str =
+    "metric,job,point,target,baseline,n,mean,stddev,ci95,relative,within_noise,host";
+
+/// Every table in long form: one line per figure, row and target (`host`
+/// empty); then the peak Gb/s and, where the runs recorded their link rate,
+/// the average and peak as % of the link; then, for points that ran on
+/// several hosts, each host's IOPS, MB/s and latency (`host` set, no
+/// relative figures).
+pub fn comparison(c: &Comparison) -> String {
+    let mut out = String::from(COMPARISON_HEADER);
+    out.push('\n');
+    let opt = |v: Option<f64>, prec: usize| v.map(|x| format!("{x:.prec$}")).unwrap_or_default();
+    for m in Metric::ALL {
+        for row in c.table(m).rows {
+            for (t, cell) in row.cells.iter().enumerate() {
+                let Some(cell) = cell else { continue };
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{},{},{},{:.6},{:.6},{},{},{},",
+                    m.key(),
+                    csv_field(&row.job),
+                    csv_field(&row.label),
+                    csv_field(&c.targets[t]),
+                    t == c.baseline,
+                    cell.est.n,
+                    cell.est.mean,
+                    cell.est.stddev,
+                    opt(cell.est.ci95, 6),
+                    opt(cell.relative, 2),
+                    cell.within_noise.map(|b| b.to_string()).unwrap_or_default(),
+                );
+            }
+        }
+    }
+    // A figure without relative columns: (metric, key, target, values, host).
+    let mut plain = |metric: &str, k: usize, t: usize, v: &[f64], host: &str| {
+        let est = Estimate::of(v);
+        let (job, label) = &c.keys[k];
+        let _ = writeln!(
+            out,
+            "{metric},{},{},{},{},{},{:.6},{:.6},{},,,{}",
+            csv_field(job),
+            csv_field(label),
+            csv_field(&c.targets[t]),
+            t == c.baseline,
+            est.n,
+            est.mean,
+            est.stddev,
+            opt(est.ci95, 6),
+            csv_field(host),
+        );
+    };
+    for k in 0..c.keys.len() {
+        for t in 0..c.targets.len() {
+            let pts = c.points(k, t);
+            if pts.is_empty() {
+                continue;
+            }
+            let peak: Vec<f64> = pts.iter().map(|p| p.summary.peak_gbit_s).collect();
+            plain("gbit_s_peak", k, t, &peak, "");
+            if let Some((avg, peak)) = hosts::link_pct(c, k, t) {
+                plain("link_pct_avg", k, t, &avg, "");
+                plain("link_pct_peak", k, t, &peak, "");
+            }
+        }
+    }
+    for k in 0..c.keys.len() {
+        for t in 0..c.targets.len() {
+            for (host, hs) in hosts::hosts_of(c, k, t) {
+                for f in hosts::HostFigure::ALL {
+                    let v: Vec<f64> = hs.iter().map(|h| f.value(h)).collect();
+                    plain(f.key(), k, t, &v, &host);
+                }
             }
         }
     }

@@ -13,10 +13,11 @@
 //! lists every difference of spec (job · point: field: old → new), and the
 //! caller refuses or flags the comparison.
 
-use super::relative::{Source, csv_field, fmt_num, target_of};
+use super::format::{csv_field, fmt_num};
+use super::relative::{Source, target_of};
 use super::stats_ci::{Welch, mean, welch};
-use crate::engine::runner::{IntervalRecord, Phase, PointResult};
-use crate::result::Environment;
+use crate::model::Environment;
+use crate::model::{IntervalRecord, Phase, PointResult};
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write;
@@ -618,7 +619,7 @@ pub fn json(d: &Diff) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::RunRecord;
+    use crate::model::RunRecord;
     use crate::stats::{CpuSample, Recorder, Snapshot, Summary};
     use crate::workload::Dir;
 

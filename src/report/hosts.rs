@@ -3,11 +3,11 @@
 //! throughput as a share of that link, and each host's own figures when a
 //! point ran on more than one host.
 
-use super::markdown::TextTable;
-use super::relative::{Comparison, fmt_num};
+use super::format::{TextTable, fmt_num};
+use super::relative::Comparison;
 use super::stats_ci::Estimate;
-use crate::engine::runner::{HostResult, Phase, PointResult};
-use crate::result::RunRecord;
+use crate::model::RunRecord;
+use crate::model::{HostResult, Phase, PointResult};
 
 /// The link of a run, as recorded.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -226,7 +226,7 @@ pub fn fleet_point(c: &Comparison, k: usize, t: usize) -> Option<&PointResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::Network;
+    use crate::model::Network;
 
     #[test]
     fn a_loopback_lab_is_named_so_and_has_no_link_rate() {

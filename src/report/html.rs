@@ -5,11 +5,13 @@
 //! the tables of [`super::markdown`], the environment and the command to
 //! reproduce each run.
 
+use super::format::TextTable;
+use super::format::fmt_num;
 use super::hosts;
-use super::markdown::{self, ReportOptions, TextTable, key_name, shell_line};
-use super::relative::{Comparison, Metric, fmt_num};
+use super::markdown::{self, ReportOptions, key_name, shell_line};
+use super::relative::{Comparison, Metric};
 use super::svg::{self, Bar, BarChart, BarGroup, LineChart, Series, esc};
-use crate::engine::runner::Phase;
+use crate::model::Phase;
 use crate::stats::{LatHist, MS_HISTOGRAM_LIMIT};
 use std::fmt::Write;
 

@@ -1,22 +1,10 @@
 //! The report's tables as plain rows ([`TextTable`]), shared by the Markdown
 //! and HTML reports, and the Markdown report itself.
 
-use super::relative::{Comparison, Metric, fmt_cell, fmt_num, fmt_relative};
-use crate::result::RunRecord;
+use super::format::{TextTable, fmt_cell, fmt_num, fmt_relative};
+use super::relative::{Comparison, Metric};
+use crate::model::RunRecord;
 use std::fmt::Write;
-
-/// A table of text cells: a title, a header and rows.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TextTable {
-    /// Title shown above it.
-    pub title: String,
-    /// Column names.
-    pub head: Vec<String>,
-    /// Rows of cells (as many as `head`).
-    pub rows: Vec<Vec<String>>,
-    /// A note under the table.
-    pub note: String,
-}
 
 /// Options of a report.
 #[derive(Clone, Debug, PartialEq)]

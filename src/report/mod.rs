@@ -3,6 +3,7 @@
 
 pub mod csv;
 pub mod diff;
+pub mod format;
 pub mod hosts;
 pub mod html;
 pub mod markdown;

@@ -1,6 +1,8 @@
 //! Live progress: one rewritten line on a terminal, plain lines otherwise.
 
-use crate::engine::runner::{IntervalRecord, Observer, Phase};
+use crate::runner::Observer;
+
+use crate::model::{IntervalRecord, Phase};
 use crate::workload::Spec;
 use std::io::{IsTerminal, Write};
 

@@ -8,10 +8,9 @@
 //! CSV of every table. Renderers: [`super::markdown`], [`super::html`].
 
 use super::stats_ci::{Estimate, within_noise};
-use crate::engine::runner::PointResult;
-use crate::result::RunRecord;
+use crate::model::PointResult;
+use crate::model::RunRecord;
 use crate::stats::Summary;
-use std::fmt::Write;
 
 /// One run to compare, and how the user named it (a run id or a file).
 #[derive(Clone, Debug)]
@@ -378,130 +377,4 @@ pub struct Sweep {
     pub job: String,
     /// One curve per target that ran the job.
     pub curves: Vec<Curve>,
-}
-
-/// Quote a CSV field if it needs it.
-pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-/// The header of [`csv`].
-pub const CSV_HEADER: &str =
-    "metric,job,point,target,baseline,n,mean,stddev,ci95,relative,within_noise,host";
-
-/// Every table in long form: one line per figure, row and target (`host`
-/// empty); then the peak Gb/s and, where the runs recorded their link rate,
-/// the average and peak as % of the link; then, for points that ran on
-/// several hosts, each host's IOPS, MB/s and latency (`host` set, no
-/// relative figures).
-pub fn csv(c: &Comparison) -> String {
-    let mut out = String::from(CSV_HEADER);
-    out.push('\n');
-    let opt = |v: Option<f64>, prec: usize| v.map(|x| format!("{x:.prec$}")).unwrap_or_default();
-    for m in Metric::ALL {
-        for row in c.table(m).rows {
-            for (t, cell) in row.cells.iter().enumerate() {
-                let Some(cell) = cell else { continue };
-                let _ = writeln!(
-                    out,
-                    "{},{},{},{},{},{},{:.6},{:.6},{},{},{},",
-                    m.key(),
-                    csv_field(&row.job),
-                    csv_field(&row.label),
-                    csv_field(&c.targets[t]),
-                    t == c.baseline,
-                    cell.est.n,
-                    cell.est.mean,
-                    cell.est.stddev,
-                    opt(cell.est.ci95, 6),
-                    opt(cell.relative, 2),
-                    cell.within_noise.map(|b| b.to_string()).unwrap_or_default(),
-                );
-            }
-        }
-    }
-    // A figure without relative columns: (metric, key, target, values, host).
-    let mut plain = |metric: &str, k: usize, t: usize, v: &[f64], host: &str| {
-        let est = Estimate::of(v);
-        let (job, label) = &c.keys[k];
-        let _ = writeln!(
-            out,
-            "{metric},{},{},{},{},{},{:.6},{:.6},{},,,{}",
-            csv_field(job),
-            csv_field(label),
-            csv_field(&c.targets[t]),
-            t == c.baseline,
-            est.n,
-            est.mean,
-            est.stddev,
-            opt(est.ci95, 6),
-            csv_field(host),
-        );
-    };
-    for k in 0..c.keys.len() {
-        for t in 0..c.targets.len() {
-            let pts = c.points(k, t);
-            if pts.is_empty() {
-                continue;
-            }
-            let peak: Vec<f64> = pts.iter().map(|p| p.summary.peak_gbit_s).collect();
-            plain("gbit_s_peak", k, t, &peak, "");
-            if let Some((avg, peak)) = super::hosts::link_pct(c, k, t) {
-                plain("link_pct_avg", k, t, &avg, "");
-                plain("link_pct_peak", k, t, &peak, "");
-            }
-        }
-    }
-    for k in 0..c.keys.len() {
-        for t in 0..c.targets.len() {
-            for (host, hs) in super::hosts::hosts_of(c, k, t) {
-                for f in super::hosts::HostFigure::ALL {
-                    let v: Vec<f64> = hs.iter().map(|h| f.value(h)).collect();
-                    plain(f.key(), k, t, &v, &host);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// A number with about four significant digits, for tables.
-pub fn fmt_num(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1000.0 {
-        format!("{v:.0}")
-    } else if a >= 100.0 {
-        format!("{v:.1}")
-    } else if a >= 10.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
-/// A cell as text: "mean ±ci" (the interval only with repeats).
-pub fn fmt_cell(cell: &Cell) -> String {
-    match cell.est.ci95 {
-        Some(ci) => format!("{} ±{}", fmt_num(cell.est.mean), fmt_num(ci)),
-        None => fmt_num(cell.est.mean),
-    }
-}
-
-/// A relative figure as text: "112" (and "≈" when within noise).
-pub fn fmt_relative(cell: &Cell) -> String {
-    match cell.relative {
-        Some(r) => {
-            let noise = if cell.within_noise == Some(true) {
-                " ≈"
-            } else {
-                ""
-            };
-            format!("{r:.0}{noise}")
-        }
-        None => "–".into(),
-    }
 }

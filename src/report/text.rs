@@ -1,7 +1,7 @@
 //! The human summary printed at the end of a run.
 
-use crate::engine::runner::PointResult;
-use crate::result::JobRecord;
+use crate::model::JobRecord;
+use crate::model::PointResult;
 use std::fmt::Write;
 
 /// A simple left/right aligned table.

@@ -1,6 +1,6 @@
 //! The results database: every run, job, load point, interval and worker in
 //! one SQLite file, written as the run measures (see [`write::RunWriter`]) and
-//! read back as the same [`RunRecord`](crate::result::RunRecord) a `--json`
+//! read back as the same [`RunRecord`](crate::model::RunRecord) a `--json`
 //! file holds (see docs/results.md).
 //!
 //! The file lives at `$STORLAB_DB`, else `~/.local/share/storlab/results.db`

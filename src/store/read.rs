@@ -4,9 +4,9 @@
 //! and marked interrupted.
 
 use super::{RunId, Store, StoreError};
-use crate::engine::plan::WorkerId;
-use crate::engine::runner::{IntervalRecord, Phase, PointResult, WorkerResult};
-use crate::result::{JobRecord, RunRecord};
+use crate::model::{IntervalRecord, Phase, PointResult, WorkerResult};
+use crate::model::{JobRecord, RunRecord};
+use crate::plan::WorkerId;
 use crate::stats::{Snapshot, Summary};
 use rusqlite::{OptionalExtension, Row};
 use serde::de::DeserializeOwned;

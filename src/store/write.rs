@@ -3,8 +3,9 @@
 //! runner finalises it, so an interrupted run keeps what it measured.
 
 use super::{JobId, PointId, RunId, Store, StoreError};
-use crate::engine::runner::{IntervalRecord, Observer, Phase, PointResult};
-use crate::result::{JobRecord, RunRecord};
+use crate::model::{IntervalRecord, Phase, PointResult};
+use crate::model::{JobRecord, RunRecord};
+use crate::runner::Observer;
 use crate::workload::Spec;
 use rusqlite::params;
 use serde::Serialize;

@@ -156,7 +156,7 @@ mod tests {
     #[test]
     fn every_single_bit_flip_is_detected() {
         let mut buf = vec![0u8; VBLOCK];
-        crate::engine::content::fill(&mut buf, crate::workload::Content::Random, 1, 2);
+        crate::workload::content::fill(&mut buf, crate::workload::Content::Random, 1, 2);
         format(&mut buf, 1, 0, 9, 0, 1);
         for bit in 0..VBLOCK * 8 {
             let mut b = buf.clone();

@@ -11,8 +11,8 @@ use super::check::{Bad, Expect, check_block};
 use super::format::{VBLOCK, format};
 use super::journal::WriteRec;
 use super::map::Shared;
-use crate::engine::content;
 use crate::workload::Dir;
+use crate::workload::content;
 use crate::workload::pattern::Io;
 
 /// Bad blocks printed in full per engine thread; the rest are counted.
@@ -229,5 +229,26 @@ impl<'a> Checker<'a> {
 impl Drop for Checker<'_> {
     fn drop(&mut self) {
         self.settle();
+    }
+}
+
+impl crate::engine::hooks::ThreadHooks for Checker<'_> {
+    fn next_io(&mut self, slot: u32, disk: u32, next: &mut dyn FnMut() -> Io) -> Option<Io> {
+        Checker::next_io(self, slot, disk, next)
+    }
+    fn retry_ns(&self) -> u64 {
+        RETRY_NS
+    }
+    fn prepare_write(&mut self, slot: u32, buf: &mut [u8], writer: u32) {
+        Checker::prepare_write(self, slot, buf, writer)
+    }
+    fn unqueued(&mut self, slot: u32) {
+        Checker::unqueued(self, slot)
+    }
+    fn completed(&mut self, slot: u32, ok: bool, buf: &[u8]) -> u64 {
+        Checker::completed(self, slot, ok, buf)
+    }
+    fn finish(&mut self) -> Option<String> {
+        Checker::finish(self)
     }
 }

@@ -19,7 +19,8 @@
 
 use super::SetupError;
 use super::format::hash64;
-use super::map::StoreInfo;
+use crate::workload::Content;
+use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -27,6 +28,35 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+/// How a store was prepared (from its prepare marker), so blocks the run
+/// never wrote can be checked against `content::prepared_bytes`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PreparedInfo {
+    /// Content of the fill.
+    pub content: Content,
+    /// Its seed.
+    pub seed: u64,
+    /// Bytes filled from offset 0.
+    pub size: u64,
+    /// Fill chunk size (`prepare::CHUNK`).
+    pub chunk: u64,
+}
+
+/// One store: a file, or a whole protocol target (LUN, export, NFS file).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoreInfo {
+    /// Its name in reports: `file:PATH` or the target URL.
+    pub name: String,
+    /// The target URL it belongs to.
+    pub target: String,
+    /// The file, for file targets.
+    pub path: Option<PathBuf>,
+    /// Bytes the run used on it (from offset 0).
+    pub size: u64,
+    /// Its prepared content, when storlab prepared it.
+    pub prepared: Option<PreparedInfo>,
+}
 
 /// Magic of a journal file.
 pub const JOURNAL_MAGIC: [u8; 8] = *b"STLBJRNL";

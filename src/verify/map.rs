@@ -4,44 +4,14 @@
 //! point ends, however it ends.
 
 use super::format::{VBLOCK, target_id};
-use super::journal::{self, Journal, MAP_MAGIC, Record, WriteRec};
-use crate::engine::plan::Plan;
+use super::journal::{self, Journal, MAP_MAGIC, PreparedInfo, Record, StoreInfo, WriteRec};
+use crate::plan::Plan;
 use crate::prepare::{self, Ownership};
 use crate::workload::{Content, Spec};
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// How a store was prepared (from its prepare marker), so blocks the run
-/// never wrote can be checked against `content::prepared_bytes`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PreparedInfo {
-    /// Content of the fill.
-    pub content: Content,
-    /// Its seed.
-    pub seed: u64,
-    /// Bytes filled from offset 0.
-    pub size: u64,
-    /// Fill chunk size (`prepare::CHUNK`).
-    pub chunk: u64,
-}
-
-/// One store: a file, or a whole protocol target (LUN, export, NFS file).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct StoreInfo {
-    /// Its name in reports: `file:PATH` or the target URL.
-    pub name: String,
-    /// The target URL it belongs to.
-    pub target: String,
-    /// The file, for file targets.
-    pub path: Option<PathBuf>,
-    /// Bytes the run used on it (from offset 0).
-    pub size: u64,
-    /// Its prepared content, when storlab prepared it.
-    pub prepared: Option<PreparedInfo>,
-}
 
 /// What is known of one verify block.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -16,8 +16,12 @@ pub mod journal;
 pub mod map;
 pub mod reread;
 
+use crate::engine::hooks::{PointHooks, ThreadHooks};
+use crate::model::{HostVerify, SavedMap};
+use crate::runner::{RunError, RunHooks};
 use journal::Record;
-use map::{Entry, StoreInfo};
+use journal::StoreInfo;
+use map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -118,41 +122,6 @@ pub fn map_path(target: &str) -> PathBuf {
     match MAP_TAG.get() {
         Some(tag) => state_dir().join(format!("{safe}-{:08x}-{tag}.map", id as u32)),
         None => state_dir().join(format!("{safe}-{:08x}.map", id as u32)),
-    }
-}
-
-/// What verify mode left on one host when its share ended: where its maps
-/// were saved (`Err`: why not) and the bad blocks it printed in full.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HostVerify {
-    /// The maps saved.
-    pub maps: Result<Vec<SavedMap>, String>,
-    /// Bad blocks printed in full (at most [`hooks::SHOWN`] per engine thread).
-    pub bad: Vec<String>,
-    /// The durability journal it wrote, once per target it covers (empty
-    /// without `--journal`); `Err`: the journal failed (why).
-    pub journals: Result<Vec<SavedMap>, String>,
-}
-
-/// One saved map: the target it covers and the file on this host.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SavedMap {
-    /// The target URL, as `storlab verify TARGET` takes it.
-    pub target: String,
-    /// The map file.
-    pub path: String,
-}
-
-impl SavedMap {
-    /// The command that re-checks this map (run on the host that saved it).
-    pub fn recheck(&self) -> String {
-        format!("storlab verify {} --map {}", self.target, self.path)
-    }
-
-    /// The command that checks this journal (`path` is a journal; run on the
-    /// host that wrote it).
-    pub fn recheck_journal(&self) -> String {
-        format!("storlab verify {} --journal {}", self.target, self.path)
     }
 }
 
@@ -288,12 +257,36 @@ impl From<String> for SetupError {
     }
 }
 
-impl From<SetupError> for crate::engine::runner::RunError {
+impl From<SetupError> for RunError {
     fn from(e: SetupError) -> Self {
         match e {
-            SetupError::Input(m) => crate::engine::runner::RunError::Setup(m),
-            SetupError::Environment(m) => crate::engine::runner::RunError::Storage(m),
+            SetupError::Input(m) => RunError::Setup(m),
+            SetupError::Environment(m) => RunError::Storage(m),
         }
+    }
+}
+
+/// Verify mode as the runner's hooks: a point with `verify` or a journal gets
+/// a block map shared by its engine threads.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Verify;
+
+impl RunHooks for Verify {
+    fn start(
+        &self,
+        spec: &crate::workload::Spec,
+        plan: &crate::plan::Plan,
+    ) -> Result<Option<std::sync::Arc<dyn PointHooks>>, RunError> {
+        Ok(start(spec, plan)?.map(|s| s as std::sync::Arc<dyn PointHooks>))
+    }
+}
+
+impl PointHooks for map::Shared {
+    fn thread(&self, thread_disks: &[u32], slots: usize) -> Box<dyn ThreadHooks + '_> {
+        Box::new(hooks::Checker::new(self, thread_disks, slots))
+    }
+    fn finish(&self) -> HostVerify {
+        finish(self)
     }
 }
 
@@ -303,7 +296,7 @@ impl From<SetupError> for crate::engine::runner::RunError {
 /// create or write is [`SetupError::Environment`].
 pub fn start(
     spec: &crate::workload::Spec,
-    plan: &crate::engine::plan::Plan,
+    plan: &crate::plan::Plan,
 ) -> Result<Option<std::sync::Arc<map::Shared>>, SetupError> {
     if !spec.verify && spec.journal.is_none() {
         return Ok(None);
@@ -360,8 +353,8 @@ mod setup_tests {
             let e = io(errno);
             assert!(e.is_environment(), "errno {errno}: {e}");
             assert!(matches!(
-                crate::engine::runner::RunError::from(e),
-                crate::engine::runner::RunError::Storage(_)
+                crate::runner::RunError::from(e),
+                crate::runner::RunError::Storage(_)
             ));
         }
         for errno in [
@@ -373,8 +366,8 @@ mod setup_tests {
             let e = io(errno);
             assert!(!e.is_environment(), "errno {errno}: {e}");
             assert!(matches!(
-                crate::engine::runner::RunError::from(e),
-                crate::engine::runner::RunError::Setup(_)
+                crate::runner::RunError::from(e),
+                crate::runner::RunError::Setup(_)
             ));
         }
         // A real journal in a directory that does not exist: input, named.

@@ -4,11 +4,13 @@
 use super::Loaded;
 use super::check::{Bad, Expect, check_block};
 use super::format::{MAGIC, VBLOCK, target_id};
-use super::map::StoreInfo;
-use crate::backends::{self, target::Target};
-use crate::engine::plan::Disk;
-use crate::engine::{BufferPool, Completion, OpenOptions, QueueError, Request, content};
+use super::journal::StoreInfo;
+use crate::backends;
+use crate::io::{BufferPool, Completion, OpenOptions, QueueError, Request};
+use crate::plan::Disk;
+use crate::target::Target;
 use crate::workload::Dir;
+use crate::workload::content;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

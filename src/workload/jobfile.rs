@@ -637,7 +637,7 @@ pub fn default_spec(label: &str) -> Spec {
         interval: Duration::from_secs(1),
         io_limit: None,
         seed: DEFAULT_SEED,
-        io_timeout: crate::engine::timeout::DEFAULT_IO_TIMEOUT,
+        io_timeout: crate::workload::DEFAULT_IO_TIMEOUT,
         verify: false,
         journal: None,
     }

@@ -8,6 +8,7 @@
 //! checked by [`validate`] before anything runs.
 
 pub mod catalogue;
+pub mod content;
 pub mod curve;
 pub mod flags;
 pub mod jobfile;
@@ -19,6 +20,18 @@ pub mod validate;
 pub use pace::RateMode;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
+
+/// The default per-I/O timeout (`io_timeout`, enforced by the engine): long enough for a server to fail over or a storage
+/// array to retry a path, short enough that a dead target ends the run.
+pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// [`DEFAULT_IO_TIMEOUT`], for serde's `default` of records without the field.
+pub fn default_io_timeout() -> Duration {
+    DEFAULT_IO_TIMEOUT
+}
+
+/// Shortest accepted non-zero limit.
+pub const MIN_IO_TIMEOUT: Duration = Duration::from_millis(10);
 
 /// Direction of one I/O.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -188,7 +201,7 @@ pub struct Spec {
     pub seed: u64,
     /// An I/O in flight longer than this ends the run with an error naming it;
     /// zero: no limit. Records without it read as the default.
-    #[serde(default = "crate::engine::timeout::default_io_timeout", with = "secs")]
+    #[serde(default = "crate::workload::default_io_timeout", with = "secs")]
     pub io_timeout: Duration,
     /// Verify mode: every written block carries a checked header and every
     /// read is checked (docs/verify.md).
@@ -346,7 +359,7 @@ pub(crate) fn test_spec(vms: u32, workers: u32, disks: u32) -> Spec {
         interval: Duration::from_secs(1),
         io_limit: None,
         seed: 1,
-        io_timeout: crate::engine::timeout::DEFAULT_IO_TIMEOUT,
+        io_timeout: DEFAULT_IO_TIMEOUT,
         verify: false,
         journal: None,
     }

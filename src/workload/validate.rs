@@ -252,7 +252,7 @@ pub fn validate(spec: &Spec) -> Result<(), SpecError> {
     if spec.io_limit == Some(0) {
         return Err(SpecError::invalid("io_size", 0, "> 0 when set"));
     }
-    let min_timeout = crate::engine::timeout::MIN_IO_TIMEOUT;
+    let min_timeout = crate::workload::MIN_IO_TIMEOUT;
     if !spec.io_timeout.is_zero() && spec.io_timeout < min_timeout {
         return Err(SpecError::invalid(
             "io_timeout",

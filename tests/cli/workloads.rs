@@ -58,3 +58,28 @@ fn show_prints_spec_and_provenance() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("nope"));
 }
+
+#[test]
+fn catalogue_quick_profile_fits_the_lab_default_backing() {
+    // Every built-in workload and suite in the quick profile, sliced on one
+    // lab target, must fit the lab's default backing store.
+    use storlab::plan::{TargetKind, build};
+    use storlab::target::Target;
+    use storlab::workload::{Profile, catalogue};
+    let backing = storlab::lab::LabConfig::new("/nonexistent").size;
+    let one = vec![(Target::File("/lab/disk.img".into()), TargetKind::Single)];
+    let mut names: Vec<&str> = catalogue::entries().iter().map(|e| e.name).collect();
+    names.extend(catalogue::suites().iter().map(|s| s.name));
+    for name in names {
+        for job in catalogue::resolve(name, Profile::Quick).unwrap() {
+            for point in &job.points {
+                let need = build(point, &one, 2).size_needed();
+                assert!(
+                    need <= backing,
+                    "{name} / {}: needs {need} bytes, the lab's default backing holds {backing}",
+                    point.label
+                );
+            }
+        }
+    }
+}

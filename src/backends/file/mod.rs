@@ -9,9 +9,7 @@ mod uring;
 
 pub(crate) use uring::block_device_size;
 
-use crate::engine::{
-    Backend, BackendError, BufferPool, Completion, OpenOptions, QueueError, Request,
-};
+use crate::io::{Backend, BackendError, BufferPool, Completion, OpenOptions, QueueError, Request};
 use crate::workload::{Dir, SyncMode};
 use std::fs::File;
 use std::io;
@@ -406,8 +404,8 @@ impl Drop for FileBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::content;
     use crate::workload::Content;
+    use crate::workload::content;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     static N: AtomicU32 = AtomicU32::new(0);

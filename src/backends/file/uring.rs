@@ -2,7 +2,7 @@
 //! and the block-device size ioctl. Everything `unsafe` in the file backend
 //! and in prepare lives here; the rest of the crate sees safe functions.
 
-use crate::engine::{BufferPool, Completion};
+use crate::io::{BufferPool, Completion};
 use io_uring::{IoUring, opcode, types};
 use std::io;
 use std::os::fd::RawFd;

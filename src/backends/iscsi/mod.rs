@@ -25,8 +25,8 @@
 
 mod sys;
 
-use super::target::Target;
-use crate::engine::{Backend, BackendError, Completion, OpenOptions, QueueError, Request};
+use crate::io::{Backend, BackendError, Completion, OpenOptions, QueueError, Request};
+use crate::target::Target;
 use crate::workload::{Dir, SyncMode};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};

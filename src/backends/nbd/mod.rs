@@ -21,8 +21,8 @@
 
 mod sys;
 
-use super::target::{NbdAddr, NbdReplies, Target};
-use crate::engine::{Backend, BackendError, Completion, OpenOptions, QueueError, Request};
+use crate::io::{Backend, BackendError, Completion, OpenOptions, QueueError, Request};
+use crate::target::{NbdAddr, NbdReplies, Target};
 use crate::workload::units::format_size;
 use crate::workload::{Dir, SyncMode};
 use std::time::{Duration, Instant};
@@ -811,7 +811,7 @@ mod tests {
 
     #[test]
     fn export_smaller_than_the_sliced_working_set_fails_at_open() {
-        use crate::engine::plan::{self, TargetKind};
+        use crate::plan::{self, TargetKind};
         let srv = Nbdkit::start(false, &["memory", "64M"]);
         // 8 VMs x 1 disk x 16 MiB, each its own slice: 128 MiB on a 64 MiB export.
         let mut spec = crate::workload::test_spec(8, 1, 1);

@@ -2,8 +2,8 @@
 //! of one host's share. Worker numbers, seeds and disk names stay those of the
 //! whole point, so the hosts' results add up to the point's.
 
-use crate::backends::target::Target;
-use crate::engine::plan::{self, Plan, TargetKind, WorkerId};
+use crate::plan::{self, Plan, TargetKind, WorkerId};
+use crate::target::Target;
 use crate::workload::Spec;
 
 /// Every VM number of `spec`.

@@ -3,7 +3,7 @@
 //! docs/json-schema.md). Reports read it; nothing in it is derived that cannot
 //! be derived again from the counters and histograms it holds.
 
-use crate::engine::runner::PointResult;
+use crate::model::PointResult;
 use crate::workload::Profile;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -56,44 +56,6 @@ pub struct Network {
     /// `mtu` is the loopback interface's) or `netns` (over the lab's veth links).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net: Option<String>,
-}
-
-impl Network {
-    /// The network of a lab, from its state.
-    pub fn of_lab(lab: &crate::lab::LabState) -> Network {
-        Network {
-            lab: lab.state_dir.display().to_string(),
-            link: lab.link.as_ref().map(|l| l.name.clone()),
-            link_rate_bps: lab.link.as_ref().map(|l| l.rate_bps),
-            mtu: lab.mtu,
-            hosts: lab.hosts.iter().map(|h| h.name.clone()).collect(),
-            net: Some(lab.net.as_str().to_string()),
-        }
-    }
-
-    /// The network of the running lab that serves any of `targets` (URLs);
-    /// `None` when no running lab does.
-    pub fn of_targets(targets: &[String]) -> Option<Network> {
-        use crate::backends::target::Target;
-        let wanted: Vec<Target> = targets
-            .iter()
-            .filter_map(|t| Target::parse(t).ok())
-            .collect();
-        if wanted.is_empty() {
-            return None;
-        }
-        crate::lab::registry::running_labs()
-            .iter()
-            .find(|lab| {
-                lab.targets.as_ref().is_some_and(|t| {
-                    t.list()
-                        .iter()
-                        .filter_map(|(_, url)| Target::parse(url).ok())
-                        .any(|u| wanted.contains(&u))
-                })
-            })
-            .map(Network::of_lab)
-    }
 }
 
 impl Environment {
@@ -170,7 +132,7 @@ pub struct RunRecord {
     pub complete: bool,
     /// For `storlab compare`: target names, the baseline, server CPU, the lab's layout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub compare: Option<crate::compare::CompareInfo>,
+    pub compare: Option<super::CompareInfo>,
 }
 
 impl RunRecord {

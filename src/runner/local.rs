@@ -8,14 +8,17 @@
 use super::merge::Merger;
 use super::share;
 use super::{
-    HostCheck, HostEvent, HostInterval, HostPlan, HostPrepared, HostRunner, PreparedFile, RunError,
+    HostCheck, HostEvent, HostInterval, HostPlan, HostPrepared, HostRunner, RunError, RunHooks,
 };
-use crate::backends::{self, target::Target};
-use crate::engine::OpenOptions;
-use crate::engine::plan::{self, Disk, Plan, TargetKind};
+use crate::backends;
+use crate::engine::hooks::PointHooks;
 use crate::engine::worker::{self, Msg, ThreadCtx, Timing};
+use crate::io::OpenOptions;
+use crate::model::{HostVerify, PreparedFile};
+use crate::plan::{self, Disk, Plan, TargetKind};
 use crate::prepare::{self, PrepareRequest};
 use crate::stats::{CpuMeter, Snapshot};
+use crate::target::Target;
 use crate::workload::{Spec, units};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,17 +52,21 @@ pub struct LocalRunner {
     msgs: Option<Receiver<Msg>>,
     timing: Timing,
     collector: Option<JoinHandle<()>>,
-    /// Verify mode's block map, saved in `finish` however the point ended.
-    verify: Option<Arc<crate::verify::map::Shared>>,
-    /// Where `finish` saved the map (or why it could not), and bad blocks.
-    verify_saved: Option<crate::verify::HostVerify>,
+    /// Where each point's I/O hooks come from (verify mode); `None`: none.
+    hook_source: Option<Arc<dyn RunHooks>>,
+    /// The point's hooks, finished in `finish` however the point ended.
+    verify: Option<Arc<dyn PointHooks>>,
+    /// What `finish` saved (or why it could not), and bad blocks.
+    verify_saved: Option<HostVerify>,
 }
 
 impl LocalRunner {
-    /// A runner for this process, reported as host `name`.
-    pub fn new(name: impl Into<String>) -> Self {
+    /// A runner for this process, reported as host `name`, whose points get
+    /// their I/O hooks from `hooks` (verify mode: `crate::verify::Verify`).
+    pub fn new(name: impl Into<String>, hooks: Option<Arc<dyn RunHooks>>) -> Self {
         LocalRunner {
             name: name.into(),
+            hook_source: hooks,
             stop: Arc::new(AtomicBool::new(false)),
             engines: Vec::new(),
             starts: Vec::new(),
@@ -76,7 +83,7 @@ impl LocalRunner {
 
     /// Where the last `finish` saved verify mode's map and the bad blocks it
     /// printed; `None` when the point did not verify. Taken once.
-    pub fn take_verify_saved(&mut self) -> Option<crate::verify::HostVerify> {
+    pub fn take_verify_saved(&mut self) -> Option<HostVerify> {
         self.verify_saved.take()
     }
 }
@@ -170,7 +177,7 @@ struct EngineThread {
     stop: Arc<AtomicBool>,
     tx: Sender<Msg>,
     start: Receiver<Instant>,
-    verify: Option<Arc<crate::verify::map::Shared>>,
+    verify: Option<Arc<dyn PointHooks>>,
 }
 
 impl EngineThread {
@@ -189,7 +196,7 @@ impl EngineThread {
             stop: &self.stop,
             tx: self.tx.clone(),
             io_timeout: self.io_timeout,
-            verify: self.verify.as_deref(),
+            hooks: self.verify.as_deref(),
         };
         let mut pool = worker::make_pool(&ctx);
         let depth: u32 = tp.workers.iter().map(|w| w.access.iodepth).sum();
@@ -334,7 +341,10 @@ impl HostRunner for LocalRunner {
         });
         let plan = Arc::new(share::host_plan(spec, &kinds, &hp.vms, max_threads));
         let (prepared, note) = prepare_disks(spec, &plan, hp.allow_overwrite, stop)?;
-        self.verify = crate::verify::start(spec, &plan).map_err(RunError::from)?;
+        self.verify = match &self.hook_source {
+            Some(h) => h.start(spec, &plan)?,
+            None => None,
+        };
         self.timing = Timing {
             interval_ns: spec.interval.as_nanos() as u64,
             intervals: total_intervals(spec),
@@ -438,7 +448,7 @@ impl HostRunner for LocalRunner {
             let _ = h.join();
         }
         if let Some(v) = self.verify.take() {
-            self.verify_saved = Some(crate::verify::finish(&v));
+            self.verify_saved = Some(v.finish());
         }
     }
 }

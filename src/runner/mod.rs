@@ -19,12 +19,14 @@ pub mod share;
 pub use aggregate::{HostLoss, run_hosts};
 pub use local::LocalRunner;
 
-use crate::backends::target::Target;
-use crate::engine::plan::WorkerId;
-use crate::stats::{CpuSample, Snapshot, Summary};
+use crate::engine::hooks::PointHooks;
+use crate::model::{HostVerify, IntervalRecord, PointResult, PreparedFile};
+use crate::plan::Plan;
+use crate::stats::{CpuSample, Snapshot};
+use crate::target::Target;
 use crate::workload::Spec;
-use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
@@ -37,123 +39,18 @@ pub struct RunOptions<'a> {
     pub allow_overwrite: bool,
     /// Set from outside (Ctrl-C) to end the run early; what was measured is kept.
     pub stop: &'a AtomicBool,
+    /// Where each point's I/O hooks come from (verify mode); `None`: none.
+    pub hooks: Option<Arc<dyn RunHooks>>,
 }
 
-/// Whether an interval counts in the summary.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Phase {
-    /// Ramp-up: recorded, excluded from the summary.
-    Ramp,
-    /// Measured.
-    Measure,
-}
-
-/// One interval of a point, merged over every worker (of a host, or of the fleet).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct IntervalRecord {
-    /// Interval number from 0.
-    pub index: u32,
-    /// Ramp or measure.
-    pub phase: Phase,
-    /// Start, seconds since the point's start.
-    pub start_s: f64,
-    /// Length in seconds (shorter for a final partial interval).
-    pub seconds: f64,
-    /// Counters and histograms.
-    pub stats: Snapshot,
-    /// CPU over the interval.
-    pub cpu: CpuSample,
-}
-
-/// One worker's measured totals.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct WorkerResult {
-    /// Which worker.
-    pub id: WorkerId,
-    /// Sum of its measured intervals.
-    pub stats: Snapshot,
-}
-
-/// What preparing one file did.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PreparedFile {
-    /// The file.
-    pub path: String,
-    /// Created by this run.
-    pub created: bool,
-    /// Bytes written to fill it.
-    pub filled_bytes: u64,
-}
-
-/// One host's own series within a point.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct HostResult {
-    /// The host as the user named it (`HOST:PORT` of an agent; this machine's
-    /// name for a local run).
-    pub host: String,
-    /// VM numbers this host ran.
-    pub vms: Vec<u32>,
-    /// Engine threads it used.
-    pub threads: usize,
-    /// Its backend and features.
-    pub backend: String,
-    /// Its clock minus the controller's, ms, measured at check time.
-    pub clock_offset_ms: f64,
-    /// Its intervals, as it shipped them.
-    pub intervals: Vec<IntervalRecord>,
-    /// Sum of its measured intervals.
-    pub measured: Snapshot,
-    /// Derived metrics over its measured intervals.
-    pub summary: Summary,
-    /// Lost mid-run (died, cut off): `error` says how; its intervals up to
-    /// the loss are kept.
-    pub lost: bool,
-    /// What failed on (or about) this host.
-    pub error: Option<String>,
-    /// The verify maps it saved on its own disk (a fleet host in verify mode).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub verify_maps: Vec<crate::verify::SavedMap>,
-    /// The durability journal it wrote on its own disk, once per target (a
-    /// fleet host with `--journal`; check it there with `storlab verify
-    /// TARGET --journal PATH`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub verify_journals: Vec<crate::verify::SavedMap>,
-}
-
-/// The result of one load point: every interval, per-worker totals and the summary.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PointResult {
-    /// The load point's label.
-    pub label: String,
-    /// The spec that ran.
-    pub spec: Spec,
-    /// Targets used.
-    pub targets: Vec<String>,
-    /// Backend and its features ("file: io_uring, registered files ...").
-    pub backend: String,
-    /// Engine threads used (over every host).
-    pub threads: usize,
-    /// Unix time the measurement started, seconds.
-    pub started_unix: f64,
-    /// Files prepared for this point.
-    pub prepared: Vec<PreparedFile>,
-    /// Every interval, ramp included, summed over every host.
-    pub intervals: Vec<IntervalRecord>,
-    /// Per-worker measured totals.
-    pub workers: Vec<WorkerResult>,
-    /// Counters and merged latency histograms of the measured intervals (the
-    /// sum of every measured interval; percentiles derive from these).
-    pub measured: Snapshot,
-    /// Derived metrics over the measured intervals.
-    pub summary: Summary,
-    /// Ended early by the user.
-    pub interrupted: bool,
-    /// What ended the point early, if anything failed.
-    pub error: Option<String>,
-    /// Each host's own series (one entry for a local run).
-    #[serde(default)]
-    pub hosts: Vec<HostResult>,
+/// A source of I/O hooks for each point a local runner runs (verify mode is
+/// one, `crate::verify::Verify`): the runner asks once per point, after its
+/// files are prepared, and finishes the hooks when the point ends, however it
+/// ends.
+pub trait RunHooks: Send + Sync {
+    /// The hooks for `spec` on this host's `plan`, or `None` when the point
+    /// needs none. An error refuses the point before anything runs.
+    fn start(&self, spec: &Spec, plan: &Plan) -> Result<Option<Arc<dyn PointHooks>>, RunError>;
 }
 
 /// Receives intervals as they are measured (live progress, results store).
@@ -287,7 +184,7 @@ pub enum HostEvent {
         /// printed; `None` when it did not verify, and for this process (which
         /// prints bad blocks as found and saves its map after `Done`, where
         /// docs/verify.md says).
-        verify: Option<crate::verify::HostVerify>,
+        verify: Option<HostVerify>,
     },
     /// The host can no longer be reached; no more events come from it.
     Lost {
@@ -357,7 +254,8 @@ pub fn run_point(
         threads: Some(opts.threads),
         allow_overwrite: opts.allow_overwrite,
     };
-    let mut hosts: Vec<Box<dyn HostRunner>> = vec![Box::new(LocalRunner::new(local_name()))];
+    let mut hosts: Vec<Box<dyn HostRunner>> =
+        vec![Box::new(LocalRunner::new(local_name(), opts.hooks.clone()))];
     run_hosts(spec, &mut hosts, &[plan], HostLoss::Stop, opts.stop, obs)
 }
 

@@ -12,7 +12,7 @@
 //! the whole load point, so a host of a fleet gets the same slices as a single
 //! host would; with [`DiskLayout::Shared`] every VM disk uses `[offset, offset + size)`.
 
-use crate::backends::target::Target;
+use crate::target::Target;
 use crate::workload::pattern::Generator;
 use crate::workload::{Access, DiskLayout, Spec};
 use serde::{Deserialize, Serialize};
@@ -442,29 +442,6 @@ mod tests {
                     let io = g.next(d);
                     let lo = w.bases[d];
                     assert!(io.offset >= lo && io.offset + io.len as u64 <= lo + s.size);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn catalogue_quick_profile_fits_the_lab_default_backing() {
-        // Every built-in workload and suite in the quick profile, sliced on one
-        // lab target, must fit the lab's default backing store.
-        use crate::workload::{Profile, catalogue};
-        let backing = crate::lab::LabConfig::new("/nonexistent").size;
-        let one = vec![(Target::File("/lab/disk.img".into()), TargetKind::Single)];
-        let mut names: Vec<&str> = catalogue::entries().iter().map(|e| e.name).collect();
-        names.extend(catalogue::suites().iter().map(|s| s.name));
-        for name in names {
-            for job in catalogue::resolve(name, Profile::Quick).unwrap() {
-                for point in &job.points {
-                    let need = build(point, &one, 2).size_needed();
-                    assert!(
-                        need <= backing,
-                        "{name} / {}: needs {need} bytes, the lab's default backing holds {backing}",
-                        point.label
-                    );
                 }
             }
         }

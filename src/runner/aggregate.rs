@@ -6,12 +6,11 @@
 use super::local::{intervals_in, total_intervals};
 use super::merge::Merger;
 use super::share;
-use super::{
-    HostEvent, HostInterval, HostPlan, HostResult, HostRunner, IntervalRecord, Observer, Phase,
-    PointResult, RunError, WorkerResult,
+use super::{HostEvent, HostInterval, HostPlan, HostRunner, Observer, RunError};
+use crate::model::{
+    HostResult, HostVerify, IntervalRecord, Phase, PointResult, SavedMap, WorkerResult,
 };
 use crate::stats::{CpuSample, Snapshot, Summary};
-use crate::verify::SavedMap;
 use crate::workload::Spec;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -398,7 +397,7 @@ fn run_started(
 /// journal; returns the maps and the journals.
 fn verify_maps_of(
     name: &str,
-    verify: Option<crate::verify::HostVerify>,
+    verify: Option<HostVerify>,
     obs: &mut dyn Observer,
 ) -> (Vec<SavedMap>, Vec<SavedMap>) {
     let Some(v) = verify else {

@@ -1,0 +1,188 @@
+//! The backend contract: what the engine asks of a place where bytes go.
+//!
+//! A backend only moves bytes: it accepts [`Request`]s, starts them, and
+//! reports which have finished as [`Completion`]s. It never reads the clock
+//! for statistics; the engine (`crate::engine`) stamps every I/O and records
+//! every histogram, so all backends are measured the same way. Buffers come
+//! from one [`BufferPool`] per engine thread.
+
+pub mod buffers;
+
+use crate::workload::Dir;
+use std::fmt;
+use std::time::Duration;
+
+pub use buffers::BufferPool;
+
+/// One I/O handed to a backend.
+#[derive(Clone, Copy, Debug)]
+pub struct Request {
+    /// The engine's slot for this I/O; echoed back in its [`Completion`].
+    /// It is also the index of the slot's buffer in the registered [`BufferPool`].
+    pub slot: u32,
+    /// Index of the disk in the list the backend was opened with.
+    pub disk: u32,
+    /// Read or write.
+    pub dir: Dir,
+    /// Byte offset on the disk.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u32,
+    /// Start of the slot's buffer: `len` bytes, valid and used by no one else
+    /// from `queue` until the completion for `slot` has been returned by `reap`.
+    pub buf: *mut u8,
+}
+
+// SAFETY: the pointer refers to the engine's BufferPool, which the engine keeps
+// alive (and does not touch for this slot) until the completion is reaped; the
+// request is moved to the backend of the same thread only.
+unsafe impl Send for Request {}
+
+/// The outcome of one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// The slot of the request.
+    pub slot: u32,
+    /// Bytes transferred, or the errno the storage reported.
+    pub result: Result<u32, i32>,
+}
+
+/// Why a request could not be queued.
+#[derive(Debug)]
+pub enum QueueError {
+    /// The backend holds as many requests as it can: reap some, then retry.
+    Busy,
+    /// The backend cannot go on (connection lost, ring broken).
+    Fatal(BackendError),
+}
+
+/// An error from a backend, naming the target it concerns.
+#[derive(Debug)]
+pub struct BackendError {
+    /// The target (path or URL) or backend the error concerns.
+    pub target: String,
+    /// What failed.
+    pub message: String,
+}
+
+impl BackendError {
+    /// Build an error about `target`.
+    pub fn new(target: impl Into<String>, message: impl Into<String>) -> Self {
+        BackendError {
+            target: target.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.target, self.message)
+    }
+}
+
+impl std::error::Error for BackendError {}
+
+/// A storage backend, driven by one engine thread (fio's `ioengine_ops`).
+///
+/// The lifecycle is `register_buffers` once, then any number of rounds of
+/// `queue`* → `commit` → `reap`, then drop. The contract:
+///
+/// * **Queue depth.** `queue` accepts at least [`Backend::depth`] requests that
+///   have not yet been returned by `reap`. Past that it may return
+///   [`QueueError::Busy`]; the engine then reaps before queueing again. Busy is
+///   an ordinary condition, never an error.
+/// * **Commit.** `commit` makes every queued request eligible to start. A backend
+///   may defer the actual submission to the next `reap` (io_uring submits and
+///   waits in one system call), but a request queued before `commit` must make
+///   progress without further `queue` calls.
+/// * **Reap.** `reap(min, timeout, out)` appends finished requests to `out` and
+///   returns how many it appended. It returns once at least `min` have finished
+///   (bounded by the number in flight), or when `timeout` has passed since the
+///   call began, whichever is first; `timeout = None` waits without bound,
+///   `Some(ZERO)` only polls. Returning fewer than `min` after the timeout is not
+///   an error. Timeouts do not accumulate across calls: the engine computes each
+///   one from its own clock.
+/// * **Errors.** A failed I/O is a [`Completion`] with `Err(errno)`; the backend
+///   stays usable. An `Err` from `commit` or `reap` means the backend is broken:
+///   the requests still in flight are lost, the engine stops the worker, and it
+///   drops the backend without reaping them (a backend must make that drop safe,
+///   waiting for or cancelling what the kernel or library still owns).
+/// * **Durability.** With `OpenOptions::sync`, a write is completed only once the
+///   storage has made it stable (O_DSYNC/O_SYNC locally, FILE_SYNC over NFS,
+///   FUA or SYNCHRONIZE CACHE over iSCSI, FUA over NBD).
+/// * **Time.** A backend never reads the clock for statistics; the engine stamps
+///   submission before `commit` and completion after `reap`.
+pub trait Backend: Send {
+    /// Short backend name ("file", "null").
+    fn name(&self) -> &'static str;
+
+    /// How many requests may be outstanding at once.
+    fn depth(&self) -> usize;
+
+    /// What the backend uses, for the run's record ("io_uring, registered
+    /// buffers"); empty when there is nothing to say.
+    fn features(&self) -> String {
+        String::new()
+    }
+
+    /// Called once, before the first `queue`, with the pool that every
+    /// `Request::buf` will point into. Backends that can pin buffers (io_uring's
+    /// registered buffers) do it here; the default does nothing.
+    fn register_buffers(&mut self, _pool: &BufferPool) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    /// Queue one request. See the trait docs for `Busy`.
+    fn queue(&mut self, req: Request) -> Result<(), QueueError>;
+
+    /// Start everything queued (or arrange for the next `reap` to start it).
+    fn commit(&mut self) -> Result<(), BackendError>;
+
+    /// Collect finished requests: see the trait docs for `min` and `timeout`.
+    fn reap(
+        &mut self,
+        min: usize,
+        timeout: Option<Duration>,
+        out: &mut Vec<Completion>,
+    ) -> Result<usize, BackendError>;
+
+    /// What the storage said about the last failed request beyond its errno
+    /// (a SCSI status and sense), added to the run's error; `None` by default.
+    fn error_detail(&self) -> Option<String> {
+        None
+    }
+
+    /// The engine gave up on the requests in flight (one exceeded the I/O
+    /// timeout, [`timeout`]): the backend is about to be dropped without
+    /// reaping them, and its drop must not wait for the storage (no draining,
+    /// no flush or COMMIT, no orderly close) beyond what memory safety needs.
+    /// The default does nothing, for backends whose drop never waits.
+    fn abandon(&mut self) {}
+
+    /// Whether the storage is still there, asked once per measured interval
+    /// (not per I/O): an error names the target and what happened to it, and
+    /// ends the run like a failed I/O. For storage that can vanish while its
+    /// I/O still succeeds (a file unlinked under an open descriptor). The
+    /// default says yes.
+    fn check(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+}
+
+/// How a backend opens its disks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Bypass the page cache (O_DIRECT) where the backend has one.
+    pub direct: bool,
+    /// Per-write durability.
+    pub sync: Option<crate::workload::SyncMode>,
+    /// Whether any request will write.
+    pub write: bool,
+    /// Requests in flight the backend must accept (sum of its workers' iodepth).
+    pub depth: u32,
+    /// Bytes every disk must hold (the plan's largest region end: offset +
+    /// size, or offset + slices x size on a sliced single target): a backend
+    /// that can learn a disk's size refuses to open a smaller one, naming both sizes.
+    pub size_needed: u64,
+}

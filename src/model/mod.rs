@@ -1,0 +1,12 @@
+//! The result model: what a run measured, in one home that the runners
+//! produce and the run document, the results database, the reports and the
+//! comparison read. Only data and what derives from it; no I/O beyond writing
+//! the run document atomically.
+
+mod compare;
+mod point;
+mod record;
+
+pub use compare::*;
+pub use point::*;
+pub use record::*;

@@ -1,0 +1,161 @@
+//! One load point's results: every interval, per-worker and per-host totals
+//! and the summary, as a runner returns them and as the run document, the
+//! results database and the reports read them.
+
+use crate::plan::WorkerId;
+use crate::stats::{CpuSample, Snapshot, Summary};
+use crate::workload::Spec;
+use serde::{Deserialize, Serialize};
+
+/// Whether an interval counts in the summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Ramp-up: recorded, excluded from the summary.
+    Ramp,
+    /// Measured.
+    Measure,
+}
+
+/// One interval of a point, merged over every worker (of a host, or of the fleet).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IntervalRecord {
+    /// Interval number from 0.
+    pub index: u32,
+    /// Ramp or measure.
+    pub phase: Phase,
+    /// Start, seconds since the point's start.
+    pub start_s: f64,
+    /// Length in seconds (shorter for a final partial interval).
+    pub seconds: f64,
+    /// Counters and histograms.
+    pub stats: Snapshot,
+    /// CPU over the interval.
+    pub cpu: CpuSample,
+}
+
+/// One worker's measured totals.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerResult {
+    /// Which worker.
+    pub id: WorkerId,
+    /// Sum of its measured intervals.
+    pub stats: Snapshot,
+}
+
+/// What preparing one file did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PreparedFile {
+    /// The file.
+    pub path: String,
+    /// Created by this run.
+    pub created: bool,
+    /// Bytes written to fill it.
+    pub filled_bytes: u64,
+}
+
+/// One host's own series within a point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostResult {
+    /// The host as the user named it (`HOST:PORT` of an agent; this machine's
+    /// name for a local run).
+    pub host: String,
+    /// VM numbers this host ran.
+    pub vms: Vec<u32>,
+    /// Engine threads it used.
+    pub threads: usize,
+    /// Its backend and features.
+    pub backend: String,
+    /// Its clock minus the controller's, ms, measured at check time.
+    pub clock_offset_ms: f64,
+    /// Its intervals, as it shipped them.
+    pub intervals: Vec<IntervalRecord>,
+    /// Sum of its measured intervals.
+    pub measured: Snapshot,
+    /// Derived metrics over its measured intervals.
+    pub summary: Summary,
+    /// Lost mid-run (died, cut off): `error` says how; its intervals up to
+    /// the loss are kept.
+    pub lost: bool,
+    /// What failed on (or about) this host.
+    pub error: Option<String>,
+    /// The verify maps it saved on its own disk (a fleet host in verify mode).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify_maps: Vec<SavedMap>,
+    /// The durability journal it wrote on its own disk, once per target (a
+    /// fleet host with `--journal`; check it there with `storlab verify
+    /// TARGET --journal PATH`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify_journals: Vec<SavedMap>,
+}
+
+/// The result of one load point: every interval, per-worker totals and the summary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PointResult {
+    /// The load point's label.
+    pub label: String,
+    /// The spec that ran.
+    pub spec: Spec,
+    /// Targets used.
+    pub targets: Vec<String>,
+    /// Backend and its features ("file: io_uring, registered files ...").
+    pub backend: String,
+    /// Engine threads used (over every host).
+    pub threads: usize,
+    /// Unix time the measurement started, seconds.
+    pub started_unix: f64,
+    /// Files prepared for this point.
+    pub prepared: Vec<PreparedFile>,
+    /// Every interval, ramp included, summed over every host.
+    pub intervals: Vec<IntervalRecord>,
+    /// Per-worker measured totals.
+    pub workers: Vec<WorkerResult>,
+    /// Counters and merged latency histograms of the measured intervals (the
+    /// sum of every measured interval; percentiles derive from these).
+    pub measured: Snapshot,
+    /// Derived metrics over the measured intervals.
+    pub summary: Summary,
+    /// Ended early by the user.
+    pub interrupted: bool,
+    /// What ended the point early, if anything failed.
+    pub error: Option<String>,
+    /// Each host's own series (one entry for a local run).
+    #[serde(default)]
+    pub hosts: Vec<HostResult>,
+}
+
+/// One saved verify map or journal: the target it covers and the file on the
+/// host that wrote it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedMap {
+    /// The target URL, as `storlab verify TARGET` takes it.
+    pub target: String,
+    /// The map file.
+    pub path: String,
+}
+
+impl SavedMap {
+    /// The command that re-checks this map (run on the host that saved it).
+    pub fn recheck(&self) -> String {
+        format!("storlab verify {} --map {}", self.target, self.path)
+    }
+
+    /// The command that checks this journal (`path` is a journal; run on the
+    /// host that wrote it).
+    pub fn recheck_journal(&self) -> String {
+        format!("storlab verify {} --journal {}", self.target, self.path)
+    }
+}
+
+/// What verify mode (or any point hooks) left on one host when its share ended: where its maps
+/// were saved (`Err`: why not) and the bad blocks it printed in full.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostVerify {
+    /// The maps saved.
+    pub maps: Result<Vec<SavedMap>, String>,
+    /// Bad blocks printed in full (a bounded number per engine thread).
+    pub bad: Vec<String>,
+    /// The durability journal it wrote, once per target it covers (empty
+    /// without `--journal`); `Err`: the journal failed (why).
+    pub journals: Result<Vec<SavedMap>, String>,
+}

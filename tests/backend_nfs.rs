@@ -1,0 +1,544 @@
+//! Against a real nfs-ganesha (VFS FSAL) that each test starts and stops by
+//! PID. NFSv4 runs on 127.0.0.1 in the root namespace (v4 needs no
+//! rpcbind). ganesha serves NFSv3 only when it can register with rpcbind,
+//! so the v3 test builds a storage host as `storlab lab up` does (a network
+//! namespace with its own rpcbind, storlab's lab) and removes it after.
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+use storlab::backends::nfs::rpc::{Conn, NFS_PROG};
+use storlab::backends::nfs::{NfsBackend, v3};
+use storlab::io::BufferPool;
+use storlab::io::{Backend, OpenOptions, Request};
+use storlab::lab::netns::{self, Netns};
+use storlab::lab::process::{self, Proc};
+use storlab::lab::tools::{self, Tools};
+use storlab::lab::{ganesha, ready, rpcbind};
+use storlab::target::Target;
+use storlab::workload::{Dir, SyncMode};
+
+/// A running ganesha and what it exports.
+struct Server {
+    host: String,
+    port: u16,
+    export: String,
+    /// The exported directory (the backing files).
+    dir: PathBuf,
+    base: PathBuf,
+    ganesha: Option<Proc>,
+    rpcbind: Option<Proc>,
+    netns: Option<(PathBuf, Netns)>,
+}
+
+impl Server {
+    fn target(&self, file: &str, version: u8) -> Target {
+        Target::Nfs {
+            host: self.host.clone(),
+            port: self.port,
+            mount_port: None,
+            export: self.export.clone(),
+            path: file.into(),
+            version,
+        }
+    }
+
+    /// Kill ganesha (SIGKILL) now.
+    fn kill(&mut self) {
+        if let Some(g) = self.ganesha.take() {
+            assert!(g.kill(), "ganesha pid {} did not die", g.pid);
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(g) = self.ganesha.take() {
+            g.stop(Duration::from_secs(10));
+        }
+        if let Some(r) = self.rpcbind.take() {
+            r.stop(Duration::from_secs(5));
+        }
+        if let Some((ip, ns)) = self.netns.take()
+            && let Err(e) = netns::destroy(&ip, &ns)
+        {
+            eprintln!("cannot remove namespace {}: {e}", ns.name);
+        }
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+fn need_ganesha() -> PathBuf {
+    let fsal = Path::new("/usr/lib/x86_64-linux-gnu/ganesha/libfsalvfs.so");
+    match tools::which("ganesha.nfsd") {
+        Some(p) if fsal.exists() || !cfg!(target_arch = "x86_64") => p,
+        _ => panic!(
+            "nfs-ganesha (ganesha.nfsd) and nfs-ganesha-vfs are needed for the NFS tests: \
+             run ./setup.sh"
+        ),
+    }
+}
+
+fn temp_base(under: &str) -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let base = Path::new(under).join(format!("storlab-nfs-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(base.join("export")).unwrap();
+    base
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Ready when an RPC NULL call on NFS `vers` is answered.
+fn null_probe(host: &str, port: u16, vers: u32) -> Result<(), String> {
+    let mut c = Conn::connect(host, port, Duration::from_secs(1)).map_err(|e| e.to_string())?;
+    c.call(NFS_PROG, vers, 0, Duration::from_secs(2), |_| {})
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// ganesha serving NFSv4 only on 127.0.0.1 in the root namespace, exporting
+/// a fresh directory under `under` as /export.
+fn start_v4(under: &str) -> Server {
+    let bin = need_ganesha();
+    let base = temp_base(under);
+    let (port, mport) = (free_port(), free_port());
+    let conf = base.join("ganesha.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            r#"NFS_CORE_PARAM {{
+NFS_Port = {port}; MNT_Port = {mport}; Protocols = 4; Bind_Addr = 127.0.0.1;
+Enable_NLM = false; Enable_RQUOTA = false;
+}}
+NFSV4 {{ Graceless = true; RecoveryBackend = fs; RecoveryRoot = "{b}/recovery"; }}
+EXPORT {{
+Export_Id = 1; Path = "{b}/export"; Pseudo = "/export"; Access_Type = RW;
+Squash = No_Root_Squash; Protocols = 4; Transports = TCP; SecType = sys;
+FSAL {{ Name = VFS; }}
+}}
+"#,
+            b = base.display()
+        ),
+    )
+    .unwrap();
+    let s = |p: &str| base.join(p).display().to_string();
+    let args = [
+        "-F".to_string(),
+        "-f".into(),
+        conf.display().to_string(),
+        "-L".into(),
+        s("ganesha.log"),
+        "-p".into(),
+        s("ganesha.pid"),
+        "-N".into(),
+        "NIV_EVENT".into(),
+    ];
+    let proc = process::spawn(&bin, &args, &base.join("ganesha.out")).unwrap();
+    let server = Server {
+        host: "127.0.0.1".into(),
+        port,
+        export: "/export".into(),
+        dir: base.join("export"),
+        base: base.clone(),
+        ganesha: Some(proc.clone()),
+        rpcbind: None,
+        netns: None,
+    };
+    if let Err(e) = ready::wait("ganesha", &proc, || null_probe("127.0.0.1", port, 4)) {
+        panic!("{e}\n{}", process::tail(&base.join("ganesha.log"), 20));
+    }
+    server
+}
+
+/// The lab's storage host: a namespace, rpcbind, ganesha serving v3 and v4
+/// of a fresh directory as [`ganesha::EXPORT`].
+fn start_lab(under: &str) -> Server {
+    need_ganesha();
+    let tools = Tools::find().unwrap_or_else(|e| panic!("{e}: run ./setup.sh"));
+    let base = temp_base(under);
+    let ns = netns::create(&tools.ip).unwrap();
+    let mut server = Server {
+        host: ns.ns_addr.to_string(),
+        port: 2049,
+        export: ganesha::EXPORT.into(),
+        dir: base.join("export"),
+        base: base.clone(),
+        ganesha: None,
+        rpcbind: None,
+        netns: Some((tools.ip.clone(), ns.clone())),
+    };
+    let anchor = rpcbind::start(&tools, &ns, &base).unwrap();
+    server.rpcbind = Some(anchor.clone());
+    rpcbind::wait_ready(&tools, &ns, &anchor).unwrap();
+    let g = ganesha::start(
+        &tools,
+        &anchor,
+        storlab::lab::NetMode::Netns,
+        &server.dir,
+        2049,
+        20048,
+        &base,
+    )
+    .unwrap();
+    server.ganesha = Some(g.clone());
+    let host = server.host.clone();
+    if let Err(e) = ready::wait("ganesha", &g, || {
+        null_probe(&host, 2049, 3)?;
+        v3::mount_port(&host).map(|_| ())
+    }) {
+        panic!("{e}");
+    }
+    server
+}
+
+fn opts(write: bool, depth: u32) -> OpenOptions {
+    OpenOptions {
+        direct: false,
+        sync: None,
+        write,
+        depth,
+        size_needed: 0,
+    }
+}
+
+/// The test pattern's byte at file offset `o`.
+fn pattern(o: u64) -> u8 {
+    (o.wrapping_mul(2_654_435_761) >> 11) as u8 ^ (o >> 12) as u8
+}
+
+/// Run `reqs` (dir, offset, len) at queue depth `qd` with buffers from
+/// `pool` (slot i for in-flight request i), filling writes with the pattern
+/// and checking reads against it. Returns the completions in request order.
+fn run(b: &mut NfsBackend, pool: &mut BufferPool, reqs: &[(Dir, u64, u32)], qd: usize) {
+    let mut next = 0;
+    let mut free: Vec<u32> = (0..qd as u32).rev().collect();
+    let mut owner = vec![usize::MAX; qd];
+    let mut done = 0;
+    let mut out = Vec::new();
+    while done < reqs.len() {
+        while next < reqs.len() && !free.is_empty() {
+            let slot = free.pop().unwrap();
+            let (dir, offset, len) = reqs[next];
+            let buf = pool.slice_mut(slot as usize);
+            for (i, byte) in buf[..len as usize].iter_mut().enumerate() {
+                *byte = if dir == Dir::Write {
+                    pattern(offset + i as u64)
+                } else {
+                    0xEE
+                };
+            }
+            let r = Request {
+                slot,
+                disk: 0,
+                dir,
+                offset,
+                len,
+                buf: pool.ptr(slot as usize),
+            };
+            b.queue(r).unwrap();
+            owner[slot as usize] = next;
+            next += 1;
+        }
+        b.commit().unwrap();
+        out.clear();
+        b.reap(1, Some(Duration::from_secs(30)), &mut out).unwrap();
+        assert!(!out.is_empty(), "no completion in 30 s");
+        for c in &out {
+            let (dir, offset, len) = reqs[owner[c.slot as usize]];
+            assert_eq!(c.result, Ok(len), "{dir:?} at {offset} len {len}");
+            if dir == Dir::Read {
+                let buf = pool.slice(c.slot as usize);
+                for (i, &byte) in buf[..len as usize].iter().enumerate() {
+                    let o = offset + i as u64;
+                    assert_eq!(byte, pattern(o), "byte at {o} read back");
+                }
+            }
+            free.push(c.slot);
+            done += 1;
+        }
+    }
+}
+
+/// Check the backing file on the server's disk holds the pattern in `range`.
+fn check_backing(path: &Path, range: std::ops::Range<u64>) {
+    let data = std::fs::read(path).unwrap();
+    assert!(
+        data.len() as u64 >= range.end,
+        "{} too short",
+        path.display()
+    );
+    for o in range {
+        assert_eq!(data[o as usize], pattern(o), "backing byte at {o}");
+    }
+}
+
+/// A deterministic shuffle of 0..n.
+fn shuffled(n: u64) -> Vec<u64> {
+    let mut v: Vec<u64> = (0..n).collect();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for i in (1..v.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    v
+}
+
+/// Everything the NFS tests check, against `s` with NFS `version`.
+fn scenario(s: &mut Server, version: u8) {
+    const MIB: u64 = 1 << 20;
+    let file = "data.img";
+    let t = s.target(file, version);
+    let url = t.to_string();
+    let backing = s.dir.join(file);
+    let mut pool = BufferPool::new(16, 3 * MIB as usize);
+
+    // A read-only run does not create a missing file.
+    let e = NfsBackend::open(std::slice::from_ref(&t), &opts(false, 16))
+        .err()
+        .unwrap();
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with(&url) && msg.contains("does not exist"),
+        "{msg}"
+    );
+
+    // Write 4 MiB of 4 KiB blocks in random order at QD 16 (UNSTABLE, COMMIT at drop).
+    let mut b = NfsBackend::open(std::slice::from_ref(&t), &opts(true, 16)).unwrap();
+    assert_eq!(b.name(), "nfs");
+    assert_eq!(b.size(0), 0);
+    assert!(
+        b.features().contains(&format!("NFSv{version}")),
+        "{}",
+        b.features()
+    );
+    println!("{}", b.features());
+    let writes: Vec<_> = shuffled(1024)
+        .into_iter()
+        .map(|i| (Dir::Write, i * 4096, 4096))
+        .collect();
+    run(&mut b, &mut pool, &writes, 16);
+    // One 3 MiB write: split into RPCs of at most 1 MiB.
+    run(
+        &mut b,
+        &mut pool,
+        &[(Dir::Write, 4 * MIB, 3 * MIB as u32)],
+        1,
+    );
+    drop(b);
+    check_backing(&backing, 0..7 * MIB);
+
+    // Read it back at QD 16 (16 KiB reads, then one 3 MiB read).
+    let mut o = opts(false, 16);
+    o.size_needed = 7 * MIB;
+    let mut b = NfsBackend::open(std::slice::from_ref(&t), &o).unwrap();
+    assert_eq!(b.size(0), 7 * MIB);
+    let reads: Vec<_> = shuffled(256)
+        .into_iter()
+        .map(|i| (Dir::Read, i * 16384, 16384))
+        .collect();
+    run(&mut b, &mut pool, &reads, 16);
+    run(
+        &mut b,
+        &mut pool,
+        &[(Dir::Read, 4 * MIB, 3 * MIB as u32)],
+        1,
+    );
+    // Reading past the end is short: 4 KiB of 8 KiB.
+    let r = Request {
+        slot: 0,
+        disk: 0,
+        dir: Dir::Read,
+        offset: 7 * MIB - 4096,
+        len: 8192,
+        buf: pool.ptr(0),
+    };
+    b.queue(r).unwrap();
+    b.commit().unwrap();
+    let mut out = Vec::new();
+    b.reap(1, None, &mut out).unwrap();
+    assert_eq!(out[0].result, Ok(4096));
+    drop(b);
+
+    // FILE_SYNC writes: complete only when stable; visible on the backing
+    // file before the backend is dropped.
+    let mut o = opts(true, 16);
+    o.sync = Some(SyncMode::Dsync);
+    let mut b = NfsBackend::open(std::slice::from_ref(&t), &o).unwrap();
+    assert!(b.features().contains("FILE_SYNC"), "{}", b.features());
+    std::fs::write(&backing, vec![0u8; 7 * MIB as usize]).unwrap();
+    let writes: Vec<_> = (0..64).map(|i| (Dir::Write, i * 8192, 8192)).collect();
+    run(&mut b, &mut pool, &writes, 16);
+    check_backing(&backing, 0..512 * 1024);
+    assert!(!b.has_uncommitted_writes());
+    drop(b);
+
+    // The file is smaller than the run needs: both sizes named.
+    let mut o = opts(false, 4);
+    o.size_needed = 8 * MIB;
+    let msg = NfsBackend::open(std::slice::from_ref(&t), &o)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.starts_with(&url)
+            && msg.contains(&(7 * MIB).to_string())
+            && msg.contains(&(8 * MIB).to_string()),
+        "{msg}"
+    );
+
+    // A wrong export names the URL and the export.
+    let Target::Nfs { export, .. } = &t else {
+        unreachable!()
+    };
+    let mut wrong = t.clone();
+    if let Target::Nfs { export, .. } = &mut wrong {
+        *export = "/nosuchexport".into();
+    }
+    let msg = NfsBackend::open(std::slice::from_ref(&wrong), &opts(false, 4))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.starts_with(&wrong.to_string()) && msg.contains("export /nosuchexport not found"),
+        "{msg}"
+    );
+    assert_ne!(export, "/nosuchexport");
+
+    // Nothing listens: connection refused, naming the URL.
+    let mut refused = t.clone();
+    if let Target::Nfs { port, .. } = &mut refused {
+        *port = free_port();
+    }
+    let msg = NfsBackend::open(std::slice::from_ref(&refused), &opts(false, 4))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.starts_with(&refused.to_string()) && msg.contains("connection refused"),
+        "{msg}"
+    );
+
+    // The server dies mid-run: reap fails (the backend is broken).
+    let mut b = NfsBackend::open(std::slice::from_ref(&t), &opts(false, 16)).unwrap();
+    s.kill();
+    for slot in 0..16u32 {
+        let r = Request {
+            slot,
+            disk: 0,
+            dir: Dir::Read,
+            offset: slot as u64 * 4096,
+            len: 4096,
+            buf: pool.ptr(slot as usize),
+        };
+        b.queue(r).unwrap();
+    }
+    let mut out = Vec::new();
+    let err = match b.commit() {
+        Err(e) => e,
+        Ok(()) => b
+            .reap(16, Some(Duration::from_secs(30)), &mut out)
+            .err()
+            .unwrap(),
+    };
+    let msg = err.to_string();
+    assert!(msg.starts_with(&url), "{msg}");
+    assert!(out.is_empty());
+    drop(b);
+}
+
+/// 4 KiB random reads at QD 32 for `secs` seconds: IOPS.
+fn randread_iops(t: &Target, size: u64, secs: u64) -> f64 {
+    let mut o = opts(false, 32);
+    o.size_needed = size;
+    let mut b = NfsBackend::open(std::slice::from_ref(t), &o).unwrap();
+    let pool = BufferPool::new(32, 4096);
+    let blocks = size / 4096;
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = |slot: u32| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        Request {
+            slot,
+            disk: 0,
+            dir: Dir::Read,
+            offset: (x % blocks) * 4096,
+            len: 4096,
+            buf: pool.ptr(slot as usize),
+        }
+    };
+    for slot in 0..32 {
+        b.queue(next(slot)).unwrap();
+    }
+    b.commit().unwrap();
+    let mut out = Vec::with_capacity(32);
+    let start = Instant::now();
+    let end = start + Duration::from_secs(secs);
+    let mut ios = 0u64;
+    while Instant::now() < end {
+        out.clear();
+        b.reap(1, Some(Duration::from_secs(10)), &mut out).unwrap();
+        for c in &out {
+            assert_eq!(c.result, Ok(4096));
+            b.queue(next(c.slot)).unwrap();
+        }
+        ios += out.len() as u64;
+        b.commit().unwrap();
+    }
+    let iops = ios as f64 / start.elapsed().as_secs_f64();
+    out.clear();
+    while b.reap(32, Some(Duration::from_secs(10)), &mut out).unwrap() > 0 {}
+    iops
+}
+
+fn fill(path: &Path, size: u64) {
+    let chunk: Vec<u8> = (0..1u64 << 20).map(pattern).collect();
+    let mut data = Vec::with_capacity(size as usize);
+    while (data.len() as u64) < size {
+        data.extend_from_slice(&chunk);
+    }
+    std::fs::write(path, &data).unwrap();
+}
+
+/// Measure: `cargo test --release --lib nfs::tests::bench -- --ignored --nocapture`.
+/// The export lives in /dev/shm, so the server's storage costs nothing.
+#[test]
+#[ignore = "a measurement (about a minute), not a check"]
+fn bench_4k_randread_qd32() {
+    const SIZE: u64 = 256 << 20;
+    let secs = 10;
+    let s4 = start_v4("/dev/shm");
+    fill(&s4.dir.join("bench.img"), SIZE);
+    let v4_lo = randread_iops(&s4.target("bench.img", 4), SIZE, secs);
+    drop(s4);
+    let lab = start_lab("/dev/shm");
+    fill(&lab.dir.join("bench.img"), SIZE);
+    let v3_ns = randread_iops(&lab.target("bench.img", 3), SIZE, secs);
+    let v4_ns = randread_iops(&lab.target("bench.img", 4), SIZE, secs);
+    drop(lab);
+    println!("4k randread QD32, {secs} s each, export on /dev/shm:");
+    println!("  NFSv4 over loopback (127.0.0.1):       {v4_lo:>9.0} IOPS");
+    println!("  NFSv3 over the lab's veth (netns):      {v3_ns:>9.0} IOPS");
+    println!("  NFSv4 over the lab's veth (netns):      {v4_ns:>9.0} IOPS");
+}
+
+#[test]
+fn nfs4_against_ganesha() {
+    let mut s = start_v4("/tmp");
+    scenario(&mut s, 4);
+}
+
+#[test]
+fn nfs3_against_ganesha() {
+    let mut s = start_lab("/tmp");
+    scenario(&mut s, 3);
+}
