@@ -22,11 +22,8 @@ fn bin() -> &'static str {
 /// The lab needs root and the `lab` command: fail (never skip) without them.
 fn can_run() -> bool {
     // SAFETY: geteuid has no preconditions.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "the lab tests need root (network namespaces)"
-    );
+    let euid = unsafe { libc::geteuid() };
+    assert_eq!(euid, 0, "the lab tests need root (network namespaces)");
     let wired = Command::new(bin())
         .args(["lab", "--help"])
         .output()

@@ -20,9 +20,9 @@ fn bin() -> &'static str {
 /// Root, `ip` and `tc` are needed: fail (never skip) without them.
 fn need_root_and_tools() {
     // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
     assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
+        euid, 0,
         "the lab tests need root (network namespaces, tc); run them as root after ./setup.sh"
     );
     for tool in ["ip", "tc"] {

@@ -37,6 +37,7 @@ pub struct BackingInfo {
 /// Bytes free on the file system holding `dir`.
 fn free_bytes(dir: &Path) -> Option<u64> {
     let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is plain old data; all-zero bytes are a valid value.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: valid C string and a zeroed out-struct.
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
