@@ -1,0 +1,797 @@
+//! The agent's one run slot and what each request does to it: hello,
+//! prepare, start, intervals (long-polled), stop and result, and the watchdog
+//! that stops or releases a run whose controller went silent.
+
+use super::AgentConfig;
+use super::auth;
+use super::decode::AgentRequest;
+use super::http::header;
+use crate::fleet::metrics::Metrics;
+use crate::fleet::wire::{self, ErrorKind, RunState};
+use crate::plan::{self, TargetKind};
+use crate::runner::{HostEvent, HostPlan, HostRunner, LocalRunner, RunError, share};
+use crate::stats::Snapshot;
+use crate::target::Target;
+use serde::Serialize;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tiny_http::Request;
+
+/// Longest long-poll wait the agent grants.
+const MAX_WAIT: Duration = Duration::from_secs(10);
+/// Most intervals in one reply.
+const MAX_INTERVALS_PER_REPLY: usize = 256;
+
+/// The agent's one run slot.
+pub(super) struct Slot {
+    run: u64,
+    state: RunState,
+    runner: Option<LocalRunner>,
+    /// Intervals as sent: per-worker counters only.
+    intervals: Vec<wire::WireInterval>,
+    /// Per-worker measured totals with histograms, sent once at the end.
+    workers: Vec<(u32, Snapshot)>,
+    /// Intervals of ramp-up (not in `workers`).
+    ramp_intervals: u32,
+    done: bool,
+    error: Option<String>,
+    /// Where the finished run saved its verify maps, and its bad blocks.
+    verify: Option<crate::model::HostVerify>,
+    last_contact: Instant,
+}
+
+pub(super) struct Shared {
+    pub(super) cfg: AgentConfig,
+    pub(super) slot: Mutex<Slot>,
+    pub(super) changed: Condvar,
+    pub(super) metrics: Metrics,
+    pub(super) limiter: auth::FailureLimiter,
+    pub(super) quit: AtomicBool,
+}
+
+impl Shared {
+    /// A fresh agent state: no run.
+    pub(super) fn new(cfg: AgentConfig) -> Shared {
+        Shared {
+            slot: Mutex::new(Slot {
+                run: 0,
+                state: RunState::Idle,
+                runner: None,
+                intervals: Vec::new(),
+                workers: Vec::new(),
+                ramp_intervals: 0,
+                done: false,
+                error: None,
+                verify: None,
+                last_contact: Instant::now(),
+            }),
+            changed: Condvar::new(),
+            metrics: Metrics::default(),
+            limiter: auth::FailureLimiter::default(),
+            quit: std::sync::atomic::AtomicBool::new(false),
+            cfg,
+        }
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The slot's state.
+    pub(super) fn state(&self) -> RunState {
+        self.lock().state
+    }
+
+    /// The controller was heard from now.
+    pub(super) fn touch(&self) {
+        self.lock().last_contact = Instant::now();
+    }
+
+    /// Stop a running run and release its runner (the agent is shutting down).
+    pub(super) fn release_run(&self) {
+        let runner = {
+            let mut s = self.lock();
+            if let Some(r) = s.runner.as_mut() {
+                r.stop();
+            }
+            s.runner.take()
+        };
+        if let Some(mut r) = runner {
+            r.finish();
+        }
+    }
+
+    pub(super) fn log(&self, msg: &str) {
+        eprintln!("storlab agent {}: {msg}", self.cfg.name);
+    }
+
+    /// Whether `req` carries the token (always, on a tokenless loopback agent).
+    pub(super) fn authorized(&self, req: &Request) -> bool {
+        match &self.cfg.token {
+            Some(t) => auth::authorized(header(req, "Authorization"), t),
+            None => true,
+        }
+    }
+}
+
+/// A refusal: HTTP status and body.
+pub(super) struct Refusal(pub(super) u16, pub(super) ErrorKind, pub(super) String);
+
+pub(super) type Reply = Result<String, Refusal>;
+
+fn json<T: Serialize>(v: &T) -> Reply {
+    serde_json::to_string(v)
+        .map_err(|e| Refusal(500, ErrorKind::Failed, format!("encoding the reply: {e}")))
+}
+
+fn now_unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+pub(super) fn dispatch(shared: &Arc<Shared>, req: AgentRequest) -> Reply {
+    match req {
+        AgentRequest::Hello(r) => hello(shared, r),
+        AgentRequest::Prepare(r, targets) => prepare(shared, *r, targets),
+        AgentRequest::Start(r) => start(shared, r),
+        AgentRequest::Intervals(r) => intervals(shared, r),
+        AgentRequest::Stop(r) => stop(shared, r),
+        AgentRequest::Result(r) => result(shared, r),
+    }
+}
+
+/// Parse a target and check it against the allow list.
+fn allowed_target(shared: &Shared, t: &str) -> Result<Target, String> {
+    let target = Target::parse(t).map_err(|e| e.to_string())?;
+    shared.cfg.allow.check_target(&target)?;
+    Ok(target)
+}
+
+fn hello(shared: &Shared, req: wire::HelloRequest) -> Reply {
+    let refused_targets = req
+        .targets
+        .iter()
+        .filter_map(|t| allowed_target(shared, t).err())
+        .collect();
+    let state = shared.lock().state;
+    json(&wire::HelloReply {
+        protocol: wire::PROTOCOL_VERSION,
+        storlab_version: wire::STORLAB_VERSION.into(),
+        host: shared.cfg.name.clone(),
+        capabilities: [
+            "backend:null",
+            "backend:file",
+            "backend:nfs",
+            "backend:iscsi",
+            "backend:nbd",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        agent_unix_ns: now_unix_ns(),
+        state,
+        refused_targets,
+    })
+}
+
+fn unknown_run(s: &Slot, run: u64) -> Refusal {
+    Refusal(
+        400,
+        ErrorKind::BadRequest,
+        format!(
+            "unknown run {run} (this agent is on run {}, {})",
+            s.run,
+            s.state.name()
+        ),
+    )
+}
+
+fn prepare(shared: &Shared, mut req: wire::PrepareRequest, targets: Vec<Target>) -> Reply {
+    for t in &targets {
+        shared
+            .cfg
+            .allow
+            .check_target(t)
+            .map_err(|e| Refusal(403, ErrorKind::NotAllowed, e))?;
+    }
+    // The durability journal is this agent's own file (FILE.agent-NAME, so
+    // two agents on one host never share one), which it would write: allowed
+    // paths only.
+    if let Some(j) = &mut req.spec.journal {
+        *j = crate::verify::agent_journal_path(j, &shared.cfg.name);
+        shared.cfg.allow.check_path(j).map_err(|e| {
+            Refusal(
+                403,
+                ErrorKind::NotAllowed,
+                format!("journal: {}", e.replacen("target ", "", 1)),
+            )
+        })?;
+    }
+    // Every disk path the share will open must be allowed too (a file inside
+    // an allowed directory may be a symlink out of it).
+    if !targets.is_empty() {
+        let kinds: Vec<(Target, TargetKind)> = targets
+            .iter()
+            .map(|t| (t.clone(), plan::target_kind(t)))
+            .collect();
+        let p = share::host_plan(&req.spec, &kinds, &req.vms, 1);
+        for d in &p.disks {
+            if let Some(path) = &d.path {
+                shared
+                    .cfg
+                    .allow
+                    .check_path(path)
+                    .map_err(|e| Refusal(403, ErrorKind::NotAllowed, e))?;
+            }
+        }
+    }
+    let old = {
+        let mut s = shared.lock();
+        match s.state {
+            RunState::Preparing | RunState::Running => {
+                return Err(Refusal(
+                    409,
+                    ErrorKind::Busy,
+                    format!("busy with run {} ({})", s.run, s.state.name()),
+                ));
+            }
+            _ => {}
+        }
+        s.run = req.run;
+        s.state = RunState::Preparing;
+        s.intervals.clear();
+        s.workers.clear();
+        s.ramp_intervals = req.spec.ramp_intervals();
+        s.done = false;
+        s.error = None;
+        s.verify = None;
+        s.runner.take()
+    };
+    if let Some(mut r) = old {
+        r.finish();
+    }
+    // One controller run is one verify run: its points continue one map here,
+    // and the next controller run starts afresh (crate::verify::set_run_id).
+    if req.spec.verify || req.spec.journal.is_some() {
+        crate::verify::set_run_id(req.verify_run);
+    }
+    let plan = HostPlan {
+        spec: req.spec,
+        vms: req.vms,
+        targets,
+        threads: req.threads.map(|t| t as usize),
+        allow_overwrite: req.allow_overwrite,
+    };
+    let mut runner = LocalRunner::new(
+        shared.cfg.name.clone(),
+        Some(std::sync::Arc::new(crate::verify::Verify)),
+    );
+    let never = AtomicBool::new(false);
+    let prepared = runner
+        .check(&plan)
+        .and_then(|_| runner.prepare(&plan, &never));
+    let mut s = shared.lock();
+    match prepared {
+        Ok(p) => {
+            s.state = RunState::Prepared;
+            s.runner = Some(runner);
+            s.last_contact = Instant::now();
+            shared.log(&format!(
+                "run {} prepared: {} VM(s) on {} thread(s), {}",
+                req.run,
+                plan.vms.len(),
+                p.threads,
+                p.backend
+            ));
+            json(&wire::PrepareReply {
+                run: req.run,
+                backend: p.backend,
+                threads: p.threads as u32,
+                prepared: p.prepared.iter().map(Into::into).collect(),
+                notes: p.notes,
+            })
+        }
+        Err(e) => {
+            s.state = RunState::Idle;
+            drop(s);
+            runner.finish();
+            let kind = match e {
+                RunError::Prepare(_) | RunError::Setup(_) => ErrorKind::Prepare,
+                _ => ErrorKind::Failed,
+            };
+            Err(Refusal(500, kind, e.to_string()))
+        }
+    }
+}
+
+fn start(shared: &Arc<Shared>, req: wire::StartRequest) -> Reply {
+    let mut s = shared.lock();
+    if s.run != req.run || s.state != RunState::Prepared {
+        return Err(unknown_run(&s, req.run));
+    }
+    let (tx, rx) = mpsc::channel::<HostEvent>();
+    let runner = s.runner.as_mut().expect("a prepared run has a runner");
+    runner
+        .start(req.at_unix_ns, 0, tx)
+        .map_err(|e| Refusal(500, ErrorKind::Failed, e.to_string()))?;
+    s.state = RunState::Running;
+    shared.metrics.run_started();
+    let sh = Arc::clone(shared);
+    let run = req.run;
+    std::thread::Builder::new()
+        .name("storlab-agent-run".into())
+        .spawn(move || forward(&sh, run, rx))
+        .map_err(|e| {
+            Refusal(
+                500,
+                ErrorKind::Failed,
+                format!("cannot start a thread: {e}"),
+            )
+        })?;
+    let starts_in_ms = (req.at_unix_ns as i128 - now_unix_ns() as i128) / 1_000_000;
+    shared.log(&format!("run {run} starts in {starts_in_ms} ms"));
+    json(&wire::StartReply {
+        run,
+        starts_in_ms: starts_in_ms as i64,
+    })
+}
+
+/// Moves the runner's events into the slot for the controller to collect.
+fn forward(shared: &Shared, run: u64, rx: mpsc::Receiver<HostEvent>) {
+    for ev in rx {
+        let mut s = shared.lock();
+        if s.run != run {
+            break;
+        }
+        match ev {
+            HostEvent::Interval { interval, .. } => {
+                shared.metrics.add_interval(&interval.stats);
+                if interval.index >= s.ramp_intervals {
+                    for (w, snap) in &interval.workers {
+                        match s.workers.iter_mut().find(|(x, _)| x == w) {
+                            Some((_, total)) => *total += snap,
+                            None => s.workers.push((*w, snap.clone())),
+                        }
+                    }
+                }
+                s.intervals.push(interval.as_ref().into());
+            }
+            HostEvent::Done { error, .. } => {
+                if s.error.is_none() {
+                    s.error = error;
+                }
+            }
+            HostEvent::Lost { reason, .. } => {
+                if s.error.is_none() {
+                    s.error = Some(reason);
+                }
+            }
+        }
+        shared.changed.notify_all();
+    }
+    // The engine threads are done: release the runner (which saves a verify
+    // map) before the run counts as done, so the last reply can say where.
+    let runner = {
+        let mut s = shared.lock();
+        if s.run != run {
+            return;
+        }
+        s.runner.take()
+    };
+    let verify = runner.and_then(|mut r| {
+        r.finish();
+        r.take_verify_saved()
+    });
+    {
+        let mut s = shared.lock();
+        if s.run != run {
+            return;
+        }
+        s.verify = verify;
+        s.done = true;
+        s.state = RunState::Finished;
+        shared.changed.notify_all();
+    }
+    shared.log(&format!("run {run} finished"));
+}
+
+fn intervals(shared: &Shared, req: wire::IntervalsRequest) -> Reply {
+    let deadline = Instant::now() + Duration::from_millis(req.wait_ms as u64).min(MAX_WAIT);
+    let mut s = shared.lock();
+    if s.run != req.run || s.state == RunState::Idle || s.state == RunState::Preparing {
+        return Err(unknown_run(&s, req.run));
+    }
+    while s.intervals.len() <= req.from as usize && !s.done {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        s = shared
+            .changed
+            .wait_timeout(s, left)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+        if s.run != req.run {
+            return Err(unknown_run(&s, req.run));
+        }
+    }
+    s.last_contact = Instant::now();
+    let from = (req.from as usize).min(s.intervals.len());
+    let to = (from + MAX_INTERVALS_PER_REPLY).min(s.intervals.len());
+    let all_sent = to == s.intervals.len();
+    json(&wire::IntervalsReply {
+        run: req.run,
+        intervals: s.intervals[from..to].to_vec(),
+        done: s.done && all_sent,
+        error: if s.done && all_sent {
+            s.error.clone()
+        } else {
+            None
+        },
+        workers: if s.done && all_sent {
+            s.workers
+                .iter()
+                .map(|(w, stats)| wire::WireWorker {
+                    worker: *w,
+                    stats: stats.clone(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+        verify_maps: match s.verify.as_ref().map(|v| &v.maps) {
+            Some(Ok(m)) if s.done && all_sent => m.iter().map(Into::into).collect(),
+            _ => Vec::new(),
+        },
+        verify_map_error: match s.verify.as_ref().map(|v| &v.maps) {
+            Some(Err(e)) if s.done && all_sent => Some(e.clone()),
+            _ => None,
+        },
+        verify_bad: match &s.verify {
+            Some(v) if s.done && all_sent => v.bad.clone(),
+            _ => Vec::new(),
+        },
+        verify_journals: match s.verify.as_ref().map(|v| &v.journals) {
+            Some(Ok(j)) if s.done && all_sent => j.iter().map(Into::into).collect(),
+            _ => Vec::new(),
+        },
+        verify_journal_error: match s.verify.as_ref().map(|v| &v.journals) {
+            Some(Err(e)) if s.done && all_sent => Some(e.clone()),
+            _ => None,
+        },
+    })
+}
+
+fn stop(shared: &Shared, req: wire::StopRequest) -> Reply {
+    let mut s = shared.lock();
+    if s.run != req.run {
+        return Err(unknown_run(&s, req.run));
+    }
+    let stopping = !s.done && s.runner.is_some();
+    if let Some(r) = s.runner.as_mut() {
+        r.stop();
+    }
+    shared.log(&format!("run {} stop asked: {}", req.run, req.reason));
+    json(&wire::StopReply {
+        run: req.run,
+        stopping,
+    })
+}
+
+fn result(shared: &Shared, req: wire::ResultRequest) -> Reply {
+    let mut release = None;
+    let reply = {
+        let mut s = shared.lock();
+        if s.run != req.run {
+            return Err(unknown_run(&s, req.run));
+        }
+        let reply = wire::ResultReply {
+            run: req.run,
+            intervals: s.intervals.len() as u32,
+            done: s.done,
+            error: s.error.clone(),
+        };
+        match s.state {
+            RunState::Finished => {
+                s.state = RunState::Idle;
+                s.intervals.clear();
+            }
+            RunState::Prepared => {
+                release = s.runner.take();
+                s.state = RunState::Idle;
+            }
+            RunState::Running => {
+                if let Some(r) = s.runner.as_mut() {
+                    r.stop();
+                }
+            }
+            _ => {}
+        }
+        reply
+    };
+    if let Some(mut r) = release {
+        r.finish();
+    }
+    json(&reply)
+}
+
+/// Stop a running run, or release a prepared one, whose controller has been
+/// silent for the agent's idle timeout.
+pub(super) fn watchdog_tick(shared: &Shared) {
+    let mut release = None;
+    {
+        let mut s = shared.lock();
+        let silent = s.last_contact.elapsed();
+        if silent < shared.cfg.idle_timeout {
+            return;
+        }
+        match s.state {
+            RunState::Running if s.error.is_none() => {
+                let msg = format!(
+                    "controller silent for {:.0} s (limit {:?}); run {} stopped",
+                    silent.as_secs_f64(),
+                    shared.cfg.idle_timeout,
+                    s.run
+                );
+                shared.log(&msg);
+                s.error = Some(msg);
+                if let Some(r) = s.runner.as_mut() {
+                    r.stop();
+                }
+            }
+            RunState::Prepared => {
+                shared.log(&format!(
+                    "controller silent before the start; run {} released",
+                    s.run
+                ));
+                release = s.runner.take();
+                s.state = RunState::Idle;
+            }
+            _ => {}
+        }
+    }
+    if let Some(mut r) = release {
+        r.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The run state machine driven through `dispatch`, without HTTP: what
+    //! each request does in each state, on the null target.
+    use super::*;
+    use crate::fleet::allow::Allowlist;
+
+    fn shared(allow: &[&str], idle: Duration) -> Arc<Shared> {
+        let entries: Vec<String> = allow.iter().map(|s| s.to_string()).collect();
+        Arc::new(Shared::new(AgentConfig {
+            name: "t".into(),
+            token: None,
+            tls: None,
+            allow: Allowlist::new(&entries).unwrap(),
+            idle_timeout: idle,
+            handlers: 2,
+        }))
+    }
+
+    fn spec(runtime_ms: u64) -> crate::workload::Spec {
+        let mut s = crate::workload::test_spec(2, 1, 1);
+        s.interval = Duration::from_millis(50);
+        s.runtime = Duration::from_millis(runtime_ms);
+        s
+    }
+
+    fn prepare_req(run: u64, runtime_ms: u64, target: &str) -> AgentRequest {
+        let req = wire::PrepareRequest {
+            run,
+            spec: spec(runtime_ms),
+            vms: vec![0, 1],
+            targets: vec![target.into()],
+            threads: Some(1),
+            allow_overwrite: false,
+            verify_run: 0,
+        };
+        let targets = vec![Target::parse(target).unwrap()];
+        AgentRequest::Prepare(Box::new(req), targets)
+    }
+
+    fn refusal(r: Reply) -> (u16, ErrorKind, String) {
+        match r {
+            Err(Refusal(status, kind, msg)) => (status, kind, msg),
+            Ok(body) => panic!("expected a refusal, got {body}"),
+        }
+    }
+
+    fn reply<T: serde::de::DeserializeOwned>(r: Reply) -> T {
+        match r {
+            Ok(body) => serde_json::from_str(&body).unwrap(),
+            Err(Refusal(s, k, m)) => panic!("refused {s} {k:?}: {m}"),
+        }
+    }
+
+    fn start_now(sh: &Arc<Shared>, run: u64) -> wire::StartReply {
+        reply(dispatch(
+            sh,
+            AgentRequest::Start(wire::StartRequest {
+                run,
+                at_unix_ns: now_unix_ns() + 20_000_000,
+            }),
+        ))
+    }
+
+    /// Poll intervals until the run says it is done, collecting them all.
+    fn drain(sh: &Arc<Shared>, run: u64) -> (Vec<wire::WireInterval>, wire::IntervalsReply) {
+        let mut got = Vec::new();
+        for _ in 0..200 {
+            let r: wire::IntervalsReply = reply(dispatch(
+                sh,
+                AgentRequest::Intervals(wire::IntervalsRequest {
+                    run,
+                    from: got.len() as u32,
+                    wait_ms: 500,
+                }),
+            ));
+            got.extend(r.intervals.iter().cloned());
+            if r.done {
+                return (got, r);
+            }
+        }
+        panic!("run {run} never finished");
+    }
+
+    #[test]
+    fn a_run_goes_prepare_start_intervals_result_and_back_to_idle() {
+        let sh = shared(&["null:"], Duration::from_secs(60));
+        let p: wire::PrepareReply = reply(dispatch(&sh, prepare_req(7, 300, "null:")));
+        assert_eq!((p.run, p.threads), (7, 1));
+        assert_eq!(sh.state(), RunState::Prepared);
+        let s = start_now(&sh, 7);
+        assert_eq!(s.run, 7);
+        let (intervals, last) = drain(&sh, 7);
+        // 300 ms of 50 ms intervals, every one shipped in order, none skipped.
+        assert!(intervals.len() >= 6, "{} intervals", intervals.len());
+        for (i, iv) in intervals.iter().enumerate() {
+            assert_eq!(iv.index as usize, i);
+        }
+        assert_eq!(last.error, None);
+        // Both VMs' workers come back once, with their totals, at the end.
+        assert_eq!(last.workers.len(), 2);
+        assert!(last.workers.iter().all(|w| w.stats.total_ios() > 0));
+        let r: wire::ResultReply = reply(dispatch(
+            &sh,
+            AgentRequest::Result(wire::ResultRequest { run: 7 }),
+        ));
+        assert!(r.done && r.error.is_none());
+        assert_eq!(r.intervals as usize, intervals.len());
+        assert_eq!(sh.state(), RunState::Idle);
+    }
+
+    #[test]
+    fn requests_for_another_run_are_refused_naming_both_runs() {
+        let sh = shared(&["null:"], Duration::from_secs(60));
+        let (status, _, msg) = refusal(dispatch(
+            &sh,
+            AgentRequest::Start(wire::StartRequest {
+                run: 3,
+                at_unix_ns: 0,
+            }),
+        ));
+        assert_eq!(status, 400);
+        assert!(
+            msg.contains("unknown run 3") && msg.contains("run 0"),
+            "{msg}"
+        );
+        let _: wire::PrepareReply = reply(dispatch(&sh, prepare_req(4, 100, "null:")));
+        for req in [
+            AgentRequest::Intervals(wire::IntervalsRequest {
+                run: 5,
+                from: 0,
+                wait_ms: 0,
+            }),
+            AgentRequest::Stop(wire::StopRequest {
+                run: 5,
+                reason: "t".into(),
+            }),
+            AgentRequest::Result(wire::ResultRequest { run: 5 }),
+        ] {
+            let (status, _, msg) = refusal(dispatch(&sh, req));
+            assert_eq!(status, 400);
+            assert!(
+                msg.contains("unknown run 5") && msg.contains("run 4"),
+                "{msg}"
+            );
+        }
+        // The prepared run is untouched and can be released by its result.
+        assert_eq!(sh.state(), RunState::Prepared);
+        let _: wire::ResultReply = reply(dispatch(
+            &sh,
+            AgentRequest::Result(wire::ResultRequest { run: 4 }),
+        ));
+        assert_eq!(sh.state(), RunState::Idle);
+    }
+
+    #[test]
+    fn a_second_prepare_while_running_is_busy_and_stop_ends_the_run() {
+        let sh = shared(&["null:"], Duration::from_secs(60));
+        let _: wire::PrepareReply = reply(dispatch(&sh, prepare_req(1, 60_000, "null:")));
+        start_now(&sh, 1);
+        let (status, kind, msg) = refusal(dispatch(&sh, prepare_req(2, 100, "null:")));
+        assert_eq!((status, kind), (409, ErrorKind::Busy));
+        assert!(msg.contains("run 1"), "{msg}");
+        let s: wire::StopReply = reply(dispatch(
+            &sh,
+            AgentRequest::Stop(wire::StopRequest {
+                run: 1,
+                reason: "test".into(),
+            }),
+        ));
+        assert!(s.stopping);
+        // A minute-long run ends well before its time once stopped.
+        let t0 = Instant::now();
+        let (_, last) = drain(&sh, 1);
+        assert!(last.done && t0.elapsed() < Duration::from_secs(20));
+        // Stop again: idempotent, and it says nothing is stopping any more.
+        let s: wire::StopReply = reply(dispatch(
+            &sh,
+            AgentRequest::Stop(wire::StopRequest {
+                run: 1,
+                reason: "again".into(),
+            }),
+        ));
+        assert!(!s.stopping);
+    }
+
+    #[test]
+    fn targets_outside_the_allow_list_are_refused_and_hello_names_them() {
+        let dir = std::env::temp_dir().join(format!("storlab-agent-runs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sh = shared(&[dir.to_str().unwrap()], Duration::from_secs(60));
+        let (status, kind, msg) = refusal(dispatch(&sh, prepare_req(1, 100, "null:")));
+        assert_eq!((status, kind), (403, ErrorKind::NotAllowed));
+        assert!(msg.contains("null:"), "{msg}");
+        assert_eq!(sh.state(), RunState::Idle);
+        let h: wire::HelloReply = reply(dispatch(
+            &sh,
+            AgentRequest::Hello(wire::HelloRequest {
+                protocol: wire::PROTOCOL_VERSION,
+                storlab_version: wire::STORLAB_VERSION.into(),
+                controller_unix_ns: 0,
+                targets: vec!["null:".into(), format!("file:{}", dir.display())],
+            }),
+        ));
+        assert_eq!(h.refused_targets.len(), 1, "{:?}", h.refused_targets);
+        assert!(h.refused_targets[0].contains("null:"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_watchdog_releases_a_prepared_run_and_stops_a_running_one() {
+        let sh = shared(&["null:"], Duration::from_millis(1));
+        let _: wire::PrepareReply = reply(dispatch(&sh, prepare_req(1, 60_000, "null:")));
+        std::thread::sleep(Duration::from_millis(5));
+        watchdog_tick(&sh);
+        assert_eq!(sh.state(), RunState::Idle);
+        assert!(sh.lock().runner.is_none());
+
+        let _: wire::PrepareReply = reply(dispatch(&sh, prepare_req(2, 60_000, "null:")));
+        start_now(&sh, 2);
+        std::thread::sleep(Duration::from_millis(5));
+        watchdog_tick(&sh);
+        let err = sh.lock().error.clone().unwrap_or_default();
+        assert!(
+            err.contains("controller silent") && err.contains("run 2"),
+            "{err}"
+        );
+        let t0 = Instant::now();
+        while sh.state() != RunState::Finished {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "the run did not stop"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
