@@ -6,7 +6,7 @@
 use super::local::{intervals_in, total_intervals};
 use super::merge::Merger;
 use super::share;
-use super::{HostEvent, HostInterval, HostPlan, HostRunner, Observer, RunError};
+use super::{HostEvent, HostInterval, HostPlan, HostPrepared, HostRunner, Observer, RunError};
 use crate::model::{
     HostResult, HostVerify, IntervalRecord, Phase, PointResult, SavedMap, WorkerResult,
 };
@@ -144,38 +144,7 @@ fn run_started(
     stop: &AtomicBool,
     obs: &mut dyn Observer,
 ) -> Result<PointResult, RunError> {
-    let checks = each_host(hosts, plans, |h, p| h.check(p));
-    let mut offsets = Vec::new();
-    let mut errors = Vec::new();
-    for c in checks {
-        match c {
-            Ok(c) => offsets.push(c.clock_offset_ns),
-            Err(e) => errors.push(e),
-        }
-    }
-    if !errors.is_empty() {
-        return Err(first_error(errors));
-    }
-    let prepared = each_host(hosts, plans, |h, p| h.prepare(p, stop));
-    let mut preps = Vec::new();
-    for p in prepared {
-        match p {
-            Ok(p) => preps.push(p),
-            Err(e) => errors.push(e),
-        }
-    }
-    if !errors.is_empty() {
-        return Err(first_error(errors));
-    }
-    for p in &preps {
-        for n in &p.notes {
-            obs.note(n);
-        }
-    }
-
-    let interval_ns = spec.interval.as_nanos() as u64;
-    let ramp_intervals = intervals_in(spec.ramp, spec.interval);
-    let total_intervals = total_intervals(spec);
+    let (offsets, preps) = check_and_prepare(hosts, plans, stop, obs)?;
     // Far enough ahead for every start request to arrive in time.
     let lead = hosts.iter().map(|h| h.lead()).max().unwrap_or_default()
         + Duration::from_micros(500) * (hosts.len() as u32 - 1);
@@ -185,40 +154,138 @@ fn run_started(
         .unwrap_or(0);
     let at_unix_ns = now_unix + lead.as_nanos() as u64;
     let (tx, rx) = mpsc::channel::<HostEvent>();
-    let n = hosts.len();
-    let mut merger: Merger<(Snapshot, Vec<CpuSample>)> = Merger::new(n);
-    let mut host_series: Vec<Vec<IntervalRecord>> = vec![Vec::new(); n];
-    let mut host_errors: Vec<Option<String>> = vec![None; n];
-    let mut host_maps: Vec<(Vec<SavedMap>, Vec<SavedMap>)> = vec![Default::default(); n];
-    let mut lost = vec![false; n];
-    let mut errors: Vec<String> = Vec::new();
+    let mut c = Collector::new(spec, hosts.len(), on_loss);
     for (i, h) in hosts.iter_mut().enumerate() {
         if let Err(e) = h.start(at_unix_ns, i, tx.clone()) {
             // Hosts already started are stopped; what they measure is kept.
             let msg = format!("host {} did not start: {e}", h.name());
-            host_errors[i] = Some(msg.clone());
-            errors.push(msg);
-            merger.end(i);
+            c.host_errors[i] = Some(msg.clone());
+            c.errors.push(msg);
+            c.merger.end(i);
         }
     }
     drop(tx);
-    if !errors.is_empty() {
+    if !c.errors.is_empty() {
+        c.stopping = true;
         for h in hosts.iter_mut() {
             h.stop();
         }
     }
-    obs.point_started(spec, total_intervals);
+    obs.point_started(spec, c.total_intervals);
+    loop {
+        if stop.load(Ordering::Relaxed) && !c.interrupted {
+            c.interrupted = true;
+            for h in hosts.iter_mut() {
+                h.stop();
+            }
+        }
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(ev) => {
+                if c.event(ev, hosts, obs) && !c.stopping {
+                    // An I/O error or a lost host ends the point everywhere.
+                    c.stopping = true;
+                    for h in hosts.iter_mut() {
+                        h.stop();
+                    }
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        c.emit_final(false, obs);
+        if c.merger.is_done() {
+            break;
+        }
+    }
+    c.emit_final(true, obs);
+    Ok(c.into_result(hosts, plans, preps, offsets, at_unix_ns))
+}
 
-    let nworkers = spec.total_workers() as usize;
-    let mut per_worker = vec![Snapshot::default(); nworkers];
-    let mut intervals: Vec<IntervalRecord> = Vec::new();
-    let mut interrupted = false;
-    let mut stopping = !errors.is_empty();
-    let record = |index: u32, stats: Snapshot, end_ns: u64, cpu: CpuSample| {
-        let start_ns = index as u64 * interval_ns;
+/// Check every host, then prepare every host; an error in either ends the
+/// point before anything runs, naming each failing host. Returns each host's
+/// clock offset and what it prepared, and tells the observer the notes.
+fn check_and_prepare(
+    hosts: &mut [Box<dyn HostRunner>],
+    plans: &[HostPlan],
+    stop: &AtomicBool,
+    obs: &mut dyn Observer,
+) -> Result<(Vec<i64>, Vec<HostPrepared>), RunError> {
+    let offsets = all_or_errors(each_host(hosts, plans, |h, p| h.check(p)))?
+        .into_iter()
+        .map(|c| c.clock_offset_ns)
+        .collect();
+    let preps = all_or_errors(each_host(hosts, plans, |h, p| h.prepare(p, stop)))?;
+    for n in preps.iter().flat_map(|p| &p.notes) {
+        obs.note(n);
+    }
+    Ok((offsets, preps))
+}
+
+/// Every host's value, or the joined errors of those that failed.
+fn all_or_errors<T>(results: Vec<Result<T, RunError>>) -> Result<Vec<T>, RunError> {
+    let mut ok = Vec::new();
+    let mut errors = Vec::new();
+    for r in results {
+        match r {
+            Ok(v) => ok.push(v),
+            Err(e) => errors.push(e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(ok)
+    } else {
+        Err(first_error(errors))
+    }
+}
+
+/// What a started point accumulates from its hosts' events: the merger of
+/// their intervals, each host's own series, errors and saved maps, and the
+/// per-worker totals.
+struct Collector<'a> {
+    spec: &'a Spec,
+    on_loss: HostLoss,
+    interval_ns: u64,
+    ramp_intervals: u32,
+    total_intervals: u32,
+    merger: Merger<(Snapshot, Vec<CpuSample>)>,
+    host_series: Vec<Vec<IntervalRecord>>,
+    host_errors: Vec<Option<String>>,
+    host_maps: Vec<(Vec<SavedMap>, Vec<SavedMap>)>,
+    lost: Vec<bool>,
+    errors: Vec<String>,
+    per_worker: Vec<Snapshot>,
+    intervals: Vec<IntervalRecord>,
+    interrupted: bool,
+    stopping: bool,
+}
+
+impl<'a> Collector<'a> {
+    fn new(spec: &'a Spec, n: usize, on_loss: HostLoss) -> Self {
+        Collector {
+            spec,
+            on_loss,
+            interval_ns: spec.interval.as_nanos() as u64,
+            ramp_intervals: intervals_in(spec.ramp, spec.interval),
+            total_intervals: total_intervals(spec),
+            merger: Merger::new(n),
+            host_series: vec![Vec::new(); n],
+            host_errors: vec![None; n],
+            host_maps: vec![Default::default(); n],
+            lost: vec![false; n],
+            errors: Vec::new(),
+            per_worker: vec![Snapshot::default(); spec.total_workers() as usize],
+            intervals: Vec::new(),
+            interrupted: false,
+            stopping: false,
+        }
+    }
+
+    /// The record of interval `index`, ending `end_ns` after the start.
+    fn record(&self, index: u32, stats: Snapshot, end_ns: u64, cpu: CpuSample) -> IntervalRecord {
+        let start_ns = index as u64 * self.interval_ns;
         IntervalRecord {
             index,
-            phase: if index < ramp_intervals {
+            phase: if index < self.ramp_intervals {
                 Phase::Ramp
             } else {
                 Phase::Measure
@@ -228,167 +295,193 @@ fn run_started(
             stats,
             cpu,
         }
-    };
+    }
 
-    loop {
-        if stop.load(Ordering::Relaxed) && !interrupted {
-            interrupted = true;
-            for h in hosts.iter_mut() {
-                h.stop();
+    /// Take one host event; true when it must stop every host.
+    fn event(
+        &mut self,
+        ev: HostEvent,
+        hosts: &[Box<dyn HostRunner>],
+        obs: &mut dyn Observer,
+    ) -> bool {
+        match ev {
+            HostEvent::Interval { host, interval } => {
+                self.host_interval(host, *interval, hosts[host].name(), obs);
+                false
             }
-        }
-        let mut stop_all = false;
-        match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(HostEvent::Interval { host, interval }) => {
-                if !merger.is_alive(host) {
-                    continue;
-                }
-                let HostInterval {
-                    index,
-                    end_ns,
-                    stats,
-                    workers,
-                    cpu,
-                } = *interval;
-                if index >= ramp_intervals {
-                    for (w, s) in &workers {
-                        if let Some(pw) = per_worker.get_mut(*w as usize) {
-                            *pw += s;
-                        }
-                    }
-                }
-                let rec = record(index, stats, end_ns, cpu);
-                obs.host_interval(hosts[host].name(), &rec);
-                merger.add(host, index, end_ns, |acc| {
-                    acc.0 += &rec.stats;
-                    acc.1.push(rec.cpu.clone());
-                });
-                host_series[host].push(rec);
-            }
-            Ok(HostEvent::Done {
+            HostEvent::Done {
                 host,
                 error,
                 workers,
                 verify,
-            }) => {
-                merger.end(host);
-                host_maps[host] = verify_maps_of(hosts[host].name(), verify, obs);
+            } => {
+                self.merger.end(host);
+                self.host_maps[host] = verify_maps_of(hosts[host].name(), verify, obs);
                 for (w, s) in workers.into_iter().flatten() {
-                    if let Some(pw) = per_worker.get_mut(w as usize) {
+                    if let Some(pw) = self.per_worker.get_mut(w as usize) {
                         *pw = s;
                     }
                 }
-                if let Some(e) = error {
-                    let e = if n > 1 {
-                        format!("host {}: {e}", hosts[host].name())
-                    } else {
-                        e
-                    };
-                    host_errors[host] = Some(e.clone());
-                    if !errors.contains(&e) {
-                        errors.push(e);
-                    }
-                    // An I/O error ends the point everywhere, as on one host.
-                    stop_all = true;
+                let Some(e) = error else { return false };
+                let e = if hosts.len() > 1 {
+                    format!("host {}: {e}", hosts[host].name())
+                } else {
+                    e
+                };
+                self.host_errors[host] = Some(e.clone());
+                if !self.errors.contains(&e) {
+                    self.errors.push(e);
                 }
+                true
             }
-            Ok(HostEvent::Lost { host, reason }) => {
-                merger.end(host);
-                lost[host] = true;
-                host_errors[host] = Some(reason.clone());
-                match on_loss {
+            HostEvent::Lost { host, reason } => {
+                self.merger.end(host);
+                self.lost[host] = true;
+                self.host_errors[host] = Some(reason.clone());
+                match self.on_loss {
                     HostLoss::Stop => {
-                        errors.push(format!("{reason}; point stopped (--on-host-loss stop)"));
-                        stop_all = true;
+                        let why = format!("{reason}; point stopped (--on-host-loss stop)");
+                        self.errors.push(why);
+                        true
                     }
                     HostLoss::Continue => {
                         obs.note(&format!(
                             "{reason}; going on without it (--on-host-loss continue)"
                         ));
+                        false
                     }
                 }
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        if stop_all && !stopping {
-            stopping = true;
-            for h in hosts.iter_mut() {
-                h.stop();
-            }
-        }
-        while let Some((index, (stats, cpus), end)) = merger.pop_ready() {
-            let rec = record(index, stats, end, cpu_of_hosts(&cpus));
-            obs.interval(spec, &rec, total_intervals);
-            intervals.push(rec);
-        }
-        if merger.is_done() {
-            break;
-        }
-    }
-    while let Some((index, (stats, cpus), end)) = merger.pop_any() {
-        let rec = record(index, stats, end, cpu_of_hosts(&cpus));
-        obs.interval(spec, &rec, total_intervals);
-        intervals.push(rec);
     }
 
-    let (measured, summary) = summarize(&intervals);
-    let mut backends: Vec<String> = preps.iter().map(|p| p.backend.clone()).collect();
-    backends.sort();
-    backends.dedup();
-    let mut targets: Vec<String> = Vec::new();
-    for t in plans.iter().flat_map(|p| &p.targets) {
-        let t = t.to_string();
-        if !targets.contains(&t) {
-            targets.push(t);
+    /// One host's interval: into its own series, the per-worker totals and
+    /// the merger.
+    fn host_interval(
+        &mut self,
+        host: usize,
+        interval: HostInterval,
+        name: &str,
+        obs: &mut dyn Observer,
+    ) {
+        if !self.merger.is_alive(host) {
+            return;
+        }
+        let HostInterval {
+            index,
+            end_ns,
+            stats,
+            workers,
+            cpu,
+        } = interval;
+        if index >= self.ramp_intervals {
+            for (w, s) in &workers {
+                if let Some(pw) = self.per_worker.get_mut(*w as usize) {
+                    *pw += s;
+                }
+            }
+        }
+        let rec = self.record(index, stats, end_ns, cpu);
+        obs.host_interval(name, &rec);
+        self.merger.add(host, index, end_ns, |acc| {
+            acc.0 += &rec.stats;
+            acc.1.push(rec.cpu.clone());
+        });
+        self.host_series[host].push(rec);
+    }
+
+    /// Hand the observer every interval that is final (`all`: every one
+    /// left, at the end of the point).
+    fn emit_final(&mut self, all: bool, obs: &mut dyn Observer) {
+        loop {
+            let next = if all {
+                self.merger.pop_any()
+            } else {
+                self.merger.pop_ready()
+            };
+            let Some((index, (stats, cpus), end)) = next else {
+                return;
+            };
+            let rec = self.record(index, stats, end, cpu_of_hosts(&cpus));
+            obs.interval(self.spec, &rec, self.total_intervals);
+            self.intervals.push(rec);
         }
     }
-    let workers = share::worker_ids(spec)
-        .into_iter()
-        .zip(per_worker)
-        .map(|(id, stats)| WorkerResult { id, stats })
-        .collect();
-    let mut host_maps = host_maps.into_iter();
-    let host_results = hosts
-        .iter()
-        .zip(plans)
-        .zip(preps.iter().zip(offsets))
-        .zip(host_series.into_iter().zip(host_errors).zip(lost))
-        .map(|(((h, p), (prep, off)), ((series, error), lost))| {
-            let (measured, summary) = summarize(&series);
-            let (verify_maps, verify_journals) = host_maps.next().unwrap_or_default();
-            HostResult {
-                host: h.name().to_string(),
-                vms: p.vms.clone(),
-                threads: prep.threads,
-                backend: prep.backend.clone(),
-                clock_offset_ms: off as f64 / 1e6,
-                intervals: series,
-                measured,
-                summary,
-                lost,
-                error,
-                verify_maps,
-                verify_journals,
+
+    /// The point's result: the fleet's intervals and summary, per-worker
+    /// totals, and each host's own series.
+    fn into_result(
+        self,
+        hosts: &[Box<dyn HostRunner>],
+        plans: &[HostPlan],
+        preps: Vec<HostPrepared>,
+        offsets: Vec<i64>,
+        at_unix_ns: u64,
+    ) -> PointResult {
+        let spec = self.spec;
+        let (measured, summary) = summarize(&self.intervals);
+        let mut backends: Vec<String> = preps.iter().map(|p| p.backend.clone()).collect();
+        backends.sort();
+        backends.dedup();
+        let mut targets: Vec<String> = Vec::new();
+        for t in plans.iter().flat_map(|p| &p.targets) {
+            let t = t.to_string();
+            if !targets.contains(&t) {
+                targets.push(t);
             }
-        })
-        .collect();
-    Ok(PointResult {
-        label: spec.label.clone(),
-        spec: spec.clone(),
-        targets,
-        backend: backends.join("; "),
-        threads: preps.iter().map(|p| p.threads).sum(),
-        started_unix: at_unix_ns as f64 / 1e9,
-        prepared: preps.into_iter().flat_map(|p| p.prepared).collect(),
-        intervals,
-        workers,
-        measured,
-        summary,
-        interrupted,
-        error: (!errors.is_empty()).then(|| errors.join("; ")),
-        hosts: host_results,
-    })
+        }
+        let workers = share::worker_ids(spec)
+            .into_iter()
+            .zip(self.per_worker)
+            .map(|(id, stats)| WorkerResult { id, stats })
+            .collect();
+        let mut host_maps = self.host_maps.into_iter();
+        let host_results = hosts
+            .iter()
+            .zip(plans)
+            .zip(preps.iter().zip(offsets))
+            .zip(
+                self.host_series
+                    .into_iter()
+                    .zip(self.host_errors)
+                    .zip(self.lost),
+            )
+            .map(|(((h, p), (prep, off)), ((series, error), lost))| {
+                let (measured, summary) = summarize(&series);
+                let (verify_maps, verify_journals) = host_maps.next().unwrap_or_default();
+                HostResult {
+                    host: h.name().to_string(),
+                    vms: p.vms.clone(),
+                    threads: prep.threads,
+                    backend: prep.backend.clone(),
+                    clock_offset_ms: off as f64 / 1e6,
+                    intervals: series,
+                    measured,
+                    summary,
+                    lost,
+                    error,
+                    verify_maps,
+                    verify_journals,
+                }
+            })
+            .collect();
+        PointResult {
+            label: spec.label.clone(),
+            spec: spec.clone(),
+            targets,
+            backend: backends.join("; "),
+            threads: preps.iter().map(|p| p.threads).sum(),
+            started_unix: at_unix_ns as f64 / 1e9,
+            prepared: preps.into_iter().flat_map(|p| p.prepared).collect(),
+            intervals: self.intervals,
+            workers,
+            measured,
+            summary,
+            interrupted: self.interrupted,
+            error: (!self.errors.is_empty()).then(|| self.errors.join("; ")),
+            hosts: host_results,
+        }
+    }
 }
 
 /// Print the bad blocks host `name` found (as a local run prints its own),
