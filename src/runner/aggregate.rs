@@ -129,21 +129,9 @@ pub fn run_hosts(
     if hosts.is_empty() {
         return Err(RunError::Setup("no host to run on".into()));
     }
-    let result = run_started(spec, hosts, plans, on_loss, stop, obs);
-    for h in hosts.iter_mut() {
-        h.finish();
-    }
-    result
-}
-
-fn run_started(
-    spec: &Spec,
-    hosts: &mut [Box<dyn HostRunner>],
-    plans: &[HostPlan],
-    on_loss: HostLoss,
-    stop: &AtomicBool,
-    obs: &mut dyn Observer,
-) -> Result<PointResult, RunError> {
+    // Every host is finished however the point ends, after an error too.
+    let mut finishing = Finishing(hosts);
+    let hosts: &mut [Box<dyn HostRunner>] = &mut finishing;
     let (offsets, preps) = check_and_prepare(hosts, plans, stop, obs)?;
     // Far enough ahead for every start request to arrive in time.
     let lead = hosts.iter().map(|h| h.lead()).max().unwrap_or_default()
@@ -199,6 +187,30 @@ fn run_started(
     }
     c.emit_final(true, obs);
     Ok(c.into_result(hosts, plans, preps, offsets, at_unix_ns))
+}
+
+/// Finishes every host when dropped (releases threads, the agents' runs).
+struct Finishing<'a>(&'a mut [Box<dyn HostRunner>]);
+
+impl std::ops::Deref for Finishing<'_> {
+    type Target = [Box<dyn HostRunner>];
+    fn deref(&self) -> &Self::Target {
+        self.0
+    }
+}
+
+impl std::ops::DerefMut for Finishing<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.0
+    }
+}
+
+impl Drop for Finishing<'_> {
+    fn drop(&mut self) {
+        for h in self.0.iter_mut() {
+            h.finish();
+        }
+    }
 }
 
 /// Check every host, then prepare every host; an error in either ends the
