@@ -11,6 +11,7 @@ pub mod compare;
 pub mod engine;
 pub mod fleet;
 pub mod lab;
+pub mod linkmodel;
 pub mod media;
 pub mod prepare;
 pub mod report;
