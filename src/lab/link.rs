@@ -48,7 +48,8 @@ pub const MIN_BURST: u64 = 2 * 65536 + 2 * 1024;
 /// inter-frame gap 12 (IEEE 802.3 clauses 3.2 and 4.4.2).
 pub const WIRE_OVERHEAD: u64 = 8 + 4 + 12;
 
-/// The Ethernet header tbf counts with each packet.
+/// The Ethernet header tbf counts with each packet (addresses and EtherType,
+/// IEEE 802.3 clause 3.2).
 const MAC_HEADER: u64 = 14;
 
 /// Queue depth in milliseconds at the link rate.

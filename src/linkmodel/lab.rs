@@ -59,9 +59,9 @@ pub fn for_network(
 /// [`lab_link`] has no link. Reads' data and writes' control messages share
 /// one direction of the full-duplex link, writes' data and reads' commands
 /// the other; the busier direction sets the pace. Each kind's pure ACKs are
-/// kept although the other kind's data could carry them, so a mix is
-/// modelled a little pessimistically (by at most the ACK frames, about 3% of
-/// the control direction's small share).
+/// kept although the other kind's data segments could carry them, so a mix
+/// is modelled slightly pessimistically (by at most its ACK frames, 90 bytes
+/// of line per two data segments).
 pub fn mixed_for_network(
     net: &Network,
     protocol: Protocol,
