@@ -12,6 +12,7 @@ pub mod engine;
 pub mod fleet;
 pub mod io;
 pub mod lab;
+pub mod linkmodel;
 pub mod media;
 pub mod model;
 pub mod plan;

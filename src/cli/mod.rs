@@ -14,6 +14,7 @@ mod run;
 mod session;
 pub mod signals;
 pub mod verify;
+pub mod wire;
 
 use crate::workload::flags::Flags;
 use crate::workload::{Profile, catalogue};
@@ -109,6 +110,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Re-read what a `--verify` run wrote (or a `--journal`) and check every block.
     Verify(verify::VerifyArgs),
+    /// The wire-efficiency model: user data each protocol and link carry (docs/wire-model.md).
+    Wire(wire::WireArgs),
     /// List the built-in workloads and suites, or show one in full.
     Workloads {
         #[command(subcommand)]
@@ -266,6 +269,7 @@ pub fn main_with(args: Vec<String>) -> i32 {
         Command::Results(a) => results::run(a),
         Command::Report(a) => report::run(a),
         Command::Verify(a) => verify::run(a),
+        Command::Wire(a) => wire::run(a),
         Command::Workloads { sub: None } => {
             print!("{}", catalogue::list_text());
             Ok(ExitCode::Ok)

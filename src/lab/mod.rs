@@ -495,7 +495,7 @@ fn network(cfg: &LabConfig, tools: &Tools, ns: &Netns, st: &mut LabState) -> Res
             if Some(dev.as_str()) == st.bridge.as_deref() {
                 continue;
             }
-            link::shape(&tools.tc, netns.as_deref(), dev, l).map_err(LabError::System)?;
+            link::shape(&tools.tc, netns.as_deref(), dev, l, cfg.mtu).map_err(LabError::System)?;
         }
     }
     Ok(())

@@ -64,6 +64,12 @@ impl LabBuilder {
         b
     }
 
+    /// More arguments for `lab up`, e.g. `--hosts 1 --link 1gbe --mtu 9000`.
+    pub fn args(mut self, args: &[&str]) -> LabBuilder {
+        self.up_args.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
     /// Keep the lab's state in `sub` inside the test's directory, which is
     /// then created before `lab up` so the test can keep its own files there.
     pub fn state_subdir(mut self, sub: &str) -> LabBuilder {

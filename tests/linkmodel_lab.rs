@@ -1,0 +1,160 @@
+//! The wire-efficiency model against storlab's own shaped links: 64 KiB
+//! sequential reads over NBD, iSCSI and NFSv3, from a load-generator host's
+//! agent across a 1 GbE link at MTU 1500 and at MTU 9000, must carry what
+//! the model says within 3% (docs/wire-model.md), and never clearly more: a
+//! lab faster than the model would mean a shaper that forgets part of the
+//! wire (as tbf at the plain link rate did: 95.6% of the rate at MTU 1500
+//! where a real link carries 94.1%) or a model that counts too much.
+//!
+//! What is held to the model is each run's best 1-second interval, what the
+//! link carried while the machine kept it busy. The lab's servers, the agent
+//! and the shaper share one machine (2 cores, shared with other work): a run
+//! whose processes are descheduled for long stretches measures the CPU, not
+//! the link, in its mean. The mean is printed beside it. A best second cannot
+//! flatter the link by more than tbf's bucket (133 KB, 0.1% of a second) and
+//! one I/O at each interval edge (0.1%): [`ABOVE`] covers both.
+//!
+//! It brings labs up (root, network namespaces, servers): run it alone,
+//! `cargo test --release --test linkmodel_lab -- --nocapture`.
+
+mod support;
+
+use std::process::Command;
+use storlab::backends::target::Target;
+use storlab::linkmodel::{Dir, lab};
+use storlab::result::Network;
+use support::lab::Lab;
+use support::text;
+
+/// Most the lab may fall short of the model (issue 12: within 3%).
+const BELOW: f64 = 0.03;
+/// Most the lab may exceed the model: tbf's bucket lets up to one burst
+/// (133 KB) through unshaped after an idle moment, an interval's edges may
+/// each count one 64 KiB read more, and clocks differ by timer slack.
+const ABOVE: f64 = 0.005;
+
+/// tbf's rate on `dev` in `netns`, bits per second (`tc -j` gives bytes).
+fn tbf_rate_bps(netns: &str, dev: &str) -> u64 {
+    let o = Command::new("tc")
+        .args(["-j", "-n", netns, "qdisc", "show", "dev", dev])
+        .output()
+        .expect("tc (iproute2)");
+    let q: serde_json::Value = serde_json::from_slice(&o.stdout).expect("tc -j output");
+    assert_eq!(q[0]["kind"], "tbf", "{dev}: {q}");
+    8 * q[0]["options"]["rate"].as_u64().expect("tbf rate")
+}
+
+/// What one run measured.
+struct Measured {
+    /// Mean MB/s of user data over the measured time.
+    mean: f64,
+    /// The best 1-second interval's MB/s.
+    peak: f64,
+    /// The machine's busy share, percent of all CPUs.
+    busy_pct: f64,
+    /// The lab network the run recorded.
+    net: Network,
+}
+
+/// One 64 KiB sequential read run on `url` through `agent`, 32 reads in
+/// flight: 2 MiB, 16 ms of the link, queued at the shaper, so servers and
+/// agent can be descheduled that long without the link going idle.
+fn read_64k(lab: &Lab, agent: &str, token: &str, url: &str) -> Measured {
+    let json = lab.dir.join("run.json");
+    let o = lab
+        .storlab()
+        .args([
+            "run",
+            "--no-db",
+            "--quiet",
+            "--hosts",
+            agent,
+            "--token-file",
+            token,
+        ])
+        .args([
+            "--target",
+            url,
+            "--rw",
+            "read",
+            "--bs",
+            "64k",
+            "--iodepth",
+            "32",
+        ])
+        .args(["--ramp_time", "2", "--runtime", "10", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "storlab run on {url}: {}", text(&o));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).expect("run JSON");
+    let _ = std::fs::remove_file(&json);
+    let summary = &doc["jobs"][0]["points"][0]["summary"];
+    let num = |v: &serde_json::Value, what: &str| {
+        v.as_f64()
+            .unwrap_or_else(|| panic!("{what} in the run JSON: {summary}"))
+    };
+    Measured {
+        mean: num(&summary["read"]["mb_s"], "read MB/s"),
+        peak: num(&summary["peak_mb_s"], "peak MB/s"),
+        busy_pct: num(&summary["cpu"]["host_busy_pct"], "host busy %"),
+        net: serde_json::from_value(doc["environment"]["network"].clone())
+            .expect("the run records the lab network it crossed"),
+    }
+}
+
+#[test]
+fn a_shaped_1gbe_link_carries_what_the_model_says() {
+    let mut failures = Vec::new();
+    for mtu in [1500u32, 9000] {
+        let lab = Lab::builder(&format!("wire{mtu}"), "1g")
+            .args(&["--hosts", "1", "--link", "1gbe", "--mtu", &mtu.to_string()])
+            .up();
+        let host = &lab.state["hosts"][0];
+        let agent = host["agent"]
+            .as_str()
+            .expect("the host's agent")
+            .to_string();
+        let token = lab.state["token_file"].as_str().unwrap().to_string();
+        // The storage end of the host's link shapes the reads' data, at the
+        // rate that gives a full-size frame the line time of a real one.
+        let port = host["port_if"].as_str().unwrap();
+        let want = storlab::lab::Link::parse("1gbe").unwrap().tbf_rate_bps(mtu);
+        let got = tbf_rate_bps(&lab.netns(), port);
+        assert!(
+            want.abs_diff(got) <= 8,
+            "{port}: tbf at {got} bit/s, want {want}"
+        );
+        for name in ["nbd", "iscsi", "nfs3"] {
+            let url = lab.url(name);
+            let m = read_64k(&lab, &agent, &token, &url);
+            assert_eq!((m.net.link_rate_bps, m.net.mtu), (Some(1_000_000_000), mtu));
+            let protocol = lab::protocol_of(&Target::parse(&url).unwrap()).unwrap();
+            let model = lab::for_network(&m.net, protocol, 65536, Dir::Read)
+                .unwrap()
+                .expect("a shaped lab link has a model");
+            let pct = |mb_s: f64| lab::percent_of_model(mb_s * 1e6, &model);
+            eprintln!(
+                "MTU {mtu} {protocol:<5} model {:7.2} MB/s  best second {:7.2} ({:6.2}%)  \
+                 mean {:7.2} ({:6.2}%)  machine busy {:3.0}%",
+                model.payload_bytes_per_s / 1e6,
+                m.peak,
+                pct(m.peak),
+                m.mean,
+                pct(m.mean),
+                m.busy_pct
+            );
+            if !(100.0 * (1.0 - BELOW)..=100.0 * (1.0 + ABOVE)).contains(&pct(m.peak)) {
+                failures.push(format!(
+                    "MTU {mtu} {protocol}: best second {:.2} MB/s is {:.2}% of the model's {:.2}",
+                    m.peak,
+                    pct(m.peak),
+                    model.payload_bytes_per_s / 1e6
+                ));
+            }
+        }
+        lab.down_clean();
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
