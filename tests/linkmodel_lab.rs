@@ -20,9 +20,9 @@
 mod support;
 
 use std::process::Command;
-use storlab::backends::target::Target;
 use storlab::linkmodel::{Dir, lab};
-use storlab::result::Network;
+use storlab::model::Network;
+use storlab::target::Target;
 use support::lab::Lab;
 use support::text;
 

@@ -4,8 +4,8 @@
 //! baseline can be capped at an FC link's payload rate.
 
 use super::{Dir, Estimate, Link, ModelError, Protocol, estimate};
-use crate::backends::target::{NbdAddr, NbdReplies, Target};
-use crate::result::Network;
+use crate::model::Network;
+use crate::target::{NbdAddr, NbdReplies, Target};
 
 /// The protocol a target's I/O crosses a link in: `None` for `file:` and
 /// `null:` (no wire) and NBD over a Unix socket (no link). storlab's NFSv4

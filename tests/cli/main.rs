@@ -8,4 +8,5 @@ mod interrupt;
 mod results_diff;
 mod run_file;
 mod run_null;
+mod wire;
 mod workloads;
