@@ -13,6 +13,7 @@ pub mod flags;
 pub mod jobfile;
 pub mod pace;
 pub mod pattern;
+pub mod settings;
 pub mod units;
 pub mod validate;
 
@@ -284,6 +285,19 @@ pub enum Profile {
     Full,
     /// Same shape in seconds and MiBs.
     Quick,
+}
+
+impl Profile {
+    /// Both profiles, full first.
+    pub const ALL: [Profile; 2] = [Profile::Full, Profile::Quick];
+
+    /// "full" or "quick", as on the command line and in catalogue files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Full => "full",
+            Profile::Quick => "quick",
+        }
+    }
 }
 
 /// Where one value of a built-in workload comes from.
