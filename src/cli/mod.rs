@@ -14,8 +14,9 @@ mod session;
 pub mod signals;
 pub mod verify;
 
+use crate::workload::Profile;
+use crate::workload::catalogue::Catalogue;
 use crate::workload::flags::Flags;
-use crate::workload::{Profile, catalogue};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -108,10 +109,13 @@ enum Command {
     Report(report::ReportArgs),
     /// Re-read what a `--verify` run wrote (or a `--journal`) and check every block.
     Verify(verify::VerifyArgs),
-    /// List the built-in workloads and suites, or show one in full.
+    /// List the workloads and suites (built-in and the user's), or show one in full.
     Workloads {
         #[command(subcommand)]
         sub: Option<WorkloadsCmd>,
+        /// A catalogue file of workloads and suites to add (repeatable).
+        #[arg(long = "catalogue", value_name = "FILE", global = true)]
+        catalogue: Vec<PathBuf>,
     },
 }
 
@@ -133,6 +137,9 @@ pub struct JobArgs {
     /// Built-in workload or suite (see `storlab workloads`).
     #[arg(long, short = 'w', conflicts_with = "job")]
     pub workload: Option<String>,
+    /// A catalogue file of workloads and suites to add (repeatable).
+    #[arg(long = "catalogue", value_name = "FILE", requires = "workload")]
+    pub catalogue: Vec<PathBuf>,
     /// TOML job file (see examples/jobs/).
     #[arg(long, short = 'j')]
     pub job: Option<PathBuf>,
@@ -265,19 +272,16 @@ pub fn main_with(args: Vec<String>) -> i32 {
         Command::Results(a) => results::run(a),
         Command::Report(a) => report::run(a),
         Command::Verify(a) => verify::run(a),
-        Command::Workloads { sub: None } => {
-            print!("{}", catalogue::list_text());
-            Ok(ExitCode::Ok)
-        }
-        Command::Workloads {
-            sub: Some(WorkloadsCmd::Show { name, profile }),
-        } => match catalogue::show_text(&name, profile.into()) {
-            Ok(t) => {
-                print!("{t}");
-                Ok(ExitCode::Ok)
-            }
-            Err(e) => Err(CliError::input(e.to_string())),
-        },
+        Command::Workloads { sub, catalogue } => Catalogue::user(&catalogue)
+            .and_then(|cat| match sub {
+                None => Ok(cat.list_text()),
+                Some(WorkloadsCmd::Show { name, profile }) => cat.show_text(&name, profile.into()),
+            })
+            .map(|text| {
+                print!("{text}");
+                ExitCode::Ok
+            })
+            .map_err(|e| CliError::input(e.to_string())),
     };
     match result {
         Ok(code) => code as i32,

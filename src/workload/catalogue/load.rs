@@ -301,8 +301,7 @@ impl Loader<'_> {
                 let v = select(key, v, profile, &mut per_profile)?;
                 selected.insert(key.clone(), v);
             }
-            let mut job = job_from_table(&selected, &name, ENTRY_KEYS)
-                .map_err(|e| e.context(format!("{} profile", profile.name())))?;
+            let mut job = job_from_table(&selected, &name, ENTRY_KEYS)?;
             if let Some(only) = table.get("only") {
                 keep_only(&mut job, only)?;
             }
@@ -311,7 +310,8 @@ impl Loader<'_> {
             Ok(job)
         };
         let mut full = build(Profile::Full)?;
-        let mut quick = build(Profile::Quick)?;
+        // The full profile built, so what fails now is the quick profile's own.
+        let mut quick = build(Profile::Quick).map_err(|e| e.context("quick profile"))?;
         full.provenance = provenance(sources, &per_profile, Profile::Full, &full);
         quick.provenance = provenance(sources, &per_profile, Profile::Quick, &full);
         Ok(Entry {

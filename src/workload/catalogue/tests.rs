@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::workload::{BlockSizes, SyncMode};
+use std::path::Path;
 use std::time::Duration;
 
 const MIB: u64 = 1 << 20;
@@ -260,4 +261,231 @@ fn listing() {
         assert!(text.contains(name), "{name}");
     }
     assert!(text.contains("vsphere-protocols") && text.contains("nfs-vs-iscsi"));
+}
+
+/// A user catalogue file from `text`, named `name`, loaded over the built-in one.
+fn user(name: &str, text: &str) -> Result<Catalogue, SpecError> {
+    let mut cat = Catalogue::builtin().clone();
+    load::load(&mut cat, text, Some(Path::new(name))).map(|()| cat)
+}
+
+fn user_err(text: &str) -> String {
+    user("/cat/mine.toml", text).unwrap_err().to_string()
+}
+
+const MINE: &str = r#"
+# a user's catalogue
+[source]
+seed = "in-house default"
+
+[[workload]]
+name = "my-oltp"
+from = "vsphere-oltp-8k"
+study = "in-house"
+summary = "the OLTP mix on 4 VMs"
+vms = 4
+iodepth = { full = 64, quick = 8 }
+[workload.source]
+vms = "in-house: 4 VMs"
+iodepth = "in-house: 64 per worker"
+
+[[workload]]
+name = "my-mix"
+study = "in-house"
+summary = "two block sizes"
+runtime = { full = "1m", quick = "2s" }
+[workload.sweep]
+bs = ["4k", "8k"]
+[workload.source]
+runtime = { full = "in-house: a minute", quick = "quick: two seconds" }
+
+[[suite]]
+name = "mine"
+summary = "mine, then a built-in"
+workloads = ["my-oltp", "db-8k-read"]
+"#;
+
+#[test]
+fn user_workloads_start_from_builtins_and_keep_their_notes() {
+    let cat = user("/cat/mine.toml", MINE).unwrap_or_else(|e| panic!("{e}"));
+    let base = get("vsphere-oltp-8k", Profile::Full).unwrap();
+    let full = cat.get("my-oltp", Profile::Full).unwrap();
+    let quick = cat.get("my-oltp", Profile::Quick).unwrap();
+    let (g, q) = (&full.points[0].groups[0], &quick.points[0].groups[0]);
+    assert_eq!((g.vms, g.workers_per_vm, g.access.iodepth), (4, 4, 64));
+    assert_eq!(q.access.iodepth, 8);
+    assert_eq!(full.points[0].size, base.points[0].size);
+    assert_eq!(full.description, "the OLTP mix on 4 VMs");
+    let src = |job: &Job, field: &str| {
+        job.provenance
+            .iter()
+            .find(|p| p.field == field)
+            .map(|p| p.source.clone())
+            .unwrap_or_default()
+    };
+    // Its own notes replace the base's in place; the rest are the base's.
+    let fields: Vec<&str> = full.provenance.iter().map(|p| p.field.as_str()).collect();
+    let base_fields: Vec<&str> = base.provenance.iter().map(|p| p.field.as_str()).collect();
+    assert_eq!(fields, base_fields);
+    assert_eq!(src(&full, "vms"), "in-house: 4 VMs");
+    assert_eq!(src(&full, "iodepth"), "in-house: 64 per worker");
+    assert_eq!(
+        src(&quick, "iodepth"),
+        "storlab quick profile (full: 64; in-house: 64 per worker)"
+    );
+    assert_eq!(src(&full, "seed"), src(&base, "seed"));
+    // A workload of its own gets the file's notes for what it leaves out.
+    let mix = cat.get("my-mix", Profile::Quick).unwrap();
+    assert_eq!(src(&mix, "runtime"), "quick: two seconds");
+    assert_eq!(src(&mix, "seed"), "in-house default");
+    assert_eq!(mix.points[1].label, "bs=8k");
+    let jobs = cat.resolve("mine", Profile::Quick).unwrap();
+    assert_eq!(jobs.len(), 2);
+    assert_eq!(jobs[1], get("db-8k-read", Profile::Quick).unwrap());
+}
+
+#[test]
+fn user_workloads_are_listed_and_shown_with_their_file() {
+    let cat = user("/cat/mine.toml", MINE).unwrap();
+    let list = cat.list_text();
+    assert!(list.starts_with(&list_text()[..list_text().find("\nSuites:").unwrap()]));
+    assert!(
+        list.contains("\nWorkloads from /cat/mine.toml:\n  my-oltp                study in-house  the OLTP mix on 4 VMs\n"),
+        "{list}"
+    );
+    assert!(
+        list.contains("\nSuites from /cat/mine.toml:\n  mine                   mine, then a built-in: my-oltp, db-8k-read\n"),
+        "{list}"
+    );
+    let show = cat.show_text("my-oltp", Profile::Full).unwrap();
+    assert!(
+        show.starts_with(
+            "my-oltp (study in-house, full profile, from /cat/mine.toml): the OLTP mix"
+        ),
+        "{show}"
+    );
+    assert!(
+        show.contains("iodepth            64               in-house: 64 per worker"),
+        "{show}"
+    );
+}
+
+#[test]
+fn a_name_is_defined_once() {
+    let e = user_err("[[workload]]\nname = \"db-8k-read\"\nstudy = \"x\"\nsummary = \"y\"\n");
+    assert_eq!(
+        e,
+        "catalogue file /cat/mine.toml, line 1, workload \"db-8k-read\": invalid name = db-8k-read \
+         (allowed: a name no other workload or suite has (db-8k-read is already defined in the built-in catalogue))"
+    );
+    let first = user(
+        "/cat/a.toml",
+        "[[workload]]\nname = \"x\"\nstudy = \"s\"\nsummary = \"y\"\n",
+    )
+    .unwrap();
+    let mut cat = first.clone();
+    let e = load::load(
+        &mut cat,
+        "\n[[suite]]\nname = \"x\"\nsummary = \"s\"\nworkloads = [\"x\"]\n",
+        Some(Path::new("/cat/b.toml")),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("catalogue file /cat/b.toml, line 2, suite \"x\": invalid name = x")
+            && e.contains("already defined in the catalogue file /cat/a.toml"),
+        "{e}"
+    );
+}
+
+#[test]
+fn errors_name_the_file_line_workload_and_key() {
+    let entry = |body: &str| {
+        format!("\n[[workload]]\nname = \"w\"\nstudy = \"s\"\nsummary = \"y\"\n{body}")
+    };
+    let cases: &[(&str, &str)] = &[
+        (
+            "bsx = 4",
+            "catalogue file /cat/mine.toml, line 2, workload \"w\": unknown key \"bsx\" (allowed: name, description, group, sweep, curve, label, point, study, summary, from, only, source, vms,",
+        ),
+        (
+            "iodepth = { full = 4 }",
+            "line 2, workload \"w\": invalid iodepth = { full = 4 } (allowed: { full = VALUE, quick = VALUE }",
+        ),
+        (
+            "iodepth = { full = 4, quick = 0 }",
+            "workload \"w\", quick profile: invalid iodepth = 0 (allowed: 1..=65536)",
+        ),
+        (
+            "from = \"nope\"",
+            "workload \"w\": invalid from = nope (allowed: a workload defined before this one (vsphere-shared-4k,",
+        ),
+        (
+            "only = [\"nope\"]",
+            "workload \"w\": invalid only = \"nope\" (allowed: labels of its load points: w)",
+        ),
+        (
+            "[workload.source]\nbsize = \"x\"",
+            "workload \"w\", [source]: unknown key \"bsize\" (allowed: vms, numjobs, disks, bs,",
+        ),
+        (
+            "[workload.source]\nbs = 4",
+            "workload \"w\", [source]: invalid bs = 4 (allowed: a note (string), or { full = NOTE, quick = NOTE })",
+        ),
+    ];
+    for (body, want) in cases {
+        let e = user_err(&entry(body));
+        assert!(e.contains(want), "{body}:\n{e}\nwants {want}");
+    }
+    let e = user_err("\n\n[[workload]]\nname = \"w\"\nsummary = \"y\"\n");
+    assert_eq!(
+        e,
+        "catalogue file /cat/mine.toml, line 3, workload \"w\": invalid study = (none) (allowed: a string naming the study it comes from)"
+    );
+    let e = user_err("[[workload]]\nname = \"a b\"\n");
+    assert!(
+        e.contains("invalid name = a b (allowed: letters, digits"),
+        "{e}"
+    );
+    let e = user_err("direct = 2\n");
+    assert_eq!(
+        e,
+        "catalogue file /cat/mine.toml: invalid direct = 2 (allowed: 0, 1, true, false)"
+    );
+    let e = user_err("suites = 1\n");
+    assert!(
+        e.starts_with("catalogue file /cat/mine.toml: unknown key \"suites\" (allowed: source, workload, suite, vms"),
+        "{e}"
+    );
+    let e = user_err("[[suite]]\nname = \"s\"\nsummary = \"y\"\nworkloads = [\"nope\"]\n");
+    assert!(
+        e.starts_with("catalogue file /cat/mine.toml, line 1, suite \"s\": invalid workloads = \"nope\" (allowed: names of workloads (vsphere-shared-4k,"),
+        "{e}"
+    );
+    let e = user_err("[[workload]\n");
+    assert!(
+        e.starts_with("catalogue file /cat/mine.toml, line 1: invalid TOML syntax"),
+        "{e}"
+    );
+}
+
+#[test]
+fn files_are_read_once_and_missing_ones_named() {
+    let dir = std::env::temp_dir().join(format!("storlab-catalogue-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("mine.toml");
+    std::fs::write(&file, MINE).unwrap();
+    let cat = Catalogue::with_files(&[file.clone(), file.clone()]);
+    let missing = Catalogue::with_files(&[dir.join("nope.toml")]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let cat = cat.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(cat.entries().len(), entries().len() + 2);
+    let e = missing.unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!(
+            "invalid catalogue file = {}",
+            dir.join("nope.toml").display()
+        )) && e.contains("(allowed: a readable TOML file in the storlab catalogue format)"),
+        "{e}"
+    );
 }
