@@ -16,8 +16,9 @@ pub mod signals;
 pub mod verify;
 pub mod wire;
 
+use crate::workload::Profile;
+use crate::workload::catalogue::Catalogue;
 use crate::workload::flags::Flags;
-use crate::workload::{Profile, catalogue};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -112,10 +113,13 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// The wire-efficiency model: user data each protocol and link carry (docs/wire-model.md).
     Wire(wire::WireArgs),
-    /// List the built-in workloads and suites, or show one in full.
+    /// List the workloads and suites (built-in and the user's), or show one in full.
     Workloads {
         #[command(subcommand)]
         sub: Option<WorkloadsCmd>,
+        /// A catalogue file of workloads and suites to add (repeatable).
+        #[arg(long = "catalogue", value_name = "FILE", global = true)]
+        catalogue: Vec<PathBuf>,
     },
 }
 
@@ -137,6 +141,9 @@ pub struct JobArgs {
     /// Built-in workload or suite (see `storlab workloads`).
     #[arg(long, short = 'w', conflicts_with = "job")]
     pub workload: Option<String>,
+    /// A catalogue file of workloads and suites to add (repeatable).
+    #[arg(long = "catalogue", value_name = "FILE", requires = "workload")]
+    pub catalogue: Vec<PathBuf>,
     /// TOML job file (see examples/jobs/).
     #[arg(long, short = 'j')]
     pub job: Option<PathBuf>,
@@ -270,19 +277,16 @@ pub fn main_with(args: Vec<String>) -> i32 {
         Command::Report(a) => report::run(a),
         Command::Verify(a) => verify::run(a),
         Command::Wire(a) => wire::run(a),
-        Command::Workloads { sub: None } => {
-            print!("{}", catalogue::list_text());
-            Ok(ExitCode::Ok)
-        }
-        Command::Workloads {
-            sub: Some(WorkloadsCmd::Show { name, profile }),
-        } => match catalogue::show_text(&name, profile.into()) {
-            Ok(t) => {
-                print!("{t}");
-                Ok(ExitCode::Ok)
-            }
-            Err(e) => Err(CliError::input(e.to_string())),
-        },
+        Command::Workloads { sub, catalogue } => Catalogue::user(&catalogue)
+            .and_then(|cat| match sub {
+                None => Ok(cat.list_text()),
+                Some(WorkloadsCmd::Show { name, profile }) => cat.show_text(&name, profile.into()),
+            })
+            .map(|text| {
+                print!("{text}");
+                ExitCode::Ok
+            })
+            .map_err(|e| CliError::input(e.to_string())),
     };
     match result {
         Ok(code) => code as i32,

@@ -10,7 +10,8 @@ use crate::report::{csv, progress::Progress, text};
 use crate::runner::{Observer, RunError, RunOptions};
 use crate::store::{RunWriter, Store, Tee};
 use crate::target::Target;
-use crate::workload::{Job, catalogue, jobfile};
+use crate::workload::catalogue::Catalogue;
+use crate::workload::{Job, jobfile};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
@@ -18,7 +19,9 @@ use std::sync::atomic::Ordering;
 pub fn jobs(args: &JobArgs) -> Result<Vec<Job>, CliError> {
     let input = |e: crate::workload::validate::SpecError| CliError::input(e.to_string());
     let base: Vec<Job> = if let Some(name) = &args.workload {
-        catalogue::resolve(name, args.profile.into()).map_err(input)?
+        Catalogue::user(&args.catalogue)
+            .and_then(|cat| cat.resolve(name, args.profile.into()))
+            .map_err(input)?
     } else if let Some(path) = &args.job {
         vec![jobfile::load(path).map_err(input)?]
     } else {

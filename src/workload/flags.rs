@@ -6,7 +6,7 @@
 //! means in a job file and in fio.
 
 use super::Job;
-use super::jobfile::{Settings, job_from_settings};
+use super::settings::{Settings, job_from_settings};
 use super::validate::{SpecError, validate_job};
 use toml::Value;
 

@@ -61,6 +61,23 @@
 //!                               # rate_mode
 //! ```
 //!
+//! A top-level `label` names the single load point (default: the job's name), or
+//! the sweep's points with `{KEY}` standing for a swept value: `label = "{vms} VMs"`
+//! gives "32 VMs", "64 VMs", ... (default: "vms=32", "vms=64", ...).
+//!
+//! Instead of a `[sweep]`, load points may be listed, each with a label, its own
+//! keys (group or per-point keys) and optionally the groups it runs:
+//!
+//! ```toml
+//! [[point]]
+//! label = "reads"
+//! groups = ["readers"]          # default: every group
+//!
+//! [[point]]
+//! label = "reads+writes, 256k"
+//! bs = "256k"
+//! ```
+//!
 //! fio's `rw` semantics: `read` is 100% read, 0% random; `write` 0/0;
 //! `randread` 100/100; `randwrite` 0/100; `rw`/`readwrite` a sequential mix with
 //! `rwmixread`% reads (default 50); `randrw` the random mix. `percentage_random`
@@ -68,60 +85,19 @@
 //! whatever pattern is in place.
 //!
 //! Settings layer: defaults, then top-level keys, then the group's keys, then the
-//! sweep point's. Sweep points are labelled by their values ("vms=32",
-//! "bs=4k rw=write"); a job without a sweep has one point labelled with its name.
+//! sweep point's or listed point's.
 //!
 //! The same keys drive the fio-named CLI flags ([`flags`](super::flags)) through
 //! [`Settings`], so both accept exactly the same values.
 
-use super::units::{parse_duration, parse_pct, parse_size};
+use super::Job;
+pub use super::settings::{
+    DEFAULT_SEED, GROUP_KEYS, SPEC_KEYS, Settings, default_group, default_spec, job_from_settings,
+};
 use super::validate::{SpecError, validate_job};
-use super::{Access, BlockSizes, Content, DiskLayout, Group, Job, Rate, RateMode, Spec, SyncMode};
-use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 use toml::Value;
 
-/// Default seed of every pseudo-random choice ("storlab" in leetspeak, roughly).
-pub const DEFAULT_SEED: u64 = 0x0570_21ab;
-/// Default region size per disk.
-pub const DEFAULT_SIZE: u64 = 64 << 20;
-/// Default measured time.
-pub const DEFAULT_RUNTIME: Duration = Duration::from_secs(10);
-
-/// Keys describing a group's VMs and access pattern.
-pub const GROUP_KEYS: &[&str] = &[
-    "vms",
-    "numjobs",
-    "disks",
-    "bs",
-    "bssplit",
-    "rw",
-    "rwmixread",
-    "percentage_random",
-    "iodepth",
-    "rate_iops",
-    "rate",
-    "rate_mode",
-    "blockalign",
-];
-/// Keys describing a load point as a whole.
-pub const SPEC_KEYS: &[&str] = &[
-    "size",
-    "offset",
-    "disk_layout",
-    "runtime",
-    "ramp_time",
-    "interval",
-    "io_size",
-    "io_timeout",
-    "direct",
-    "sync",
-    "content",
-    "seed",
-    "verify",
-    "journal",
-];
 /// Keys that may be swept over in `[sweep]`.
 pub const SWEEP_KEYS: &[&str] = &[
     "vms",
@@ -134,567 +110,69 @@ pub const SWEEP_KEYS: &[&str] = &[
     "rate_mode",
 ];
 /// Top-level keys other than the group and spec keys.
-const FILE_KEYS: &[&str] = &["name", "description", "group", "sweep", "curve"];
-
-/// fio's `rw` modes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RwMode {
-    /// Sequential reads.
-    Read,
-    /// Sequential writes.
-    Write,
-    /// Random reads.
-    RandRead,
-    /// Random writes.
-    RandWrite,
-    /// Sequential mix of reads and writes (`rw`, `readwrite`).
-    ReadWrite,
-    /// Random mix of reads and writes.
-    RandRw,
-}
-
-impl RwMode {
-    /// Every accepted spelling.
-    pub const ALLOWED: &'static str = "read, write, randread, randwrite, rw, readwrite, randrw";
-
-    /// Parse fio's spelling.
-    pub fn parse(s: &str) -> Result<Self, SpecError> {
-        Ok(match s.trim() {
-            "read" => RwMode::Read,
-            "write" => RwMode::Write,
-            "randread" => RwMode::RandRead,
-            "randwrite" => RwMode::RandWrite,
-            "rw" | "readwrite" => RwMode::ReadWrite,
-            "randrw" => RwMode::RandRw,
-            _ => return Err(SpecError::invalid("rw", s, Self::ALLOWED)),
-        })
-    }
-
-    /// Read share, with `mix` (rwmixread, default 50) for the mixed modes.
-    pub fn read_pct(self, mix: Option<u8>) -> u8 {
-        match self {
-            RwMode::Read | RwMode::RandRead => 100,
-            RwMode::Write | RwMode::RandWrite => 0,
-            RwMode::ReadWrite | RwMode::RandRw => mix.unwrap_or(50),
-        }
-    }
-
-    /// Random share.
-    pub fn random_pct(self) -> u8 {
-        match self {
-            RwMode::Read | RwMode::Write | RwMode::ReadWrite => 0,
-            RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw => 100,
-        }
-    }
-}
-
-const BSSPLIT_ALLOWED: &str = "SIZE/WEIGHT entries joined by ':', e.g. 4k/50:8k/30:64k/20 \
-     (an entry without /WEIGHT shares what is left of 100)";
-
-/// Parse fio's `bssplit` ("4k/50:8k/50"). Entries without a weight split the
-/// remainder of 100 evenly, as in fio.
-pub fn parse_bssplit(s: &str) -> Result<BlockSizes, SpecError> {
-    let bad = || SpecError::invalid("bssplit", s, BSSPLIT_ALLOWED);
-    let mut out = Vec::new();
-    let mut unweighted = Vec::new();
-    let mut total = 0u64;
-    for entry in s.split(':').map(str::trim) {
-        if entry.is_empty() {
-            return Err(bad());
-        }
-        let (size, weight) = match entry.split_once('/') {
-            Some((sz, w)) if !w.trim().is_empty() => (sz, Some(parse_pct(w).map_err(|_| bad())?)),
-            Some((sz, _)) => (sz, None),
-            None => (entry, None),
-        };
-        let size = parse_size(size).map_err(|e| SpecError::invalid("bssplit", s, e))?;
-        match weight {
-            Some(w) => {
-                total += w as u64;
-                out.push((size, w as u32));
-            }
-            None => {
-                unweighted.push(out.len());
-                out.push((size, 0));
-            }
-        }
-    }
-    if !unweighted.is_empty() {
-        let share = 100u64.saturating_sub(total) / unweighted.len() as u64;
-        if share == 0 {
-            return Err(bad());
-        }
-        for i in unweighted {
-            out[i].1 = share as u32;
-        }
-    }
-    Ok(BlockSizes(out))
-}
-
-const CONTENT_ALLOWED: &str = "random, zeros, or compress=N,dedupe=M with N, M percentages \
-     (in a job file also { compress = N, dedupe = M })";
-
-/// Parse a content description: "random", "zeros", or "compress=50,dedupe=20"
-/// (either part may be left out and is then 0).
-pub fn parse_content(s: &str) -> Result<Content, SpecError> {
-    let bad = || SpecError::invalid("content", s, CONTENT_ALLOWED);
-    match s.trim() {
-        "random" => return Ok(Content::Random),
-        "zeros" | "zero" => return Ok(Content::Zeros),
-        _ => {}
-    }
-    let (mut compress_pct, mut dedupe_pct) = (None, None);
-    for part in s.split(',').map(str::trim) {
-        let (k, v) = part.split_once('=').ok_or_else(bad)?;
-        let v = parse_pct(v).map_err(|_| bad())?;
-        let slot = match k.trim() {
-            "compress" => &mut compress_pct,
-            "dedupe" => &mut dedupe_pct,
-            _ => return Err(bad()),
-        };
-        if slot.replace(v).is_some() {
-            return Err(bad());
-        }
-    }
-    Ok(Content::Mixed {
-        compress_pct: compress_pct.unwrap_or(0),
-        dedupe_pct: dedupe_pct.unwrap_or(0),
-    })
-}
-
-/// Parse a sync mode: "none"/"0"/"false", "dsync", "sync"/"1"/"true".
-pub fn parse_sync(s: &str) -> Result<SyncMode, SpecError> {
-    match s.trim() {
-        "none" | "0" | "false" => Ok(SyncMode::None),
-        "dsync" => Ok(SyncMode::Dsync),
-        "sync" | "1" | "true" => Ok(SyncMode::Sync),
-        _ => Err(SpecError::invalid(
-            "sync",
-            s,
-            "none, dsync, sync, 0 (none), 1 (sync), true, false",
-        )),
-    }
-}
-
-/// Parse a disk layout: "slice" or "shared".
-pub fn parse_disk_layout(s: &str) -> Result<DiskLayout, SpecError> {
-    match s.trim() {
-        "slice" => Ok(DiskLayout::Slice),
-        "shared" => Ok(DiskLayout::Shared),
-        _ => Err(SpecError::invalid("disk_layout", s, DiskLayout::ALLOWED)),
-    }
-}
-
-/// Parse an I/O timeout: a duration, or "none"/"off"/"0" for no limit (zero).
-pub fn parse_io_timeout(s: &str) -> Result<Duration, SpecError> {
-    match s.trim() {
-        "none" | "off" => Ok(Duration::ZERO),
-        t => parse_duration(t).map_err(|e| SpecError::invalid("io_timeout", s, e)),
-    }
-}
-
-fn parse_bool(key: &str, s: &str) -> Result<bool, SpecError> {
-    match s.trim() {
-        "1" | "true" => Ok(true),
-        "0" | "false" => Ok(false),
-        _ => Err(SpecError::invalid(key, s, "0, 1, true, false")),
-    }
-}
-
-fn parse_count(key: &str, s: &str, allowed: &str) -> Result<u64, SpecError> {
-    s.trim()
-        .replace('_', "")
-        .parse::<u64>()
-        .map_err(|_| SpecError::invalid(key, s, allowed))
-}
-
-fn parse_u32(key: &str, s: &str, allowed: &str) -> Result<u32, SpecError> {
-    let v = parse_count(key, s, allowed)?;
-    u32::try_from(v).map_err(|_| SpecError::invalid(key, s, allowed))
-}
-
-fn parse_seed(s: &str) -> Result<u64, SpecError> {
-    let t = s.trim().replace('_', "");
-    let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => t.parse(),
-    };
-    v.map_err(|_| SpecError::invalid("seed", s, "an integer 0 ..= 2^64-1 (decimal or 0x hex)"))
-}
-
-/// A value as text, so TOML values and CLI strings go through the same parsers.
-/// Tables are only meaningful for `content` and are flattened to its text form.
-fn value_text(key: &str, v: &Value) -> Result<String, SpecError> {
-    Ok(match v {
-        Value::String(s) => s.clone(),
-        Value::Integer(i) => i.to_string(),
-        Value::Float(f) => f.to_string(),
-        Value::Boolean(b) => b.to_string(),
-        Value::Table(t) if key == "content" => t
-            .iter()
-            .map(|(k, v)| Ok(format!("{k}={}", value_text(key, v)?)))
-            .collect::<Result<Vec<_>, _>>()?
-            .join(","),
-        other => {
-            return Err(SpecError::invalid(
-                key,
-                other.to_string(),
-                "a single value (string, number or boolean)",
-            ));
-        }
-    })
-}
-
-/// Optional overrides for a spec and its groups, by key. Both job files and
-/// CLI flags fill one of these and apply it, so a key means the same everywhere.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Settings {
-    /// `vms`.
-    pub vms: Option<u32>,
-    /// `numjobs`: workers per VM.
-    pub numjobs: Option<u32>,
-    /// `disks`: disks per VM.
-    pub disks: Option<u32>,
-    /// `bs` or `bssplit`.
-    pub bs: Option<BlockSizes>,
-    /// `rw`.
-    pub rw: Option<RwMode>,
-    /// `rwmixread`.
-    pub rwmixread: Option<u8>,
-    /// `percentage_random`.
-    pub percentage_random: Option<u8>,
-    /// `iodepth`.
-    pub iodepth: Option<u32>,
-    /// `rate_iops` or `rate` (exclusive).
-    pub rate: Option<Rate>,
-    /// `rate_mode`: closed (fio-like) or open loop.
-    pub rate_mode: Option<RateMode>,
-    /// `blockalign`.
-    pub blockalign: Option<u64>,
-    /// `size`.
-    pub size: Option<u64>,
-    /// `offset`.
-    pub offset: Option<u64>,
-    /// `disk_layout`.
-    pub disk_layout: Option<DiskLayout>,
-    /// `runtime`.
-    pub runtime: Option<Duration>,
-    /// `ramp_time`.
-    pub ramp_time: Option<Duration>,
-    /// `interval`.
-    pub interval: Option<Duration>,
-    /// `io_size`.
-    pub io_size: Option<u64>,
-    /// `io_timeout` (zero: no limit).
-    pub io_timeout: Option<Duration>,
-    /// `direct`.
-    pub direct: Option<bool>,
-    /// `sync`.
-    pub sync: Option<SyncMode>,
-    /// `content`.
-    pub content: Option<Content>,
-    /// `seed`.
-    pub seed: Option<u64>,
-    /// `verify`.
-    pub verify: Option<bool>,
-    /// `journal`.
-    pub journal: Option<std::path::PathBuf>,
-}
-
-impl Settings {
-    /// Set `key` from a TOML value (CLI flags pass strings). Unknown keys are an
-    /// error listing the known ones; a key given twice in one place is an error too.
-    pub fn set(&mut self, key: &str, v: &Value) -> Result<(), SpecError> {
-        let text = value_text(key, v)?;
-        let t = text.as_str();
-        let size = |t: &str| parse_size(t).map_err(|e| SpecError::invalid(key, t, e));
-        let dur = |t: &str| parse_duration(t).map_err(|e| SpecError::invalid(key, t, e));
-        let pct = |t: &str| parse_pct(t).map_err(|_| SpecError::invalid(key, t, "0..=100"));
-        fn put<T>(slot: &mut Option<T>, key: &str, v: T) -> Result<(), SpecError> {
-            match slot.replace(v) {
-                None => Ok(()),
-                Some(_) => Err(SpecError::invalid(
-                    key,
-                    "both given",
-                    "one of them per table",
-                )),
-            }
-        }
-        match key {
-            "vms" => put(&mut self.vms, key, parse_u32(key, t, "1..=100000")?),
-            "numjobs" => put(&mut self.numjobs, key, parse_u32(key, t, "1..=4096")?),
-            "disks" => put(&mut self.disks, key, parse_u32(key, t, "1..=1024")?),
-            "bs" => put(&mut self.bs, "bs/bssplit", BlockSizes::one(size(t)?)),
-            "bssplit" => put(&mut self.bs, "bs/bssplit", parse_bssplit(t)?),
-            "rw" => put(&mut self.rw, key, RwMode::parse(t)?),
-            "rwmixread" => put(&mut self.rwmixread, key, pct(t)?),
-            "percentage_random" => put(&mut self.percentage_random, key, pct(t)?),
-            "iodepth" => put(&mut self.iodepth, key, parse_u32(key, t, "1..=65536")?),
-            "rate_iops" => put(
-                &mut self.rate,
-                "rate/rate_iops",
-                Rate::Iops(parse_count(key, t, "I/Os per second > 0")?),
-            ),
-            "rate" => put(&mut self.rate, "rate/rate_iops", Rate::Bytes(size(t)?)),
-            "rate_mode" => put(
-                &mut self.rate_mode,
-                key,
-                RateMode::parse(t).ok_or_else(|| SpecError::invalid(key, t, RateMode::ALLOWED))?,
-            ),
-            "blockalign" => put(&mut self.blockalign, key, size(t)?),
-            "size" => put(&mut self.size, key, size(t)?),
-            "offset" => put(&mut self.offset, key, size(t)?),
-            "disk_layout" => put(&mut self.disk_layout, key, parse_disk_layout(t)?),
-            "runtime" => put(&mut self.runtime, key, dur(t)?),
-            "ramp_time" => put(&mut self.ramp_time, key, dur(t)?),
-            "interval" => put(&mut self.interval, key, dur(t)?),
-            "io_size" => put(&mut self.io_size, key, size(t)?),
-            "io_timeout" => put(&mut self.io_timeout, key, parse_io_timeout(t)?),
-            "direct" => put(&mut self.direct, key, parse_bool(key, t)?),
-            "sync" => put(&mut self.sync, key, parse_sync(t)?),
-            "content" => put(&mut self.content, key, parse_content(t)?),
-            "seed" => put(&mut self.seed, key, parse_seed(t)?),
-            "verify" => put(&mut self.verify, key, parse_bool(key, t)?),
-            "journal" if t.trim().is_empty() => Err(SpecError::invalid(key, t, "a file path")),
-            "journal" => put(&mut self.journal, key, std::path::PathBuf::from(t)),
-            _ => {
-                let mut all: Vec<&str> = GROUP_KEYS.to_vec();
-                all.extend_from_slice(SPEC_KEYS);
-                Err(SpecError::unknown("key", key, all.join(", ")))
-            }
-        }
-    }
-
-    /// `self` layered over `under`: every field `self` sets wins.
-    pub fn over(&self, under: &Settings) -> Settings {
-        macro_rules! pick {
-            ($($f:ident),*) => { Settings { $($f: self.$f.clone().or_else(|| under.$f.clone()),)* } };
-        }
-        pick!(
-            vms,
-            numjobs,
-            disks,
-            bs,
-            rw,
-            rwmixread,
-            percentage_random,
-            iodepth,
-            rate,
-            rate_mode,
-            blockalign,
-            size,
-            offset,
-            disk_layout,
-            runtime,
-            ramp_time,
-            interval,
-            io_size,
-            io_timeout,
-            direct,
-            sync,
-            content,
-            seed,
-            verify,
-            journal
-        )
-    }
-
-    /// Apply the per-point settings to `spec` (not its groups). `io_size` without
-    /// `runtime` makes the run unbounded in time: it ends when the bytes are done.
-    pub fn apply_spec(&self, spec: &mut Spec) {
-        if let Some(v) = self.size {
-            spec.size = v;
-        }
-        if let Some(v) = self.offset {
-            spec.offset = v;
-        }
-        if let Some(v) = self.disk_layout {
-            spec.disk_layout = v;
-        }
-        if let Some(v) = self.ramp_time {
-            spec.ramp = v;
-        }
-        if let Some(v) = self.interval {
-            spec.interval = v;
-        }
-        if let Some(v) = self.io_size {
-            spec.io_limit = Some(v);
-            if self.runtime.is_none() {
-                spec.runtime = Duration::ZERO;
-            }
-        }
-        if let Some(v) = self.runtime {
-            spec.runtime = v;
-        }
-        if let Some(v) = self.io_timeout {
-            spec.io_timeout = v;
-        }
-        if let Some(v) = self.direct {
-            spec.direct = v;
-        }
-        if let Some(v) = self.sync {
-            spec.sync = v;
-        }
-        if let Some(v) = self.content {
-            spec.content = v;
-        }
-        if let Some(v) = self.seed {
-            spec.seed = v;
-        }
-        if let Some(v) = self.verify {
-            spec.verify = v;
-        }
-        if let Some(v) = &self.journal {
-            spec.journal = Some(v.clone());
-            spec.verify = true;
-        }
-    }
-
-    /// Apply the group settings to `g`.
-    pub fn apply_group(&self, g: &mut Group) {
-        if let Some(v) = self.vms {
-            g.vms = v;
-        }
-        if let Some(v) = self.numjobs {
-            g.workers_per_vm = v;
-        }
-        if let Some(v) = self.disks {
-            g.disks_per_vm = v;
-        }
-        let a = &mut g.access;
-        if let Some(v) = &self.bs {
-            a.bs = v.clone();
-        }
-        match self.rw {
-            Some(rw) => {
-                a.read_pct = rw.read_pct(self.rwmixread);
-                a.random_pct = rw.random_pct();
-            }
-            None => {
-                if let Some(v) = self.rwmixread {
-                    a.read_pct = v;
-                }
-            }
-        }
-        if let Some(v) = self.percentage_random {
-            a.random_pct = v;
-        }
-        if let Some(v) = self.iodepth {
-            a.iodepth = v;
-        }
-        if let Some(v) = self.rate {
-            a.rate = Some(v);
-        }
-        if let Some(v) = self.rate_mode {
-            a.rate_mode = v;
-        }
-        if let Some(v) = self.blockalign {
-            a.align = Some(v);
-        }
-    }
-
-    /// Apply everything to `spec` and every one of its groups.
-    pub fn apply(&self, spec: &mut Spec) {
-        self.apply_spec(spec);
-        for g in &mut spec.groups {
-            self.apply_group(g);
-        }
-    }
-}
-
-/// A group with the job-file defaults: 1 VM, 1 worker, 1 disk, 4k random reads, iodepth 1.
-pub fn default_group(name: &str) -> Group {
-    Group {
-        name: name.to_string(),
-        vms: 1,
-        workers_per_vm: 1,
-        disks_per_vm: 1,
-        access: Access {
-            bs: BlockSizes::one(4096),
-            read_pct: 100,
-            random_pct: 100,
-            align: None,
-            iodepth: 1,
-            rate: None,
-            rate_mode: RateMode::Closed,
-        },
-    }
-}
-
-/// A load point with the job-file defaults and no groups.
-pub fn default_spec(label: &str) -> Spec {
-    Spec {
-        label: label.to_string(),
-        groups: Vec::new(),
-        offset: 0,
-        size: DEFAULT_SIZE,
-        disk_layout: DiskLayout::Slice,
-        content: Content::Random,
-        direct: false,
-        sync: SyncMode::None,
-        ramp: Duration::ZERO,
-        runtime: DEFAULT_RUNTIME,
-        interval: Duration::from_secs(1),
-        io_limit: None,
-        seed: DEFAULT_SEED,
-        io_timeout: crate::workload::DEFAULT_IO_TIMEOUT,
-        verify: false,
-        journal: None,
-    }
-}
-
-/// A one-point job named `name` from default values overlaid with `settings`;
-/// the point is labelled with the name. Not validated.
-pub fn job_from_settings(name: &str, settings: &Settings) -> Job {
-    let mut spec = default_spec(name);
-    spec.groups.push(default_group("vm"));
-    settings.apply(&mut spec);
-    Job {
-        name: name.to_string(),
-        description: String::new(),
-        profile: None,
-        points: vec![spec],
-        provenance: Vec::new(),
-        curve: None,
-    }
-}
+const FILE_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "group",
+    "sweep",
+    "curve",
+    "label",
+    "point",
+];
+/// Keys of a `[[point]]` other than the group and spec keys.
+const POINT_KEYS: &[&str] = &["label", "groups"];
 
 /// Load and validate a job file.
 pub fn load(path: &Path) -> Result<Job, SpecError> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        SpecError::invalid(
-            "job file",
-            format!("{origin} ({e})"),
-            "a readable TOML file in the storlab job format",
-        )
-    })?;
+    let text = read_text(path, "job")?;
     parse(&text, &origin)
 }
 
 /// Parse and validate job-file text; `origin` names the file in errors and
 /// its stem is the default job name.
 pub fn parse(text: &str, origin: &str) -> Result<Job, SpecError> {
-    let ctx = format!("job file {origin}");
-    parse_inner(text, origin).map_err(|e| e.context(ctx.clone()))
+    let stem = Path::new(origin)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    parse_toml(text, "job")
+        .and_then(|table| job_from_table(&table, &stem, &[]))
+        .map_err(|e| e.context(format!("job file {origin}")))
 }
 
-fn syntax_error(text: &str, e: &toml::de::Error) -> SpecError {
-    let msg = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut err = SpecError::invalid(
-        "TOML syntax",
-        msg,
-        "TOML (toml.io) in the storlab job format",
-    );
-    if let Some(span) = e.span() {
-        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-        err = err.context(format!("line {line}"));
-    }
-    err
+/// The text of a `format` ("job", "catalogue") file, or an error naming it.
+pub(crate) fn read_text(path: &Path, format: &str) -> Result<String, SpecError> {
+    std::fs::read_to_string(path).map_err(|e| {
+        SpecError::invalid(
+            format!("{format} file"),
+            format!("{} ({e})", path.display()),
+            format!("a readable TOML file in the storlab {format} format"),
+        )
+    })
+}
+
+/// TOML text as a table (keys in file order); a syntax error names its line.
+pub(crate) fn parse_toml(text: &str, format: &str) -> Result<toml::Table, SpecError> {
+    toml::from_str(text).map_err(|e| {
+        let msg = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+        let err = SpecError::invalid(
+            "TOML syntax",
+            msg,
+            format!("TOML (toml.io) in the storlab {format} format"),
+        );
+        match e.span() {
+            Some(span) => {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                err.context(format!("line {line}"))
+            }
+            None => err,
+        }
+    })
 }
 
 /// Settings from a table, with `extra` keys allowed (and skipped) beside `keys`.
-fn settings_from(
+pub(crate) fn settings_from(
     table: &toml::Table,
     keys: &[&[&str]],
     extra: &[&str],
@@ -716,26 +194,13 @@ fn settings_from(
     Ok(s)
 }
 
-fn string_key(table: &toml::Table, key: &str) -> Result<Option<String>, SpecError> {
+/// The string at `key`, if given.
+pub(crate) fn string_key(table: &toml::Table, key: &str) -> Result<Option<String>, SpecError> {
     match table.get(key) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(v) => Err(SpecError::invalid(key, v.to_string(), "a string")),
     }
-}
-
-/// The `[sweep]` keys in file order: the table itself is sorted, so the order
-/// comes from a second pass that records where each key's value sits.
-fn sweep_order(text: &str, sweep: &toml::Table) -> Vec<String> {
-    #[derive(serde::Deserialize)]
-    struct Doc {
-        sweep: BTreeMap<String, toml::Spanned<Value>>,
-    }
-    let mut keys: Vec<String> = sweep.keys().cloned().collect();
-    if let Ok(doc) = toml::from_str::<Doc>(text) {
-        keys.sort_by_key(|k| doc.sweep.get(k).map_or(usize::MAX, |v| v.span().start));
-    }
-    keys
 }
 
 fn label_text(v: &Value) -> String {
@@ -745,27 +210,193 @@ fn label_text(v: &Value) -> String {
     }
 }
 
-fn parse_inner(text: &str, origin: &str) -> Result<Job, SpecError> {
-    let table: toml::Table = toml::from_str(text).map_err(|e| syntax_error(text, &e))?;
-    let stem = Path::new(origin)
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let name = string_key(&table, "name")?.unwrap_or(stem);
-    let description = string_key(&table, "description")?.unwrap_or_default();
-    let top = settings_from(&table, &[GROUP_KEYS, SPEC_KEYS], FILE_KEYS)?;
+/// `key`'s value as a non-empty array, or an error saying what `key` takes.
+pub(crate) fn non_empty_array<'a>(
+    key: &str,
+    v: &'a Value,
+    allowed: &str,
+) -> Result<&'a [Value], SpecError> {
+    match v {
+        Value::Array(items) if !items.is_empty() => Ok(items),
+        other => Err(SpecError::invalid(key, other.to_string(), allowed)),
+    }
+}
+
+/// The tables of `[[key]]`, each with its context ("[[group]] 2") for errors.
+pub(crate) fn tables<'a>(
+    key: &str,
+    v: &'a Value,
+) -> Result<Vec<(String, &'a toml::Table)>, SpecError> {
+    let allowed = format!("one or more [[{key}]] tables");
+    non_empty_array(key, v, &allowed)?
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let ctx = format!("[[{key}]] {}", i + 1);
+            let t = item.as_table().ok_or_else(|| {
+                SpecError::invalid(key, item.to_string(), format!("a table ([[{key}]])"))
+                    .context(&ctx)
+            })?;
+            Ok((ctx, t))
+        })
+        .collect()
+}
+
+/// One load point before it is resolved: its label, its own settings and the
+/// groups it runs (`None`: all).
+struct Point {
+    label: String,
+    settings: Settings,
+    groups: Option<Vec<String>>,
+}
+
+/// A label with `{KEY}` standing for the value of a swept key (`values`).
+fn render_label(template: &str, values: &[(String, String)]) -> Result<String, SpecError> {
+    let bad = || {
+        let keys: Vec<String> = values.iter().map(|(k, _)| format!("{{{k}}}")).collect();
+        let keys = if keys.is_empty() {
+            "none: no [sweep]".to_string()
+        } else {
+            keys.join(", ")
+        };
+        SpecError::invalid(
+            "label",
+            template,
+            format!("text, with {{KEY}} for the value of a swept key ({keys})"),
+        )
+    };
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let close = rest[open..].find('}').ok_or_else(bad)? + open;
+        let key = &rest[open + 1..close];
+        let (_, text) = values.iter().find(|(k, _)| k == key).ok_or_else(bad)?;
+        out.push_str(text);
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// One sweep point: each swept key with its value as text, and the settings.
+type Swept = (Vec<(String, String)>, Settings);
+
+/// The cartesian product of the `[sweep]` keys, first key outermost.
+fn sweep_product(sweep: &toml::Table) -> Result<Vec<Swept>, SpecError> {
+    let mut points: Vec<Swept> = vec![(Vec::new(), Settings::default())];
+    for (key, values) in sweep {
+        let values = non_empty_array(key, values, "a non-empty array of values")?;
+        if !SWEEP_KEYS.contains(&key.as_str()) {
+            return Err(SpecError::unknown(
+                "key",
+                key.as_str(),
+                SWEEP_KEYS.join(", "),
+            ));
+        }
+        let mut next = Vec::with_capacity(points.len() * values.len());
+        for (items, s) in &points {
+            for v in values {
+                let mut s = s.clone();
+                s.set(key, v)?;
+                let mut items = items.clone();
+                items.push((key.clone(), label_text(v)));
+                next.push((items, s));
+            }
+        }
+        points = next;
+    }
+    Ok(points)
+}
+
+/// The `[sweep]` points, labelled by `template` or by their values ("vms=32 bs=4k").
+fn sweep_points(sweep: &Value, template: Option<&str>) -> Result<Vec<Point>, SpecError> {
+    let Value::Table(sweep) = sweep else {
+        return Err(SpecError::invalid(
+            "sweep",
+            sweep.to_string(),
+            "a [sweep] table",
+        ));
+    };
+    sweep_product(sweep)
+        .map_err(|e| e.context("[sweep]"))?
+        .into_iter()
+        .map(|(items, settings)| {
+            let label = match template {
+                Some(t) => render_label(t, &items)?,
+                None => {
+                    let words: Vec<String> =
+                        items.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    words.join(" ")
+                }
+            };
+            Ok(Point {
+                label,
+                settings,
+                groups: None,
+            })
+        })
+        .collect()
+}
+
+/// The `[[point]]` tables: each a label, its own settings and optionally the
+/// names of the groups it runs.
+fn listed_points(v: &Value, group_names: &[&str]) -> Result<Vec<Point>, SpecError> {
+    tables("point", v)?
+        .into_iter()
+        .map(|(ctx, t)| {
+            let point = || -> Result<Point, SpecError> {
+                let label = string_key(t, "label")?.ok_or_else(|| {
+                    SpecError::invalid("label", "(none)", "a string naming the load point")
+                })?;
+                let allowed = format!(
+                    "a non-empty array of group names ({})",
+                    group_names.join(", ")
+                );
+                let groups = match t.get("groups") {
+                    None => None,
+                    Some(v) => Some(
+                        non_empty_array("groups", v, &allowed)?
+                            .iter()
+                            .map(|n| match n.as_str() {
+                                Some(n) if group_names.contains(&n) => Ok(n.to_string()),
+                                _ => Err(SpecError::invalid("groups", n.to_string(), &allowed)),
+                            })
+                            .collect::<Result<_, _>>()?,
+                    ),
+                };
+                let settings = settings_from(t, &[GROUP_KEYS, SPEC_KEYS], POINT_KEYS)?;
+                Ok(Point {
+                    label,
+                    settings,
+                    groups,
+                })
+            };
+            point().map_err(|e| e.context(&ctx))
+        })
+        .collect()
+}
+
+/// The job one table in the job-file format describes, validated: a job file
+/// is one such table, a catalogue entry another. `default_name` names a table
+/// without `name`; `extra` keys are the caller's (allowed here, not read).
+pub fn job_from_table(
+    table: &toml::Table,
+    default_name: &str,
+    extra: &[&str],
+) -> Result<Job, SpecError> {
+    let name = string_key(table, "name")?.unwrap_or_else(|| default_name.to_string());
+    let description = string_key(table, "description")?.unwrap_or_default();
+    let label = string_key(table, "label")?;
+    let keys: Vec<&str> = FILE_KEYS.iter().chain(extra).copied().collect();
+    let top = settings_from(table, &[GROUP_KEYS, SPEC_KEYS], &keys)?;
 
     let groups: Vec<(String, Settings)> = match table.get("group") {
         None => vec![("vm".to_string(), Settings::default())],
-        Some(Value::Array(items)) if !items.is_empty() => items
-            .iter()
+        Some(v) => tables("group", v)?
+            .into_iter()
             .enumerate()
-            .map(|(i, item)| {
-                let ctx = format!("[[group]] {}", i + 1);
-                let t = item.as_table().ok_or_else(|| {
-                    SpecError::invalid("group", item.to_string(), "a table ([[group]])")
-                        .context(&ctx)
-                })?;
+            .map(|(i, (ctx, t))| {
                 let name = string_key(t, "name")
                     .map_err(|e| e.context(&ctx))?
                     .unwrap_or(format!("group{}", i + 1));
@@ -773,73 +404,50 @@ fn parse_inner(text: &str, origin: &str) -> Result<Job, SpecError> {
                 Ok((name, s))
             })
             .collect::<Result<_, SpecError>>()?,
-        Some(v) => {
-            return Err(SpecError::invalid(
-                "group",
-                v.to_string(),
-                "one or more [[group]] tables",
-            ));
-        }
     };
 
-    // Each sweep point: a label and its settings.
-    let mut points: Vec<(String, Settings)> = vec![(String::new(), Settings::default())];
-    match table.get("sweep") {
-        None => {}
-        Some(Value::Table(sweep)) => {
-            for key in sweep_order(text, sweep) {
-                let values = match &sweep[&key] {
-                    Value::Array(vs) if !vs.is_empty() => vs,
-                    v => {
-                        return Err(SpecError::invalid(
-                            key.as_str(),
-                            v.to_string(),
-                            "a non-empty array of values",
-                        )
-                        .context("[sweep]"));
-                    }
-                };
-                if !SWEEP_KEYS.contains(&key.as_str()) {
-                    return Err(
-                        SpecError::unknown("key", key.as_str(), SWEEP_KEYS.join(", "))
-                            .context("[sweep]"),
-                    );
-                }
-                let mut next = Vec::with_capacity(points.len() * values.len());
-                for (label, s) in &points {
-                    for v in values {
-                        let mut s = s.clone();
-                        s.set(&key, v).map_err(|e| e.context("[sweep]"))?;
-                        let item = format!("{key}={}", label_text(v));
-                        let label = if label.is_empty() {
-                            item
-                        } else {
-                            format!("{label} {item}")
-                        };
-                        next.push((label, s));
-                    }
-                }
-                points = next;
-            }
-        }
-        Some(v) => {
+    let points = match (table.get("sweep"), table.get("point")) {
+        (Some(_), Some(_)) => {
             return Err(SpecError::invalid(
-                "sweep",
-                v.to_string(),
-                "a [sweep] table",
+                "sweep/point",
+                "both given",
+                "a [sweep] or [[point]] tables, not both",
             ));
         }
-    }
+        (Some(sweep), None) => sweep_points(sweep, label.as_deref())?,
+        (None, Some(listed)) => {
+            if let Some(l) = &label {
+                return Err(SpecError::invalid(
+                    "label",
+                    l,
+                    "a label in each [[point]] (a top-level label names the single point or the sweep's points)",
+                ));
+            }
+            let names: Vec<&str> = groups.iter().map(|(n, _)| n.as_str()).collect();
+            listed_points(listed, &names)?
+        }
+        (None, None) => vec![Point {
+            label: render_label(label.as_deref().unwrap_or(&name), &[])?,
+            settings: Settings::default(),
+            groups: None,
+        }],
+    };
 
     let specs = points
         .iter()
-        .map(|(label, point)| {
-            let mut spec = default_spec(if label.is_empty() { &name } else { label });
-            top.apply_spec(&mut spec);
+        .map(|point| {
+            let mut spec = default_spec(&point.label);
+            point.settings.over(&top).apply_spec(&mut spec);
             for (gname, gs) in &groups {
-                let mut g = default_group(gname);
-                point.over(&gs.over(&top)).apply_group(&mut g);
-                spec.groups.push(g);
+                if point
+                    .groups
+                    .as_ref()
+                    .is_none_or(|only| only.contains(gname))
+                {
+                    let mut g = default_group(gname);
+                    point.settings.over(&gs.over(&top)).apply_group(&mut g);
+                    spec.groups.push(g);
+                }
             }
             spec
         })
@@ -861,7 +469,9 @@ fn parse_inner(text: &str, origin: &str) -> Result<Job, SpecError> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Access, BlockSizes, Content, Rate, SyncMode};
     use super::*;
+    use std::time::Duration;
 
     fn err(text: &str) -> String {
         parse(text, "jobs/x.toml").unwrap_err().to_string()
@@ -1073,6 +683,98 @@ mod tests {
     }
 
     #[test]
+    fn labels_name_points() {
+        let labels = |text: &str| -> Vec<String> {
+            let job = parse(text, "x.toml").unwrap_or_else(|e| panic!("{e}"));
+            job.points.into_iter().map(|p| p.label).collect()
+        };
+        assert_eq!(labels("label = \"1 VM\""), ["1 VM"]);
+        assert_eq!(
+            labels("label = \"{vms} VMs\"\n[sweep]\nvms = [32, 64]"),
+            ["32 VMs", "64 VMs"]
+        );
+        assert_eq!(
+            labels("label = \"bs={bs} {rw}\"\n[sweep]\nbs = [\"4k\"]\nrw = [\"write\", \"read\"]"),
+            ["bs=4k write", "bs=4k read"]
+        );
+        let e = err("label = \"{vm} VMs\"\n[sweep]\nvms = [1]");
+        assert_eq!(
+            e,
+            "job file jobs/x.toml: invalid label = {vm} VMs (allowed: text, with {KEY} for the value of a swept key ({vms}))"
+        );
+        let e = err("label = \"{vms\"\n[sweep]\nvms = [1]");
+        assert!(
+            e.contains("invalid label = {vms (allowed: text, with {KEY}"),
+            "{e}"
+        );
+        let e = err("label = \"{vms}\"");
+        assert!(e.contains("swept key (none: no [sweep])"), "{e}");
+    }
+
+    #[test]
+    fn listed_points_pick_groups_and_values() {
+        let job = parse(
+            r#"
+            size = "8MiB"
+            iodepth = 4
+            [[group]]
+            name = "readers"
+            rw = "read"
+            [[group]]
+            name = "writers"
+            rw = "write"
+            [[point]]
+            label = "reads"
+            groups = ["readers"]
+            [[point]]
+            label = "both, 64k"
+            bs = "64k"
+            runtime = 5
+            "#,
+            "x.toml",
+        )
+        .unwrap();
+        let p = &job.points;
+        assert_eq!((p[0].label.as_str(), p[0].groups.len()), ("reads", 1));
+        assert_eq!(p[0].groups[0].name, "readers");
+        assert_eq!(p[0].runtime, Duration::from_secs(10));
+        assert_eq!((p[1].label.as_str(), p[1].groups.len()), ("both, 64k", 2));
+        assert_eq!(p[1].groups[1].access.bs, BlockSizes::one(64 << 10));
+        assert_eq!(p[1].groups[1].access.iodepth, 4);
+        assert_eq!(p[1].runtime, Duration::from_secs(5));
+
+        let e = err("[[group]]\nname = \"a\"\n[[point]]\nlabel = \"p\"\ngroups = [\"b\"]");
+        assert_eq!(
+            e,
+            "job file jobs/x.toml, [[point]] 1: invalid groups = \"b\" (allowed: a non-empty array of group names (a))"
+        );
+        let e = err("[[point]]\nbs = \"4k\"");
+        assert!(
+            e.ends_with(
+                "[[point]] 1: invalid label = (none) (allowed: a string naming the load point)"
+            ),
+            "{e}"
+        );
+        let e = err("[[point]]\nlabel = \"o\"\n[[point]]\nlabel = \"p\"\nvms = 0");
+        assert!(
+            e.contains("load point \"p\"") && e.contains("invalid vms = 0"),
+            "{e}"
+        );
+        let e = err("[[point]]\nlabel = \"p\"\nname = \"x\"");
+        assert!(
+            e.contains("[[point]] 1: unknown key \"name\" (allowed: label, groups, vms"),
+            "{e}"
+        );
+        let e = err("[sweep]\nvms = [1]\n[[point]]\nlabel = \"p\"");
+        assert!(e.contains("invalid sweep/point = both given"), "{e}");
+        let e = err("label = \"x\"\n[[point]]\nlabel = \"p\"");
+        assert!(
+            e.contains("invalid label = x (allowed: a label in each [[point]]"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn syntax_error_names_line() {
         let e = err("size = \"1m\"\n\nbs = \n");
         assert!(
@@ -1088,42 +790,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("/nonexistent/j.toml"), "{e}");
-    }
-
-    #[test]
-    fn shared_parsers() {
-        assert_eq!(
-            parse_bssplit("4k/10:64k/50:32k/40").unwrap().0,
-            vec![(4096, 10), (65536, 50), (32768, 40)]
-        );
-        assert_eq!(
-            parse_bssplit("4k/50:8k:16k").unwrap().0,
-            vec![(4096, 50), (8192, 25), (16384, 25)]
-        );
-        assert_eq!(parse_bssplit("8k").unwrap().0, vec![(8192, 100)]);
-        assert!(parse_bssplit("4k/100:8k").is_err());
-        assert!(parse_bssplit("4k/x").is_err());
-        assert!(parse_bssplit("").is_err());
-        assert_eq!(parse_content("zeros").unwrap(), Content::Zeros);
-        assert_eq!(
-            parse_content("compress=50").unwrap(),
-            Content::Mixed {
-                compress_pct: 50,
-                dedupe_pct: 0
-            }
-        );
-        assert_eq!(
-            parse_content("compress=50,dedupe=20").unwrap(),
-            Content::Mixed {
-                compress_pct: 50,
-                dedupe_pct: 20
-            }
-        );
-        assert!(parse_content("compress=150").is_err());
-        assert!(parse_content("fancy").is_err());
-        assert_eq!(parse_sync("1").unwrap(), SyncMode::Sync);
-        assert_eq!(parse_sync("dsync").unwrap(), SyncMode::Dsync);
-        assert!(parse_sync("2").is_err());
-        assert_eq!(parse_seed("0x10").unwrap(), 16);
     }
 }

@@ -3,9 +3,11 @@
 //! A [`Job`] is a named list of load points ([`Spec`]s). A `Spec` is one fully
 //! resolved load point: groups of "VMs" (Iometer's worker groups), each VM with
 //! its workers and disks, an access pattern per group, the data region, content,
-//! write mode and timing. Specs come from the built-in [`catalogue`], from TOML
-//! job files ([`jobfile`]) or from fio-named CLI flags ([`flags`]); all three are
-//! checked by [`validate`] before anything runs.
+//! write mode and timing. Specs come from the [`catalogue`] of named workloads
+//! (the built-in one and the user's files), from TOML job files ([`jobfile`]),
+//! which the catalogue's entries are read through too, or from fio-named CLI
+//! flags ([`flags`]); every key means the same in all of them ([`settings`]),
+//! and all are checked by [`validate`] before anything runs.
 
 pub mod catalogue;
 pub mod content;
@@ -14,6 +16,7 @@ pub mod flags;
 pub mod jobfile;
 pub mod pace;
 pub mod pattern;
+pub mod settings;
 pub mod units;
 pub mod validate;
 
@@ -297,6 +300,19 @@ pub enum Profile {
     Full,
     /// Same shape in seconds and MiBs.
     Quick,
+}
+
+impl Profile {
+    /// Both profiles, full first.
+    pub const ALL: [Profile; 2] = [Profile::Full, Profile::Quick];
+
+    /// "full" or "quick", as on the command line and in catalogue files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Full => "full",
+            Profile::Quick => "quick",
+        }
+    }
 }
 
 /// Where one value of a built-in workload comes from.

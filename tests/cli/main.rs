@@ -1,6 +1,7 @@
 //! Integration tests: the real binary, run on the null backend and on temp files.
 
 mod bad_input;
+mod catalogue;
 mod common;
 mod curve;
 mod exit_codes;

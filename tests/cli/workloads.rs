@@ -68,8 +68,11 @@ fn catalogue_quick_profile_fits_the_lab_default_backing() {
     use storlab::workload::{Profile, catalogue};
     let backing = storlab::lab::LabConfig::new("/nonexistent").size;
     let one = vec![(Target::File("/lab/disk.img".into()), TargetKind::Single)];
-    let mut names: Vec<&str> = catalogue::entries().iter().map(|e| e.name).collect();
-    names.extend(catalogue::suites().iter().map(|s| s.name));
+    let mut names: Vec<&str> = catalogue::entries()
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    names.extend(catalogue::suites().iter().map(|s| s.name.as_str()));
     for name in names {
         for job in catalogue::resolve(name, Profile::Quick).unwrap() {
             for point in &job.points {

@@ -1,0 +1,615 @@
+//! Settings by key: the values a job file, a catalogue entry or a CLI flag may
+//! set (fio's names where fio has one), each key's parser, and the defaults
+//! they override. One parser per key, so a key means the same everywhere.
+
+use super::units::{parse_duration, parse_pct, parse_size};
+use super::validate::SpecError;
+use super::{Access, BlockSizes, Content, DiskLayout, Group, Job, Rate, RateMode, Spec, SyncMode};
+use std::time::Duration;
+use toml::Value;
+
+/// Default seed of every pseudo-random choice ("storlab" in leetspeak, roughly).
+pub const DEFAULT_SEED: u64 = 0x0570_21ab;
+/// Default region size per disk.
+pub const DEFAULT_SIZE: u64 = 64 << 20;
+/// Default measured time.
+pub const DEFAULT_RUNTIME: Duration = Duration::from_secs(10);
+
+/// Keys describing a group's VMs and access pattern.
+pub const GROUP_KEYS: &[&str] = &[
+    "vms",
+    "numjobs",
+    "disks",
+    "bs",
+    "bssplit",
+    "rw",
+    "rwmixread",
+    "percentage_random",
+    "iodepth",
+    "rate_iops",
+    "rate",
+    "rate_mode",
+    "blockalign",
+];
+/// Keys describing a load point as a whole.
+pub const SPEC_KEYS: &[&str] = &[
+    "size",
+    "offset",
+    "disk_layout",
+    "runtime",
+    "ramp_time",
+    "interval",
+    "io_size",
+    "io_timeout",
+    "direct",
+    "sync",
+    "content",
+    "seed",
+    "verify",
+    "journal",
+];
+
+/// fio's `rw` modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RwMode {
+    /// Sequential reads.
+    Read,
+    /// Sequential writes.
+    Write,
+    /// Random reads.
+    RandRead,
+    /// Random writes.
+    RandWrite,
+    /// Sequential mix of reads and writes (`rw`, `readwrite`).
+    ReadWrite,
+    /// Random mix of reads and writes.
+    RandRw,
+}
+
+impl RwMode {
+    /// Every accepted spelling.
+    pub const ALLOWED: &'static str = "read, write, randread, randwrite, rw, readwrite, randrw";
+
+    /// Parse fio's spelling.
+    pub fn parse(s: &str) -> Result<Self, SpecError> {
+        Ok(match s.trim() {
+            "read" => RwMode::Read,
+            "write" => RwMode::Write,
+            "randread" => RwMode::RandRead,
+            "randwrite" => RwMode::RandWrite,
+            "rw" | "readwrite" => RwMode::ReadWrite,
+            "randrw" => RwMode::RandRw,
+            _ => return Err(SpecError::invalid("rw", s, Self::ALLOWED)),
+        })
+    }
+
+    /// Read share, with `mix` (rwmixread, default 50) for the mixed modes.
+    pub fn read_pct(self, mix: Option<u8>) -> u8 {
+        match self {
+            RwMode::Read | RwMode::RandRead => 100,
+            RwMode::Write | RwMode::RandWrite => 0,
+            RwMode::ReadWrite | RwMode::RandRw => mix.unwrap_or(50),
+        }
+    }
+
+    /// Random share.
+    pub fn random_pct(self) -> u8 {
+        match self {
+            RwMode::Read | RwMode::Write | RwMode::ReadWrite => 0,
+            RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw => 100,
+        }
+    }
+}
+
+const BSSPLIT_ALLOWED: &str = "SIZE/WEIGHT entries joined by ':', e.g. 4k/50:8k/30:64k/20 \
+     (an entry without /WEIGHT shares what is left of 100)";
+
+/// Parse fio's `bssplit` ("4k/50:8k/50"). Entries without a weight split the
+/// remainder of 100 evenly, as in fio.
+pub fn parse_bssplit(s: &str) -> Result<BlockSizes, SpecError> {
+    let bad = || SpecError::invalid("bssplit", s, BSSPLIT_ALLOWED);
+    let mut out = Vec::new();
+    let mut unweighted = Vec::new();
+    let mut total = 0u64;
+    for entry in s.split(':').map(str::trim) {
+        if entry.is_empty() {
+            return Err(bad());
+        }
+        let (size, weight) = match entry.split_once('/') {
+            Some((sz, w)) if !w.trim().is_empty() => (sz, Some(parse_pct(w).map_err(|_| bad())?)),
+            Some((sz, _)) => (sz, None),
+            None => (entry, None),
+        };
+        let size = parse_size(size).map_err(|e| SpecError::invalid("bssplit", s, e))?;
+        match weight {
+            Some(w) => {
+                total += w as u64;
+                out.push((size, w as u32));
+            }
+            None => {
+                unweighted.push(out.len());
+                out.push((size, 0));
+            }
+        }
+    }
+    if !unweighted.is_empty() {
+        let share = 100u64.saturating_sub(total) / unweighted.len() as u64;
+        if share == 0 {
+            return Err(bad());
+        }
+        for i in unweighted {
+            out[i].1 = share as u32;
+        }
+    }
+    Ok(BlockSizes(out))
+}
+
+const CONTENT_ALLOWED: &str = "random, zeros, or compress=N,dedupe=M with N, M percentages \
+     (in a job file also { compress = N, dedupe = M })";
+
+/// Parse a content description: "random", "zeros", or "compress=50,dedupe=20"
+/// (either part may be left out and is then 0).
+pub fn parse_content(s: &str) -> Result<Content, SpecError> {
+    let bad = || SpecError::invalid("content", s, CONTENT_ALLOWED);
+    match s.trim() {
+        "random" => return Ok(Content::Random),
+        "zeros" | "zero" => return Ok(Content::Zeros),
+        _ => {}
+    }
+    let (mut compress_pct, mut dedupe_pct) = (None, None);
+    for part in s.split(',').map(str::trim) {
+        let (k, v) = part.split_once('=').ok_or_else(bad)?;
+        let v = parse_pct(v).map_err(|_| bad())?;
+        let slot = match k.trim() {
+            "compress" => &mut compress_pct,
+            "dedupe" => &mut dedupe_pct,
+            _ => return Err(bad()),
+        };
+        if slot.replace(v).is_some() {
+            return Err(bad());
+        }
+    }
+    Ok(Content::Mixed {
+        compress_pct: compress_pct.unwrap_or(0),
+        dedupe_pct: dedupe_pct.unwrap_or(0),
+    })
+}
+
+/// Parse a sync mode: "none"/"0"/"false", "dsync", "sync"/"1"/"true".
+pub fn parse_sync(s: &str) -> Result<SyncMode, SpecError> {
+    match s.trim() {
+        "none" | "0" | "false" => Ok(SyncMode::None),
+        "dsync" => Ok(SyncMode::Dsync),
+        "sync" | "1" | "true" => Ok(SyncMode::Sync),
+        _ => Err(SpecError::invalid(
+            "sync",
+            s,
+            "none, dsync, sync, 0 (none), 1 (sync), true, false",
+        )),
+    }
+}
+
+/// Parse a disk layout: "slice" or "shared".
+pub fn parse_disk_layout(s: &str) -> Result<DiskLayout, SpecError> {
+    match s.trim() {
+        "slice" => Ok(DiskLayout::Slice),
+        "shared" => Ok(DiskLayout::Shared),
+        _ => Err(SpecError::invalid("disk_layout", s, DiskLayout::ALLOWED)),
+    }
+}
+
+/// Parse an I/O timeout: a duration, or "none"/"off"/"0" for no limit (zero).
+pub fn parse_io_timeout(s: &str) -> Result<Duration, SpecError> {
+    match s.trim() {
+        "none" | "off" => Ok(Duration::ZERO),
+        t => parse_duration(t).map_err(|e| SpecError::invalid("io_timeout", s, e)),
+    }
+}
+
+fn parse_bool(key: &str, s: &str) -> Result<bool, SpecError> {
+    match s.trim() {
+        "1" | "true" => Ok(true),
+        "0" | "false" => Ok(false),
+        _ => Err(SpecError::invalid(key, s, "0, 1, true, false")),
+    }
+}
+
+fn parse_count(key: &str, s: &str, allowed: &str) -> Result<u64, SpecError> {
+    s.trim()
+        .replace('_', "")
+        .parse::<u64>()
+        .map_err(|_| SpecError::invalid(key, s, allowed))
+}
+
+fn parse_u32(key: &str, s: &str, allowed: &str) -> Result<u32, SpecError> {
+    let v = parse_count(key, s, allowed)?;
+    u32::try_from(v).map_err(|_| SpecError::invalid(key, s, allowed))
+}
+
+fn parse_seed(s: &str) -> Result<u64, SpecError> {
+    let t = s.trim().replace('_', "");
+    let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse(),
+    };
+    v.map_err(|_| SpecError::invalid("seed", s, "an integer 0 ..= 2^64-1 (decimal or 0x hex)"))
+}
+
+/// A value as text, so TOML values and CLI strings go through the same parsers.
+/// Tables are only meaningful for `content` and are flattened to its text form.
+fn value_text(key: &str, v: &Value) -> Result<String, SpecError> {
+    Ok(match v {
+        Value::String(s) => s.clone(),
+        Value::Integer(i) => i.to_string(),
+        Value::Float(f) => f.to_string(),
+        Value::Boolean(b) => b.to_string(),
+        Value::Table(t) if key == "content" => t
+            .iter()
+            .map(|(k, v)| Ok(format!("{k}={}", value_text(key, v)?)))
+            .collect::<Result<Vec<_>, _>>()?
+            .join(","),
+        other => {
+            return Err(SpecError::invalid(
+                key,
+                other.to_string(),
+                "a single value (string, number or boolean)",
+            ));
+        }
+    })
+}
+
+/// Optional overrides for a spec and its groups, by key. Both job files and
+/// CLI flags fill one of these and apply it, so a key means the same everywhere.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Settings {
+    /// `vms`.
+    pub vms: Option<u32>,
+    /// `numjobs`: workers per VM.
+    pub numjobs: Option<u32>,
+    /// `disks`: disks per VM.
+    pub disks: Option<u32>,
+    /// `bs` or `bssplit`.
+    pub bs: Option<BlockSizes>,
+    /// `rw`.
+    pub rw: Option<RwMode>,
+    /// `rwmixread`.
+    pub rwmixread: Option<u8>,
+    /// `percentage_random`.
+    pub percentage_random: Option<u8>,
+    /// `iodepth`.
+    pub iodepth: Option<u32>,
+    /// `rate_iops` or `rate` (exclusive).
+    pub rate: Option<Rate>,
+    /// `rate_mode`: closed (fio-like) or open loop.
+    pub rate_mode: Option<RateMode>,
+    /// `blockalign`.
+    pub blockalign: Option<u64>,
+    /// `size`.
+    pub size: Option<u64>,
+    /// `offset`.
+    pub offset: Option<u64>,
+    /// `disk_layout`.
+    pub disk_layout: Option<DiskLayout>,
+    /// `runtime`.
+    pub runtime: Option<Duration>,
+    /// `ramp_time`.
+    pub ramp_time: Option<Duration>,
+    /// `interval`.
+    pub interval: Option<Duration>,
+    /// `io_size`.
+    pub io_size: Option<u64>,
+    /// `io_timeout` (zero: no limit).
+    pub io_timeout: Option<Duration>,
+    /// `direct`.
+    pub direct: Option<bool>,
+    /// `sync`.
+    pub sync: Option<SyncMode>,
+    /// `content`.
+    pub content: Option<Content>,
+    /// `seed`.
+    pub seed: Option<u64>,
+    /// `verify`.
+    pub verify: Option<bool>,
+    /// `journal`.
+    pub journal: Option<std::path::PathBuf>,
+}
+
+impl Settings {
+    /// Set `key` from a TOML value (CLI flags pass strings). Unknown keys are an
+    /// error listing the known ones; a key given twice in one place is an error too.
+    pub fn set(&mut self, key: &str, v: &Value) -> Result<(), SpecError> {
+        let text = value_text(key, v)?;
+        let t = text.as_str();
+        let size = |t: &str| parse_size(t).map_err(|e| SpecError::invalid(key, t, e));
+        let dur = |t: &str| parse_duration(t).map_err(|e| SpecError::invalid(key, t, e));
+        let pct = |t: &str| parse_pct(t).map_err(|_| SpecError::invalid(key, t, "0..=100"));
+        fn put<T>(slot: &mut Option<T>, key: &str, v: T) -> Result<(), SpecError> {
+            match slot.replace(v) {
+                None => Ok(()),
+                Some(_) => Err(SpecError::invalid(
+                    key,
+                    "both given",
+                    "one of them per table",
+                )),
+            }
+        }
+        match key {
+            "vms" => put(&mut self.vms, key, parse_u32(key, t, "1..=100000")?),
+            "numjobs" => put(&mut self.numjobs, key, parse_u32(key, t, "1..=4096")?),
+            "disks" => put(&mut self.disks, key, parse_u32(key, t, "1..=1024")?),
+            "bs" => put(&mut self.bs, "bs/bssplit", BlockSizes::one(size(t)?)),
+            "bssplit" => put(&mut self.bs, "bs/bssplit", parse_bssplit(t)?),
+            "rw" => put(&mut self.rw, key, RwMode::parse(t)?),
+            "rwmixread" => put(&mut self.rwmixread, key, pct(t)?),
+            "percentage_random" => put(&mut self.percentage_random, key, pct(t)?),
+            "iodepth" => put(&mut self.iodepth, key, parse_u32(key, t, "1..=65536")?),
+            "rate_iops" => put(
+                &mut self.rate,
+                "rate/rate_iops",
+                Rate::Iops(parse_count(key, t, "I/Os per second > 0")?),
+            ),
+            "rate" => put(&mut self.rate, "rate/rate_iops", Rate::Bytes(size(t)?)),
+            "rate_mode" => put(
+                &mut self.rate_mode,
+                key,
+                RateMode::parse(t).ok_or_else(|| SpecError::invalid(key, t, RateMode::ALLOWED))?,
+            ),
+            "blockalign" => put(&mut self.blockalign, key, size(t)?),
+            "size" => put(&mut self.size, key, size(t)?),
+            "offset" => put(&mut self.offset, key, size(t)?),
+            "disk_layout" => put(&mut self.disk_layout, key, parse_disk_layout(t)?),
+            "runtime" => put(&mut self.runtime, key, dur(t)?),
+            "ramp_time" => put(&mut self.ramp_time, key, dur(t)?),
+            "interval" => put(&mut self.interval, key, dur(t)?),
+            "io_size" => put(&mut self.io_size, key, size(t)?),
+            "io_timeout" => put(&mut self.io_timeout, key, parse_io_timeout(t)?),
+            "direct" => put(&mut self.direct, key, parse_bool(key, t)?),
+            "sync" => put(&mut self.sync, key, parse_sync(t)?),
+            "content" => put(&mut self.content, key, parse_content(t)?),
+            "seed" => put(&mut self.seed, key, parse_seed(t)?),
+            "verify" => put(&mut self.verify, key, parse_bool(key, t)?),
+            "journal" if t.trim().is_empty() => Err(SpecError::invalid(key, t, "a file path")),
+            "journal" => put(&mut self.journal, key, std::path::PathBuf::from(t)),
+            _ => {
+                let mut all: Vec<&str> = GROUP_KEYS.to_vec();
+                all.extend_from_slice(SPEC_KEYS);
+                Err(SpecError::unknown("key", key, all.join(", ")))
+            }
+        }
+    }
+
+    /// `self` layered over `under`: every field `self` sets wins.
+    pub fn over(&self, under: &Settings) -> Settings {
+        macro_rules! pick {
+            ($($f:ident),*) => { Settings { $($f: self.$f.clone().or_else(|| under.$f.clone()),)* } };
+        }
+        pick!(
+            vms,
+            numjobs,
+            disks,
+            bs,
+            rw,
+            rwmixread,
+            percentage_random,
+            iodepth,
+            rate,
+            rate_mode,
+            blockalign,
+            size,
+            offset,
+            disk_layout,
+            runtime,
+            ramp_time,
+            interval,
+            io_size,
+            io_timeout,
+            direct,
+            sync,
+            content,
+            seed,
+            verify,
+            journal
+        )
+    }
+
+    /// Apply the per-point settings to `spec` (not its groups). `io_size` without
+    /// `runtime` makes the run unbounded in time: it ends when the bytes are done.
+    pub fn apply_spec(&self, spec: &mut Spec) {
+        if let Some(v) = self.size {
+            spec.size = v;
+        }
+        if let Some(v) = self.offset {
+            spec.offset = v;
+        }
+        if let Some(v) = self.disk_layout {
+            spec.disk_layout = v;
+        }
+        if let Some(v) = self.ramp_time {
+            spec.ramp = v;
+        }
+        if let Some(v) = self.interval {
+            spec.interval = v;
+        }
+        if let Some(v) = self.io_size {
+            spec.io_limit = Some(v);
+            if self.runtime.is_none() {
+                spec.runtime = Duration::ZERO;
+            }
+        }
+        if let Some(v) = self.runtime {
+            spec.runtime = v;
+        }
+        if let Some(v) = self.io_timeout {
+            spec.io_timeout = v;
+        }
+        if let Some(v) = self.direct {
+            spec.direct = v;
+        }
+        if let Some(v) = self.sync {
+            spec.sync = v;
+        }
+        if let Some(v) = self.content {
+            spec.content = v;
+        }
+        if let Some(v) = self.seed {
+            spec.seed = v;
+        }
+        if let Some(v) = self.verify {
+            spec.verify = v;
+        }
+        if let Some(v) = &self.journal {
+            spec.journal = Some(v.clone());
+            spec.verify = true;
+        }
+    }
+
+    /// Apply the group settings to `g`.
+    pub fn apply_group(&self, g: &mut Group) {
+        if let Some(v) = self.vms {
+            g.vms = v;
+        }
+        if let Some(v) = self.numjobs {
+            g.workers_per_vm = v;
+        }
+        if let Some(v) = self.disks {
+            g.disks_per_vm = v;
+        }
+        let a = &mut g.access;
+        if let Some(v) = &self.bs {
+            a.bs = v.clone();
+        }
+        match self.rw {
+            Some(rw) => {
+                a.read_pct = rw.read_pct(self.rwmixread);
+                a.random_pct = rw.random_pct();
+            }
+            None => {
+                if let Some(v) = self.rwmixread {
+                    a.read_pct = v;
+                }
+            }
+        }
+        if let Some(v) = self.percentage_random {
+            a.random_pct = v;
+        }
+        if let Some(v) = self.iodepth {
+            a.iodepth = v;
+        }
+        if let Some(v) = self.rate {
+            a.rate = Some(v);
+        }
+        if let Some(v) = self.rate_mode {
+            a.rate_mode = v;
+        }
+        if let Some(v) = self.blockalign {
+            a.align = Some(v);
+        }
+    }
+
+    /// Apply everything to `spec` and every one of its groups.
+    pub fn apply(&self, spec: &mut Spec) {
+        self.apply_spec(spec);
+        for g in &mut spec.groups {
+            self.apply_group(g);
+        }
+    }
+}
+
+/// A group with the job-file defaults: 1 VM, 1 worker, 1 disk, 4k random reads, iodepth 1.
+pub fn default_group(name: &str) -> Group {
+    Group {
+        name: name.to_string(),
+        vms: 1,
+        workers_per_vm: 1,
+        disks_per_vm: 1,
+        access: Access {
+            bs: BlockSizes::one(4096),
+            read_pct: 100,
+            random_pct: 100,
+            align: None,
+            iodepth: 1,
+            rate: None,
+            rate_mode: RateMode::Closed,
+        },
+    }
+}
+
+/// A load point with the job-file defaults and no groups.
+pub fn default_spec(label: &str) -> Spec {
+    Spec {
+        label: label.to_string(),
+        groups: Vec::new(),
+        offset: 0,
+        size: DEFAULT_SIZE,
+        disk_layout: DiskLayout::Slice,
+        content: Content::Random,
+        direct: false,
+        sync: SyncMode::None,
+        ramp: Duration::ZERO,
+        runtime: DEFAULT_RUNTIME,
+        interval: Duration::from_secs(1),
+        io_limit: None,
+        seed: DEFAULT_SEED,
+        io_timeout: crate::workload::DEFAULT_IO_TIMEOUT,
+        verify: false,
+        journal: None,
+    }
+}
+
+/// A one-point job named `name` from default values overlaid with `settings`;
+/// the point is labelled with the name. Not validated.
+pub fn job_from_settings(name: &str, settings: &Settings) -> Job {
+    let mut spec = default_spec(name);
+    spec.groups.push(default_group("vm"));
+    settings.apply(&mut spec);
+    Job {
+        name: name.to_string(),
+        description: String::new(),
+        profile: None,
+        points: vec![spec],
+        provenance: Vec::new(),
+        curve: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_parsers() {
+        assert_eq!(
+            parse_bssplit("4k/10:64k/50:32k/40").unwrap().0,
+            vec![(4096, 10), (65536, 50), (32768, 40)]
+        );
+        assert_eq!(
+            parse_bssplit("4k/50:8k:16k").unwrap().0,
+            vec![(4096, 50), (8192, 25), (16384, 25)]
+        );
+        assert_eq!(parse_bssplit("8k").unwrap().0, vec![(8192, 100)]);
+        assert!(parse_bssplit("4k/100:8k").is_err());
+        assert!(parse_bssplit("4k/x").is_err());
+        assert!(parse_bssplit("").is_err());
+        assert_eq!(parse_content("zeros").unwrap(), Content::Zeros);
+        assert_eq!(
+            parse_content("compress=50").unwrap(),
+            Content::Mixed {
+                compress_pct: 50,
+                dedupe_pct: 0
+            }
+        );
+        assert_eq!(
+            parse_content("compress=50,dedupe=20").unwrap(),
+            Content::Mixed {
+                compress_pct: 50,
+                dedupe_pct: 20
+            }
+        );
+        assert!(parse_content("compress=150").is_err());
+        assert!(parse_content("fancy").is_err());
+        assert_eq!(parse_sync("1").unwrap(), SyncMode::Sync);
+        assert_eq!(parse_sync("dsync").unwrap(), SyncMode::Dsync);
+        assert!(parse_sync("2").is_err());
+        assert_eq!(parse_seed("0x10").unwrap(), 16);
+    }
+}
