@@ -7,6 +7,7 @@ mod compare;
 mod curve;
 mod diff;
 pub mod lab;
+mod media;
 pub mod report;
 pub mod results;
 mod run;
@@ -108,6 +109,9 @@ enum Command {
     Report(report::ReportArgs),
     /// Re-read what a `--verify` run wrote (or a `--journal`) and check every block.
     Verify(verify::VerifyArgs),
+    /// Serve the emulated media's FUSE file system (started by the lab).
+    #[command(name = "media-serve", hide = true)]
+    MediaServe(media::MediaServeArgs),
     /// List the built-in workloads and suites, or show one in full.
     Workloads {
         #[command(subcommand)]
@@ -265,6 +269,7 @@ pub fn main_with(args: Vec<String>) -> i32 {
         Command::Results(a) => results::run(a),
         Command::Report(a) => report::run(a),
         Command::Verify(a) => verify::run(a),
+        Command::MediaServe(a) => media::run(a),
         Command::Workloads { sub: None } => {
             print!("{}", catalogue::list_text());
             Ok(ExitCode::Ok)
