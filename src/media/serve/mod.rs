@@ -154,6 +154,14 @@ impl MediaServer {
         log: &Path,
     ) -> Result<MediaServer, String> {
         medium(media)?;
+        // Checked here, not only by the server: a failed start cleans up its
+        // mount point, which must not take another server's mount with it.
+        if !fuse::mount::mounted(mountpoint).is_empty() {
+            return Err(format!(
+                "{} already has storlab's media file system mounted (stop its server, or clean up after it)",
+                mountpoint.display()
+            ));
+        }
         let ready = log.with_extension("ready");
         let _ = std::fs::remove_file(&ready);
         let mut args = vec![
