@@ -53,6 +53,7 @@ pub fn run(a: MediaServeArgs) -> Result<ExitCode, CliError> {
             )));
         }
     }
+    crate::media::fuse::mount::check_apart(&a.backing, &a.mountpoint).map_err(CliError::input)?;
     serve::run(ServeConfig {
         backing: a.backing,
         mountpoint: a.mountpoint,

@@ -34,7 +34,8 @@ impl Fs {
         chan: &OwnedFd,
     ) -> Sys<Reply> {
         let dir = self.nodes.fd(h.nodeid)?;
-        let flags = (c.flags as i32 | libc::O_CREAT) & !(DROPPED & !(libc::O_CREAT | libc::O_EXCL));
+        // The client's O_EXCL stays: the backing file system decides.
+        let flags = (c.flags as i32 & !DROPPED) | libc::O_CREAT | (c.flags as i32 & libc::O_EXCL);
         let fd = sys::openat(dir.as_fd(), name, flags, c.mode)?;
         self.own(h, &fd)?;
         let (id, st) = self

@@ -98,6 +98,20 @@ pub fn mounted(mp: &Path) -> Vec<MountEntry> {
         .collect()
 }
 
+/// Refuse a mount point inside the backing directory or the other way round:
+/// the file system would serve itself.
+pub fn check_apart(backing: &Path, mp: &Path) -> Result<(), String> {
+    let (b, m) = (normalize(backing), normalize(mp));
+    if m.starts_with(&b) || b.starts_with(&m) {
+        return Err(format!(
+            "mount point {} and backing directory {}: one holds the other (the file system would serve itself)",
+            mp.display(),
+            backing.display()
+        ));
+    }
+    Ok(())
+}
+
 fn bytes(p: &Path) -> &[u8] {
     p.as_os_str().as_encoded_bytes()
 }

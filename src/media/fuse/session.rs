@@ -193,6 +193,7 @@ impl Server {
             0,
         )
         .map_err(|e| format!("backing directory {}: {e}", backing.display()))?;
+        mount::check_apart(backing, mountpoint)?;
         if !mount::mounted(mountpoint).is_empty() {
             return Err(format!(
                 "{} already has storlab's media file system mounted (run its cleanup first)",

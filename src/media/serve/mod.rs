@@ -118,8 +118,8 @@ pub fn cleanup(mountpoint: &Path) -> Result<(), String> {
     fuse::cleanup(mountpoint)
 }
 
-/// A running `storlab media-serve` process.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A running `storlab media-serve` process (what the lab records to stop it).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MediaServer {
     /// The process (PID, start time, log).
     pub proc: Proc,
