@@ -20,9 +20,9 @@ const DROPPED: i32 =
 impl Fs {
     /// OPEN.
     pub(super) fn open(&self, n: u64, flags: i32, chan: &OwnedFd) -> Sys<Reply> {
-        let node = self.nodes.fd(n)?;
+        let node = self.nodes.live_fd(n)?;
         let fd = sys::reopen(node.as_fd(), flags & !DROPPED)?;
-        Ok(Reply::of(&self.opened(fd, flags, chan)))
+        Ok(Reply::of(&self.opened(n, fd, flags, chan)))
     }
 
     /// CREATE: make and open `name`, reply with its entry and the open file.
@@ -50,14 +50,14 @@ impl Fs {
             attr_valid_nsec: self.timeout.subsec_nanos(),
             attr: super::fs::attr(&st),
         };
-        let open = self.opened(fd, c.flags as i32, chan);
+        let open = self.opened(id, fd, c.flags as i32, chan);
         let mut r = Reply::of(&entry);
         r.payload().extend_from_slice(abi::Pod::bytes(&open));
         Ok(r)
     }
 
     /// Keep an opened backing file and say how the kernel is to use it.
-    fn opened(&self, fd: OwnedFd, flags: i32, chan: &OwnedFd) -> abi::OpenOut {
+    fn opened(&self, node: u64, fd: OwnedFd, flags: i32, chan: &OwnedFd) -> abi::OpenOut {
         let sync = flags & libc::O_DSYNC != 0;
         let (open_flags, backing_id) = match self.mode() {
             CacheMode::Direct => (fopen::DIRECT_IO | fopen::PARALLEL_DIRECT_WRITES, None),
@@ -80,9 +80,11 @@ impl Fs {
                 }
             }
         };
+        self.nodes.count_open(node, 1);
         let fh = self.files.insert(OpenFile {
             fd,
             sync,
+            node,
             backing_id,
         });
         abi::OpenOut {
@@ -94,10 +96,11 @@ impl Fs {
 
     /// RELEASE: close the file (and its passthrough id).
     pub(super) fn release(&self, fh: u64, chan: &OwnedFd) {
-        if let Some(f) = self.files.remove(fh)
-            && let Some(mut id) = f.backing_id
-        {
-            let _ = sys::ioctl(chan.as_fd(), abi::DEV_IOC_BACKING_CLOSE, &mut id);
+        if let Some(f) = self.files.remove(fh) {
+            self.nodes.count_open(f.node, -1);
+            if let Some(mut id) = f.backing_id {
+                let _ = sys::ioctl(chan.as_fd(), abi::DEV_IOC_BACKING_CLOSE, &mut id);
+            }
         }
     }
 

@@ -80,6 +80,8 @@ pub struct OpenFile {
     pub fd: OwnedFd,
     /// Opened O_SYNC or O_DSYNC: its writes are synchronous.
     pub sync: bool,
+    /// Its node.
+    pub node: u64,
     /// Its passthrough id with the kernel, closed at RELEASE.
     pub backing_id: Option<i32>,
 }
@@ -322,7 +324,7 @@ impl Fs {
     fn lookup(&self, parent: u64, name: &[u8]) -> Sys<abi::EntryOut> {
         let dir = self.nodes.fd(parent)?;
         let fd = match name {
-            b"." => dir,
+            b"." => self.nodes.live_fd(parent)?,
             b".." if parent == abi::ROOT_ID => dir,
             b".." => Arc::new(sys::openat(
                 dir.as_fd(),

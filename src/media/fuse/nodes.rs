@@ -30,6 +30,8 @@ struct Node {
     fd: Option<Arc<OwnedFd>>,
     /// Lookups the kernel holds.
     nlookup: u64,
+    /// Open files of the node.
+    opens: u32,
     /// How to find the file again after FORGET.
     key: Key,
 }
@@ -72,6 +74,7 @@ impl Nodes {
             Node {
                 fd: Some(root.clone()),
                 nlookup: 1,
+                opens: 0,
                 key: key.clone(),
             },
         );
@@ -138,6 +141,7 @@ impl Nodes {
                     Node {
                         fd: None,
                         nlookup: 0,
+                        opens: 0,
                         key,
                     },
                 );
@@ -165,6 +169,31 @@ impl Nodes {
             if node.nlookup == 0 {
                 node.fd = None;
             }
+        }
+    }
+
+    /// `nodeid`'s descriptor for a new open or a lookup by node id: ESTALE
+    /// once its file is deleted (no links) and no open file holds it. Our own
+    /// O_PATH descriptor keeps a deleted file's inode alive; without this, a
+    /// file handle (NFS) would reach a file that a local file system would
+    /// have freed, where the servers expect ESTALE.
+    pub fn live_fd(&self, nodeid: u64) -> Sys<Arc<OwnedFd>> {
+        let fd = self.fd(nodeid)?;
+        if sys::fstat(fd.as_fd())?.st_nlink == 0 && self.opens(nodeid) == 0 {
+            return Err(Errno(libc::ESTALE));
+        }
+        Ok(fd)
+    }
+
+    /// Open files of `nodeid`.
+    fn opens(&self, nodeid: u64) -> u32 {
+        self.lock().nodes.get(&nodeid).map_or(0, |n| n.opens)
+    }
+
+    /// Count an open file of `nodeid` (`delta` 1) or its release (-1).
+    pub fn count_open(&self, nodeid: u64, delta: i32) {
+        if let Some(n) = self.lock().nodes.get_mut(&nodeid) {
+            n.opens = n.opens.saturating_add_signed(delta);
         }
     }
 
