@@ -41,15 +41,7 @@ impl Fs {
         let (id, st) = self
             .nodes
             .remember(Arc::new(sys::reopen(fd.as_fd(), libc::O_PATH)?))?;
-        let entry = abi::EntryOut {
-            nodeid: id,
-            generation: 0,
-            entry_valid: self.timeout.as_secs(),
-            attr_valid: self.timeout.as_secs(),
-            entry_valid_nsec: self.timeout.subsec_nanos(),
-            attr_valid_nsec: self.timeout.subsec_nanos(),
-            attr: super::fs::attr(&st),
-        };
+        let entry = self.entry(id, &st);
         let open = self.opened(id, fd, c.flags as i32, chan);
         let mut r = Reply::of(&entry);
         r.payload().extend_from_slice(abi::Pod::bytes(&open));

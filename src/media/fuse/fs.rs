@@ -294,7 +294,7 @@ impl Fs {
     }
 
     /// The entry reply for node `id` with attributes `st`.
-    fn entry(&self, id: u64, st: &libc::stat) -> abi::EntryOut {
+    pub(super) fn entry(&self, id: u64, st: &libc::stat) -> abi::EntryOut {
         let (s, ns) = (self.timeout.as_secs(), self.timeout.subsec_nanos());
         abi::EntryOut {
             nodeid: id,
