@@ -7,6 +7,7 @@ mod compare;
 mod curve;
 mod diff;
 pub mod lab;
+mod media;
 pub mod output;
 pub mod report;
 pub mod results;
@@ -113,6 +114,9 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// The wire-efficiency model: user data each protocol and link carry (docs/wire-model.md).
     Wire(wire::WireArgs),
+    /// Serve the emulated media's FUSE file system (started by the lab).
+    #[command(name = "media-serve", hide = true)]
+    MediaServe(media::MediaServeArgs),
     /// List the workloads and suites (built-in and the user's), or show one in full.
     Workloads {
         #[command(subcommand)]
@@ -276,6 +280,7 @@ pub fn main_with(args: Vec<String>) -> i32 {
         Command::Results(a) => results::run(a),
         Command::Report(a) => report::run(a),
         Command::Verify(a) => verify::run(a),
+        Command::MediaServe(a) => media::run(a),
         Command::Wire(a) => wire::run(a),
         Command::Workloads { sub, catalogue } => Catalogue::user(&catalogue)
             .and_then(|cat| match sub {

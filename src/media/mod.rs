@@ -81,3 +81,6 @@ impl Medium for Ram {
         true
     }
 }
+
+pub mod fuse;
+pub mod serve;

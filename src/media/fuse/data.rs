@@ -1,0 +1,166 @@
+//! Opening files and moving their data. A READ, WRITE or FSYNC first asks the
+//! medium when it completes (at its arrival time), then does the real I/O on
+//! the backing file, and is answered no earlier than the medium's time.
+
+use super::abi::{self, BackingMap, fopen};
+use super::fs::{Answer, CacheMode, Fs, OpenFile};
+use super::reply::Reply;
+use super::sys::{self, Errno, Sys};
+use crate::media::{MediaOp, OpKind};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::Arc;
+
+/// Open flags the backing file is not opened with: the kernel made or
+/// checked the file already (O_CREAT, O_EXCL, O_NOCTTY); it gives every
+/// write's offset, which pwrite on an O_APPEND file would ignore; and direct
+/// I/O is the FUSE side's business (the backing store may be tmpfs).
+const DROPPED: i32 =
+    libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY | libc::O_APPEND | libc::O_DIRECT;
+
+impl Fs {
+    /// OPEN.
+    pub(super) fn open(&self, n: u64, flags: i32, chan: &OwnedFd) -> Sys<Reply> {
+        let node = self.nodes.live_fd(n)?;
+        let fd = sys::reopen(node.as_fd(), flags & !DROPPED)?;
+        Ok(Reply::of(&self.opened(n, fd, flags, chan)))
+    }
+
+    /// CREATE: make and open `name`, reply with its entry and the open file.
+    pub(super) fn create(
+        &self,
+        h: &abi::InHeader,
+        name: &[u8],
+        c: &abi::CreateIn,
+        chan: &OwnedFd,
+    ) -> Sys<Reply> {
+        let dir = self.nodes.fd(h.nodeid)?;
+        // The client's O_EXCL stays: the backing file system decides.
+        let flags = (c.flags as i32 & !DROPPED) | libc::O_CREAT | (c.flags as i32 & libc::O_EXCL);
+        let fd = sys::openat(dir.as_fd(), name, flags, c.mode)?;
+        self.own(h, &fd)?;
+        let (id, st) = self
+            .nodes
+            .remember(Arc::new(sys::reopen(fd.as_fd(), libc::O_PATH)?))?;
+        let entry = self.entry(id, &st);
+        let open = self.opened(id, fd, c.flags as i32, chan);
+        let mut r = Reply::of(&entry);
+        r.payload().extend_from_slice(abi::Pod::bytes(&open));
+        Ok(r)
+    }
+
+    /// Keep an opened backing file and say how the kernel is to use it.
+    fn opened(&self, node: u64, fd: OwnedFd, flags: i32, chan: &OwnedFd) -> abi::OpenOut {
+        let sync = flags & libc::O_DSYNC != 0;
+        let (open_flags, backing_id) = match self.mode() {
+            CacheMode::Direct => (fopen::DIRECT_IO | fopen::PARALLEL_DIRECT_WRITES, None),
+            CacheMode::PageCache => (fopen::KEEP_CACHE, None),
+            CacheMode::Passthrough => {
+                let mut map = BackingMap {
+                    fd: fd.as_raw_fd(),
+                    ..Default::default()
+                };
+                match sys::ioctl(chan.as_fd(), abi::DEV_IOC_BACKING_OPEN, &mut map) {
+                    Ok(id) => (fopen::PASSTHROUGH, Some(id)),
+                    Err(e) => {
+                        // Not for this file (the kernel may refuse one it
+                        // cannot stack on): the page cache serves it instead.
+                        eprintln!(
+                            "storlab media: passthrough refused ({e}); this file is served through the page cache"
+                        );
+                        (fopen::KEEP_CACHE, None)
+                    }
+                }
+            }
+        };
+        self.nodes.count_open(node, 1);
+        let fh = self.files.insert(OpenFile {
+            fd,
+            sync,
+            node,
+            backing_id,
+        });
+        abi::OpenOut {
+            fh,
+            open_flags,
+            backing_id: backing_id.unwrap_or(0),
+        }
+    }
+
+    /// RELEASE: close the file (and its passthrough id).
+    pub(super) fn release(&self, fh: u64, chan: &OwnedFd) {
+        if let Some(f) = self.files.remove(fh) {
+            self.nodes.count_open(f.node, -1);
+            if let Some(mut id) = f.backing_id {
+                let _ = sys::ioctl(chan.as_fd(), abi::DEV_IOC_BACKING_CLOSE, &mut id);
+            }
+        }
+    }
+
+    /// When the medium completes `op` that arrived at `arrival_ns`.
+    fn due(&self, kind: OpKind, offset: u64, len: u32, sync: bool, arrival_ns: u64) -> u64 {
+        let op = MediaOp {
+            kind,
+            offset,
+            len,
+            sync,
+        };
+        self.medium.schedule(&op, arrival_ns).max(arrival_ns)
+    }
+
+    /// READ: the medium's time, then pread into the reply.
+    pub(super) fn read(&self, r: &abi::ReadIn, arrival_ns: u64) -> Answer {
+        let f = match self.files.get(r.fh) {
+            Ok(f) => f,
+            Err(e) => return Answer::Now(Reply::err(e)),
+        };
+        let due = self.due(OpKind::Read, r.offset, r.size, false, arrival_ns);
+        let mut reply = Reply::with_capacity(r.size as usize);
+        let buf = reply.payload();
+        let start = buf.len();
+        buf.resize(start + r.size as usize, 0);
+        match sys::pread_full(f.fd.as_fd(), &mut buf[start..], r.offset) {
+            Ok(n) => {
+                buf.truncate(start + n);
+                Answer::At(due, reply)
+            }
+            Err(e) => Answer::At(due, Reply::err(e)),
+        }
+    }
+
+    /// WRITE: the medium's time (synchronous if the file was opened
+    /// O_SYNC/O_DSYNC), then pwrite from the request.
+    pub(super) fn write(&self, w: &abi::WriteIn, data: &[u8], arrival_ns: u64) -> Answer {
+        let f = match self.files.get(w.fh) {
+            Ok(f) => f,
+            Err(e) => return Answer::Now(Reply::err(e)),
+        };
+        let Some(data) = data.get(..w.size as usize) else {
+            return Answer::Now(Reply::err(Errno(libc::EINVAL)));
+        };
+        let sync = f.sync || w.flags as i32 & libc::O_DSYNC != 0;
+        let due = self.due(OpKind::Write, w.offset, w.size, sync, arrival_ns);
+        let reply = match sys::pwrite_full(f.fd.as_fd(), data, w.offset) {
+            Ok(n) => Reply::of(&abi::WriteOut {
+                size: n as u32,
+                padding: 0,
+            }),
+            Err(e) => Reply::err(e),
+        };
+        Answer::At(due, reply)
+    }
+
+    /// FSYNC: a flush of the medium, and fsync/fdatasync of the backing file.
+    pub(super) fn fsync(&self, f: &abi::FsyncIn, arrival_ns: u64) -> Answer {
+        let file = match self.files.get(f.fh) {
+            Ok(file) => file,
+            Err(e) => return Answer::Now(Reply::err(e)),
+        };
+        let due = self.due(OpKind::Flush, 0, 0, false, arrival_ns);
+        let data_only = f.fsync_flags & abi::FSYNC_FDATASYNC != 0;
+        let reply = match sys::fsync(file.fd.as_fd(), data_only) {
+            Ok(()) => Reply::ok(),
+            Err(e) => Reply::err(e),
+        };
+        Answer::At(due, reply)
+    }
+}

@@ -1,0 +1,454 @@
+//! The passthrough file system: each request on a node becomes the same call
+//! on its backing file, and the backing file system's error (ENOSPC, EIO,
+//! ENOENT, ESTALE...) is the reply, unchanged. Names and attributes here; data
+//! in `data.rs`, directories in `dir.rs`.
+
+use super::abi::{self, Args, InHeader, op};
+use super::nodes::{Handles, Nodes};
+use super::reply::Reply;
+use super::sys::{self, Errno, Sys};
+use crate::media::Medium;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How file data reaches the kernel's clients.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheMode {
+    /// Every read and write comes to this server (`FOPEN_DIRECT_IO`) and is
+    /// answered at the medium's time: the mode of every emulated device.
+    Direct,
+    /// Reads are served from the kernel's page cache of the FUSE file
+    /// (`FOPEN_KEEP_CACHE`); writes go through to the server at once (no
+    /// writeback cache, so ENOSPC and EIO reach the writer's write call).
+    PageCache,
+    /// The kernel does the reads and writes on the backing file itself
+    /// (`FOPEN_PASSTHROUGH`, Linux 6.9+): the layer costs nothing on the data
+    /// path. For media that add nothing ([`Medium::page_cache`]).
+    Passthrough,
+}
+
+impl CacheMode {
+    /// Names as the command line takes them.
+    pub const ALLOWED: &'static str = "direct, page-cache, passthrough";
+
+    /// Parse a name.
+    pub fn parse(s: &str) -> Result<CacheMode, String> {
+        match s {
+            "direct" => Ok(CacheMode::Direct),
+            "page-cache" => Ok(CacheMode::PageCache),
+            "passthrough" => Ok(CacheMode::Passthrough),
+            _ => Err(format!(
+                "cache mode {s:?}: unknown (allowed: {})",
+                CacheMode::ALLOWED
+            )),
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheMode::Direct => "direct",
+            CacheMode::PageCache => "page-cache",
+            CacheMode::Passthrough => "passthrough",
+        }
+    }
+}
+
+/// What the dispatcher tells the reader thread to do with a request.
+#[derive(Debug)]
+pub enum Answer {
+    /// Send this reply now.
+    Now(Reply),
+    /// Send this reply no earlier than this time (ns, CLOCK_MONOTONIC).
+    At(u64, Reply),
+    /// Send nothing (FORGET, INTERRUPT).
+    Nothing,
+}
+
+impl From<Sys<Reply>> for Answer {
+    fn from(r: Sys<Reply>) -> Answer {
+        Answer::Now(r.unwrap_or_else(Reply::err))
+    }
+}
+
+/// An open file.
+pub struct OpenFile {
+    /// The backing file, opened with the client's flags (less O_APPEND and
+    /// O_DIRECT: the kernel gives every offset, and the backing store may be
+    /// tmpfs).
+    pub fd: OwnedFd,
+    /// Opened O_SYNC or O_DSYNC: its writes are synchronous.
+    pub sync: bool,
+    /// Its node.
+    pub node: u64,
+    /// Its passthrough id with the kernel, closed at RELEASE.
+    pub backing_id: Option<i32>,
+}
+
+/// The file system's state, shared by every reader thread.
+pub struct Fs {
+    /// Node ids and their backing files.
+    pub nodes: Nodes,
+    /// Open files.
+    pub files: Handles<OpenFile>,
+    /// Open directories.
+    pub dirs: Handles<Mutex<super::dir::DirStream>>,
+    /// The emulated device.
+    pub medium: Arc<dyn Medium>,
+    /// How data reaches clients (may drop from passthrough to page cache
+    /// when the kernel refuses it at INIT).
+    pub mode: Mutex<CacheMode>,
+    /// How long the kernel may keep names and attributes.
+    pub timeout: Duration,
+}
+
+/// Attributes as FUSE carries them.
+pub fn attr(st: &libc::stat) -> abi::Attr {
+    abi::Attr {
+        ino: st.st_ino,
+        size: st.st_size as u64,
+        blocks: st.st_blocks as u64,
+        atime: st.st_atime as u64,
+        mtime: st.st_mtime as u64,
+        ctime: st.st_ctime as u64,
+        atimensec: st.st_atime_nsec as u32,
+        mtimensec: st.st_mtime_nsec as u32,
+        ctimensec: st.st_ctime_nsec as u32,
+        mode: st.st_mode,
+        nlink: st.st_nlink as u32,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        rdev: st.st_rdev as u32,
+        blksize: st.st_blksize as u32,
+        flags: 0,
+    }
+}
+
+/// Parse the request's arguments or answer EINVAL (a request shorter than
+/// its opcode's struct: never from a correct kernel).
+macro_rules! arg {
+    ($args:expr, name) => {
+        match $args.name() {
+            Some(v) => v,
+            None => return Answer::Now(Reply::err(Errno(libc::EINVAL))),
+        }
+    };
+    ($args:expr, $t:ty) => {
+        match $args.take::<$t>() {
+            Some(v) => v,
+            None => return Answer::Now(Reply::err(Errno(libc::EINVAL))),
+        }
+    };
+}
+
+impl Fs {
+    /// The file system over the backing directory `root` (O_PATH).
+    pub fn new(root: OwnedFd, medium: Arc<dyn Medium>, mode: CacheMode) -> Sys<Fs> {
+        Ok(Fs {
+            nodes: Nodes::new(root)?,
+            files: Handles::default(),
+            dirs: Handles::default(),
+            medium,
+            mode: Mutex::new(mode),
+            timeout: Duration::from_secs(1),
+        })
+    }
+
+    /// The current cache mode.
+    pub fn mode(&self) -> CacheMode {
+        *self.mode.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Answer one request that arrived at `arrival_ns` on `chan` (after INIT).
+    pub fn dispatch(&self, h: &InHeader, mut a: Args, arrival_ns: u64, chan: &OwnedFd) -> Answer {
+        let n = h.nodeid;
+        match h.opcode {
+            op::LOOKUP => {
+                let name = arg!(a, name);
+                self.lookup(n, name).map(|e| Reply::of(&e)).into()
+            }
+            op::FORGET => {
+                self.nodes.forget(n, arg!(a, abi::ForgetIn).nlookup);
+                Answer::Nothing
+            }
+            op::BATCH_FORGET => {
+                let count = arg!(a, abi::BatchForgetIn).count;
+                for _ in 0..count {
+                    let one = arg!(a, abi::ForgetOne);
+                    self.nodes.forget(one.nodeid, one.nlookup);
+                }
+                Answer::Nothing
+            }
+            op::GETATTR => {
+                let g = arg!(a, abi::GetattrIn);
+                self.getattr(n, g).into()
+            }
+            op::SETATTR => {
+                let s = arg!(a, abi::SetattrIn);
+                self.setattr(n, &s).into()
+            }
+            op::MKDIR => {
+                let m = arg!(a, abi::MkdirIn);
+                let name = arg!(a, name);
+                self.mkdir(h, name, m.mode).into()
+            }
+            op::UNLINK | op::RMDIR => {
+                let name = arg!(a, name);
+                let flags = if h.opcode == op::RMDIR {
+                    libc::AT_REMOVEDIR
+                } else {
+                    0
+                };
+                self.nodes
+                    .fd(n)
+                    .and_then(|d| sys::unlinkat(d.as_fd(), name, flags))
+                    .map(|()| Reply::ok())
+                    .into()
+            }
+            op::RENAME | op::RENAME2 => {
+                let (newdir, flags) = if h.opcode == op::RENAME {
+                    (arg!(a, abi::RenameIn).newdir, 0)
+                } else {
+                    let r = arg!(a, abi::Rename2In);
+                    (r.newdir, r.flags)
+                };
+                let old = arg!(a, name);
+                let new = arg!(a, name);
+                self.rename(n, old, newdir, new, flags).into()
+            }
+            op::STATFS => self.statfs().into(),
+            op::ACCESS => {
+                let mask = arg!(a, abi::AccessIn).mask;
+                self.nodes
+                    .fd(n)
+                    .and_then(|fd| sys::access(&sys::proc_path(fd.as_fd()), mask as i32))
+                    .map(|()| Reply::ok())
+                    .into()
+            }
+            op::OPEN => {
+                let o = arg!(a, abi::OpenIn);
+                self.open(n, o.flags as i32, chan).into()
+            }
+            op::CREATE => {
+                let c = arg!(a, abi::CreateIn);
+                let name = arg!(a, name);
+                self.create(h, name, &c, chan).into()
+            }
+            op::READ => {
+                let r = arg!(a, abi::ReadIn);
+                self.read(&r, arrival_ns)
+            }
+            op::WRITE => {
+                let w = arg!(a, abi::WriteIn);
+                self.write(&w, a.rest(), arrival_ns)
+            }
+            op::FSYNC => {
+                let f = arg!(a, abi::FsyncIn);
+                self.fsync(&f, arrival_ns)
+            }
+            // close(2) on a descriptor: no durability is asked (that is
+            // FSYNC), so the medium is not involved.
+            op::FLUSH => Answer::Now(Reply::ok()),
+            op::RELEASE => {
+                let r = arg!(a, abi::ReleaseIn);
+                self.release(r.fh, chan);
+                Answer::Now(Reply::ok())
+            }
+            op::FALLOCATE => {
+                let f = arg!(a, abi::FallocateIn);
+                self.files
+                    .get(f.fh)
+                    .and_then(|o| sys::fallocate(o.fd.as_fd(), f.mode as i32, f.offset, f.length))
+                    .map(|()| Reply::ok())
+                    .into()
+            }
+            op::LSEEK => {
+                let l = arg!(a, abi::LseekIn);
+                self.files
+                    .get(l.fh)
+                    .and_then(|o| sys::lseek(o.fd.as_fd(), l.offset, l.whence as i32))
+                    .map(|offset| Reply::of(&abi::LseekOut { offset }))
+                    .into()
+            }
+            op::OPENDIR => self.opendir(n).into(),
+            op::READDIR => {
+                let r = arg!(a, abi::ReadIn);
+                self.readdir(&r).into()
+            }
+            op::RELEASEDIR => {
+                self.dirs.remove(arg!(a, abi::ReleaseIn).fh);
+                Answer::Now(Reply::ok())
+            }
+            op::FSYNCDIR => {
+                let f = arg!(a, abi::FsyncIn);
+                self.fsyncdir(&f).into()
+            }
+            // Every operation completes at its medium's time, which is
+            // bounded: the kernel may wait for it (the protocol lets a file
+            // system ignore INTERRUPT).
+            op::INTERRUPT => Answer::Nothing,
+            op::DESTROY => Answer::Now(Reply::ok()),
+            _ => Answer::Now(Reply::err(Errno(libc::ENOSYS))),
+        }
+    }
+
+    /// The entry reply for node `id` with attributes `st`.
+    pub(super) fn entry(&self, id: u64, st: &libc::stat) -> abi::EntryOut {
+        let (s, ns) = (self.timeout.as_secs(), self.timeout.subsec_nanos());
+        abi::EntryOut {
+            nodeid: id,
+            // Node ids are never reused, so generation 0 keeps nodeid:generation unique.
+            generation: 0,
+            entry_valid: s,
+            attr_valid: s,
+            entry_valid_nsec: ns,
+            attr_valid_nsec: ns,
+            attr: attr(st),
+        }
+    }
+
+    /// The attribute reply for `st`.
+    fn attr_out(&self, st: &libc::stat) -> Reply {
+        Reply::of(&abi::AttrOut {
+            attr_valid: self.timeout.as_secs(),
+            attr_valid_nsec: self.timeout.subsec_nanos(),
+            dummy: 0,
+            attr: attr(st),
+        })
+    }
+
+    /// LOOKUP, including "." (a node by id alone: NFS file handles) and ".."
+    /// (a directory's parent; the backing directory is its own parent, so
+    /// nothing outside it is reachable).
+    fn lookup(&self, parent: u64, name: &[u8]) -> Sys<abi::EntryOut> {
+        let dir = self.nodes.fd(parent)?;
+        let fd = match name {
+            b"." => self.nodes.live_fd(parent)?,
+            b".." if parent == abi::ROOT_ID => dir,
+            b".." => Arc::new(sys::openat(
+                dir.as_fd(),
+                b"..",
+                libc::O_PATH | libc::O_DIRECTORY,
+                0,
+            )?),
+            _ => Arc::new(sys::openat(
+                dir.as_fd(),
+                name,
+                libc::O_PATH | libc::O_NOFOLLOW,
+                0,
+            )?),
+        };
+        let (id, st) = self.nodes.remember(fd)?;
+        Ok(self.entry(id, &st))
+    }
+
+    /// Look up `name` in `dir` after making it; chown it to the caller.
+    fn made(&self, h: &InHeader, dir: &OwnedFd, name: &[u8]) -> Sys<abi::EntryOut> {
+        let fd = sys::openat(dir.as_fd(), name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+        self.own(h, &fd)?;
+        let (id, st) = self.nodes.remember(Arc::new(fd))?;
+        Ok(self.entry(id, &st))
+    }
+
+    /// Give a file this server made to the user who asked for it.
+    pub(super) fn own(&self, h: &InHeader, fd: &OwnedFd) -> Sys<()> {
+        // SAFETY: geteuid has no preconditions.
+        if (h.uid, h.gid) != (unsafe { libc::geteuid() }, unsafe { libc::getegid() }) {
+            sys::fchown(fd.as_fd(), h.uid, h.gid)?;
+        }
+        Ok(())
+    }
+
+    fn getattr(&self, n: u64, g: abi::GetattrIn) -> Sys<Reply> {
+        const GETATTR_FH: u32 = 1;
+        let st = if g.getattr_flags & GETATTR_FH != 0
+            && let Ok(f) = self.files.get(g.fh)
+        {
+            sys::fstat(f.fd.as_fd())?
+        } else {
+            sys::fstat(self.nodes.fd(n)?.as_fd())?
+        };
+        Ok(self.attr_out(&st))
+    }
+
+    fn setattr(&self, n: u64, s: &abi::SetattrIn) -> Sys<Reply> {
+        use abi::fattr;
+        let fd = self.nodes.fd(n)?;
+        let path = sys::proc_path(fd.as_fd());
+        let file = if s.valid & fattr::FH != 0 {
+            self.files.get(s.fh).ok()
+        } else {
+            None
+        };
+        if s.valid & fattr::MODE != 0 {
+            sys::chmod(&path, s.mode & 0o7777)?;
+        }
+        if s.valid & (fattr::UID | fattr::GID) != 0 {
+            let uid = if s.valid & fattr::UID != 0 {
+                s.uid
+            } else {
+                u32::MAX
+            };
+            let gid = if s.valid & fattr::GID != 0 {
+                s.gid
+            } else {
+                u32::MAX
+            };
+            sys::fchown(fd.as_fd(), uid, gid)?;
+        }
+        if s.valid & fattr::SIZE != 0 {
+            match &file {
+                Some(f) => sys::ftruncate(f.fd.as_fd(), s.size)?,
+                None => sys::truncate(&path, s.size)?,
+            }
+        }
+        if s.valid & (fattr::ATIME | fattr::MTIME | fattr::ATIME_NOW | fattr::MTIME_NOW) != 0 {
+            let time = |set: u32, now: u32, sec: u64, nsec: u32| libc::timespec {
+                tv_sec: sec as libc::time_t,
+                tv_nsec: if s.valid & now != 0 {
+                    libc::UTIME_NOW
+                } else if s.valid & set != 0 {
+                    nsec as libc::c_long
+                } else {
+                    libc::UTIME_OMIT
+                },
+            };
+            sys::utimens(
+                &path,
+                [
+                    time(fattr::ATIME, fattr::ATIME_NOW, s.atime, s.atimensec),
+                    time(fattr::MTIME, fattr::MTIME_NOW, s.mtime, s.mtimensec),
+                ],
+            )?;
+        }
+        Ok(self.attr_out(&sys::fstat(fd.as_fd())?))
+    }
+
+    fn mkdir(&self, h: &InHeader, name: &[u8], mode: u32) -> Sys<Reply> {
+        let dir = self.nodes.fd(h.nodeid)?;
+        sys::mkdirat(dir.as_fd(), name, mode)?;
+        self.made(h, &dir, name).map(|e| Reply::of(&e))
+    }
+
+    fn rename(&self, olddir: u64, old: &[u8], newdir: u64, new: &[u8], flags: u32) -> Sys<Reply> {
+        let (o, n) = (self.nodes.fd(olddir)?, self.nodes.fd(newdir)?);
+        sys::renameat2(o.as_fd(), old, n.as_fd(), new, flags)?;
+        Ok(Reply::ok())
+    }
+
+    fn statfs(&self) -> Sys<Reply> {
+        let s = sys::fstatvfs(self.nodes.root().as_fd())?;
+        Ok(Reply::of(&abi::StatfsOut {
+            blocks: s.f_blocks,
+            bfree: s.f_bfree,
+            bavail: s.f_bavail,
+            files: s.f_files,
+            ffree: s.f_ffree,
+            bsize: s.f_bsize as u32,
+            namelen: s.f_namemax as u32,
+            frsize: s.f_frsize as u32,
+            ..Default::default()
+        }))
+    }
+}

@@ -1,0 +1,267 @@
+//! The media layer as a process of its own: `storlab media-serve` mounts the
+//! FUSE file system over the lab's backing directory and serves it in the
+//! foreground until SIGTERM or SIGINT, then unmounts and exits.
+//! [`MediaServer`] is how the lab starts and stops it; [`cleanup`] removes
+//! what a server that died (SIGKILL, crash) left mounted.
+//!
+//! Lifecycle as the lab uses it:
+//! 1. `MediaServer::start(backing_dir, mountpoint, media, log)`: spawns the
+//!    server in its own process group, returns once the file system answers
+//!    (or fails naming the step, with nothing left mounted or running).
+//! 2. The servers (ganesha, tgt, nbdkit) and the loop device use
+//!    `MOUNTPOINT/disk.img`.
+//! 3. `MediaServer::stop()` after them: SIGTERM, then SIGKILL, then
+//!    [`cleanup`]; a record of the server (pid, start time) is enough, so
+//!    `lab down` in another process can do it with [`MediaServer::from_proc`].
+
+pub mod fixed;
+
+use super::Medium;
+use super::fuse::{self, CacheMode, Options, Server};
+use crate::lab::process::{self, Proc};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use fixed::FixedDelay;
+
+/// What `--media` takes besides the model's presets.
+pub const MEDIA_ALLOWED: &str = "ram, fixed:US or fixed:READ_US,WRITE_US[,FLUSH_US]";
+
+/// The medium named `spec`: `ram`, or `fixed:...` ([`FixedDelay`]).
+pub fn medium(spec: &str) -> Result<Arc<dyn Medium>, String> {
+    match spec.split_once(':') {
+        None if spec == "ram" => Ok(Arc::new(super::Ram)),
+        Some(("fixed", rest)) => Ok(Arc::new(FixedDelay::parse(rest)?)),
+        _ => Err(format!(
+            "media {spec:?}: unknown (allowed: {MEDIA_ALLOWED})"
+        )),
+    }
+}
+
+/// What `storlab media-serve` serves.
+#[derive(Clone)]
+pub struct ServeConfig {
+    /// The backing directory (holds the store file).
+    pub backing: PathBuf,
+    /// Where to mount.
+    pub mountpoint: PathBuf,
+    /// The medium.
+    pub medium: Arc<dyn Medium>,
+    /// Reader threads and cache mode.
+    pub options: Options,
+    /// Written with our PID once the file system answers.
+    pub ready_file: Option<PathBuf>,
+}
+
+/// Block SIGTERM, SIGINT and SIGHUP in this thread (and so in every thread it
+/// starts after) and return the set, for [`wait_signal`].
+fn block_signals() -> libc::sigset_t {
+    // SAFETY: an all-zero sigset_t is valid storage for sigemptyset to fill.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is ours; the calls only edit it and this thread's mask.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+    set
+}
+
+/// Wait for one of the signals in `set` (blocked by [`block_signals`]).
+fn wait_signal(set: &libc::sigset_t) -> i32 {
+    let mut sig = 0;
+    // SAFETY: sigwait reads the set and writes one int we own.
+    unsafe { libc::sigwait(set, &mut sig) };
+    sig
+}
+
+/// Serve in the foreground until SIGTERM, SIGINT or SIGHUP; then unmount.
+pub fn run(cfg: ServeConfig) -> Result<(), String> {
+    let signals = block_signals();
+    // The kernel applies the caller's umask before a create reaches us; ours
+    // must not mask the mode a second time.
+    // SAFETY: umask only sets this process's file mode mask.
+    unsafe { libc::umask(0) };
+    let name = cfg.medium.name().to_string();
+    let mut server = Server::mount(&cfg.backing, &cfg.mountpoint, cfg.medium, &cfg.options)?;
+    println!(
+        "storlab media: {name} ({} mode) serves {} at {} (pid {})",
+        server.mode().name(),
+        cfg.backing.display(),
+        cfg.mountpoint.display(),
+        std::process::id()
+    );
+    if let Some(f) = &cfg.ready_file {
+        let tmp = f.with_extension("tmp");
+        std::fs::write(&tmp, format!("{}\n", std::process::id()))
+            .and_then(|()| std::fs::rename(&tmp, f))
+            .map_err(|e| format!("cannot write ready file {}: {e}", f.display()))?;
+    }
+    let sig = wait_signal(&signals);
+    println!(
+        "storlab media: signal {sig}, unmounting; {}",
+        server.timing_summary()
+    );
+    let r = server.unmount();
+    if let Some(f) = &cfg.ready_file {
+        let _ = std::fs::remove_file(f);
+    }
+    r
+}
+
+/// Remove what is left of the media file system at `mountpoint` (see
+/// [`fuse::cleanup`]): for after a server died or would not stop.
+pub fn cleanup(mountpoint: &Path) -> Result<(), String> {
+    fuse::cleanup(mountpoint)
+}
+
+/// A running `storlab media-serve` process (what the lab records to stop it).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MediaServer {
+    /// The process (PID, start time, log).
+    pub proc: Proc,
+    /// Where it mounted the file system.
+    pub mountpoint: PathBuf,
+}
+
+/// How long a server has to mount and answer INIT.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl MediaServer {
+    /// Start `storlab media-serve` (this very binary) serving `backing_dir` at
+    /// `mountpoint` on media `media` (see [`medium`]), output to `log`.
+    pub fn start(
+        backing_dir: &Path,
+        mountpoint: &Path,
+        media: &str,
+        log: &Path,
+    ) -> Result<MediaServer, String> {
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot find the storlab binary for the media server: {e}"))?;
+        MediaServer::start_with(&exe, backing_dir, mountpoint, media, None, log)
+    }
+
+    /// [`MediaServer::start`] with the binary and the cache mode given.
+    pub fn start_with(
+        exe: &Path,
+        backing_dir: &Path,
+        mountpoint: &Path,
+        media: &str,
+        mode: Option<CacheMode>,
+        log: &Path,
+    ) -> Result<MediaServer, String> {
+        medium(media)?;
+        // Checked here, not only by the server: a failed start cleans up its
+        // mount point, which must not take another server's mount with it.
+        if !fuse::mount::mounted(mountpoint).is_empty() {
+            return Err(format!(
+                "{} already has storlab's media file system mounted (stop its server, or clean up after it)",
+                mountpoint.display()
+            ));
+        }
+        let ready = log.with_extension("ready");
+        let _ = std::fs::remove_file(&ready);
+        let mut args = vec![
+            "media-serve".to_string(),
+            "--backing".into(),
+            backing_dir.display().to_string(),
+            "--mount".into(),
+            mountpoint.display().to_string(),
+            "--media".into(),
+            media.into(),
+            "--ready-file".into(),
+            ready.display().to_string(),
+        ];
+        if let Some(m) = mode {
+            args.extend(["--cache".into(), m.name().into()]);
+        }
+        let proc = process::spawn(exe, &args, log)?;
+        let server = MediaServer {
+            proc,
+            mountpoint: mountpoint.to_path_buf(),
+        };
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let pid = std::fs::read_to_string(&ready).unwrap_or_default();
+            if pid.trim() == server.proc.pid.to_string() {
+                let _ = std::fs::remove_file(&ready);
+                return Ok(server);
+            }
+            let why = if !server.proc.alive() {
+                "exited"
+            } else if Instant::now() >= deadline {
+                "did not answer within 10 s"
+            } else {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            };
+            let stopped = server.stop();
+            let _ = std::fs::remove_file(&ready);
+            let mut msg = format!(
+                "media server for {} at {} {why}",
+                backing_dir.display(),
+                mountpoint.display()
+            );
+            if let Err(e) = stopped {
+                msg.push_str(&format!(" (and stopping it: {e})"));
+            }
+            let tail = server.proc.log_tail(10);
+            if !tail.is_empty() {
+                msg.push_str(&format!(
+                    "\n--- last lines of {} ---\n{tail}",
+                    server.proc.log.display()
+                ));
+            }
+            return Err(msg);
+        }
+    }
+
+    /// The server recorded as `proc`, mounted at `mountpoint`.
+    pub fn from_proc(proc: Proc, mountpoint: &Path) -> MediaServer {
+        MediaServer {
+            proc,
+            mountpoint: mountpoint.to_path_buf(),
+        }
+    }
+
+    /// Its PID.
+    pub fn pid(&self) -> u32 {
+        self.proc.pid
+    }
+
+    /// Stop it (SIGTERM: it unmounts; SIGKILL after 10 s) and leave nothing
+    /// mounted (see [`cleanup`]). Call after the servers using the mount have
+    /// stopped. Idempotent.
+    pub fn stop(&self) -> Result<(), String> {
+        let gone = self.proc.stop(Duration::from_secs(10));
+        let cleaned = cleanup(&self.mountpoint);
+        if !gone {
+            return Err(format!(
+                "media server (pid {}) would not stop",
+                self.proc.pid
+            ));
+        }
+        cleaned
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_names_parse_or_say_what_is_allowed() {
+        assert_eq!(medium("ram").unwrap().name(), "ram");
+        assert!(medium("ram").unwrap().page_cache());
+        assert_eq!(medium("fixed:50").unwrap().name(), "fixed:50,50,50");
+        let e = medium("nvme-typo").err().unwrap();
+        assert!(
+            e.contains("\"nvme-typo\"") && e.contains(MEDIA_ALLOWED),
+            "{e}"
+        );
+        assert!(medium("fixed:x").is_err());
+    }
+}
