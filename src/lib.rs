@@ -17,6 +17,7 @@ pub mod media;
 pub mod model;
 pub mod plan;
 pub mod prepare;
+pub mod process;
 pub mod report;
 pub mod runner;
 pub mod stats;

@@ -11,9 +11,9 @@ use storlab::backends::nfs::{NfsBackend, v3};
 use storlab::io::BufferPool;
 use storlab::io::{Backend, OpenOptions, Request};
 use storlab::lab::netns::{self, Netns};
-use storlab::lab::process::{self, Proc};
 use storlab::lab::tools::{self, Tools};
 use storlab::lab::{ganesha, ready, rpcbind};
+use storlab::process::{self, Proc};
 use storlab::target::Target;
 use storlab::workload::{Dir, SyncMode};
 

@@ -18,9 +18,9 @@
 
 use super::LabError;
 use super::netns::Netns;
-use super::process::{self, Proc};
 use super::ready;
 use super::tools::Tools;
+use crate::process::{self, Proc};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};

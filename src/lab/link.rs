@@ -23,7 +23,7 @@
 //! machine 7.8 s of softirq per 12 s run (for 85 MB/s), against 2.4 s and
 //! 1.1 s (for 114 MB/s) with GSO, enough to hold a 2-core lab below the rate.
 
-use super::process;
+use crate::process;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

@@ -25,7 +25,6 @@ pub mod link;
 pub mod nbdkit;
 pub mod net;
 pub mod netns;
-pub mod process;
 pub mod ready;
 pub mod registry;
 pub mod restart;
@@ -40,8 +39,8 @@ pub use link::Link;
 pub use net::NetMode;
 pub use state::{LabState, Phase, Server, Targets};
 
+use crate::process::{self, Proc};
 use netns::Netns;
-use process::Proc;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

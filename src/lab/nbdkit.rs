@@ -7,10 +7,10 @@
 
 use super::LabError;
 use super::net::Listen;
-use super::process::{self, Proc};
 use super::ready;
 use super::rpcbind;
 use super::tools::Tools;
+use crate::process::{self, Proc};
 use std::path::Path;
 
 /// The NBD export name.

@@ -8,7 +8,7 @@
 //! itself created; slot N (0..=255) is the first one with no namespace, no
 //! interface and no address of that name or range on the machine.
 
-use super::process;
+use crate::process;
 use serde::{Deserialize, Serialize};
 use std::net::{Ipv4Addr, TcpListener};
 use std::os::fd::AsRawFd;

@@ -2,7 +2,7 @@
 //! deadline passes. No fixed sleeps: the poll interval only spaces the probes.
 
 use super::LabError;
-use super::process::Proc;
+use crate::process::Proc;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,8 @@
 use super::net::{Listen, NetMode};
 use super::state::LabState;
 use super::tools::Tools;
-use super::{LabError, backing, ganesha, nbdkit, process, tgt};
+use super::{LabError, backing, ganesha, nbdkit, tgt};
+use crate::process;
 use std::path::Path;
 use std::time::Duration;
 

@@ -11,9 +11,9 @@
 use super::LabError;
 use super::net::NetMode;
 use super::netns::Netns;
-use super::process::{self, Proc};
 use super::ready;
 use super::tools::Tools;
+use crate::process::{self, Proc};
 use std::path::Path;
 
 /// Start rpcbind as the storage host's anchor process.

@@ -6,7 +6,7 @@ use super::hosts::Host;
 use super::link::Link;
 use super::net::NetMode;
 use super::netns::Netns;
-use super::process::Proc;
+use crate::process::Proc;
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};

@@ -18,7 +18,7 @@ pub mod fixed;
 
 use super::Medium;
 use super::fuse::{self, CacheMode, Options, Server};
-use crate::lab::process::{self, Proc};
+use crate::process::{self, Proc};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
