@@ -5,7 +5,6 @@
 use super::AgentConfig;
 use super::auth;
 use super::decode::AgentRequest;
-use super::http::header;
 use crate::fleet::metrics::Metrics;
 use crate::fleet::wire::{self, ErrorKind, RunState};
 use crate::plan::{self, TargetKind};
@@ -16,7 +15,6 @@ use serde::Serialize;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tiny_http::Request;
 
 /// Longest long-poll wait the agent grants.
 const MAX_WAIT: Duration = Duration::from_secs(10);
@@ -104,14 +102,6 @@ impl Shared {
 
     pub(super) fn log(&self, msg: &str) {
         eprintln!("storlab agent {}: {msg}", self.cfg.name);
-    }
-
-    /// Whether `req` carries the token (always, on a tokenless loopback agent).
-    pub(super) fn authorized(&self, req: &Request) -> bool {
-        match &self.cfg.token {
-            Some(t) => auth::authorized(header(req, "Authorization"), t),
-            None => true,
-        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! kernel says whatever happened in between.
 
 use super::abi::{self, Dirent, Pod};
-use super::fs::Fs;
+use super::nodes::{Handles, Nodes};
 use super::reply::Reply;
 use super::sys::{self, DirEntry, Sys};
 use std::os::fd::{AsFd, OwnedFd};
@@ -20,12 +20,26 @@ pub struct DirStream {
     pending: Vec<DirEntry>,
 }
 
-impl Fs {
-    /// OPENDIR.
-    pub(super) fn opendir(&self, n: u64) -> Sys<Reply> {
-        let node = self.nodes.fd(n)?;
+/// The open directories, by the handle the kernel holds.
+#[derive(Default)]
+pub struct Dirs(Handles<Mutex<DirStream>>);
+
+impl Dirs {
+    /// How many are open.
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// RELEASEDIR.
+    pub(super) fn release(&self, fh: u64) {
+        self.0.remove(fh);
+    }
+
+    /// OPENDIR of node `n`.
+    pub(super) fn opendir(&self, nodes: &Nodes, n: u64) -> Sys<Reply> {
+        let node = nodes.fd(n)?;
         let fd = sys::reopen(node.as_fd(), libc::O_RDONLY | libc::O_DIRECTORY)?;
-        let fh = self.dirs.insert(Mutex::new(DirStream {
+        let fh = self.0.insert(Mutex::new(DirStream {
             fd,
             pos: 0,
             pending: Vec::new(),
@@ -38,7 +52,7 @@ impl Fs {
 
     /// READDIR: as many entries from `offset` on as fit in `size` bytes.
     pub(super) fn readdir(&self, r: &abi::ReadIn) -> Sys<Reply> {
-        let dir = self.dirs.get(r.fh)?;
+        let dir = self.0.get(r.fh)?;
         let mut d = dir.lock().unwrap_or_else(|e| e.into_inner());
         if d.pos != r.offset {
             sys::lseek(d.fd.as_fd(), r.offset, libc::SEEK_SET)?;
@@ -84,7 +98,7 @@ impl Fs {
 
     /// FSYNCDIR.
     pub(super) fn fsyncdir(&self, f: &abi::FsyncIn) -> Sys<Reply> {
-        let dir = self.dirs.get(f.fh)?;
+        let dir = self.0.get(f.fh)?;
         let d = dir.lock().unwrap_or_else(|e| e.into_inner());
         sys::fsync(d.fd.as_fd(), f.fsync_flags & abi::FSYNC_FDATASYNC != 0)?;
         Ok(Reply::ok())

@@ -93,7 +93,7 @@ pub struct Fs {
     /// Open files.
     pub files: Handles<OpenFile>,
     /// Open directories.
-    pub dirs: Handles<Mutex<super::dir::DirStream>>,
+    pub dirs: super::dir::Dirs,
     /// The emulated device.
     pub medium: Arc<dyn Medium>,
     /// How data reaches clients (may drop from passthrough to page cache
@@ -148,7 +148,7 @@ impl Fs {
         Ok(Fs {
             nodes: Nodes::new(root)?,
             files: Handles::default(),
-            dirs: Handles::default(),
+            dirs: super::dir::Dirs::default(),
             medium,
             mode: Mutex::new(mode),
             timeout: Duration::from_secs(1),
@@ -271,18 +271,18 @@ impl Fs {
                     .map(|offset| Reply::of(&abi::LseekOut { offset }))
                     .into()
             }
-            op::OPENDIR => self.opendir(n).into(),
+            op::OPENDIR => self.dirs.opendir(&self.nodes, n).into(),
             op::READDIR => {
                 let r = arg!(a, abi::ReadIn);
-                self.readdir(&r).into()
+                self.dirs.readdir(&r).into()
             }
             op::RELEASEDIR => {
-                self.dirs.remove(arg!(a, abi::ReleaseIn).fh);
+                self.dirs.release(arg!(a, abi::ReleaseIn).fh);
                 Answer::Now(Reply::ok())
             }
             op::FSYNCDIR => {
                 let f = arg!(a, abi::FsyncIn);
-                self.fsyncdir(&f).into()
+                self.dirs.fsyncdir(&f).into()
             }
             // Every operation completes at its medium's time, which is
             // bounded: the kernel may wait for it (the protocol lets a file
