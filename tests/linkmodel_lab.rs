@@ -90,6 +90,7 @@ fn read_64k(lab: &Lab, agent: &str, token: &str, url: &str) -> Measured {
     let doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json).unwrap()).expect("run JSON");
     let _ = std::fs::remove_file(&json);
+    check_link_counters(&doc, url);
     let summary = &doc["jobs"][0]["points"][0]["summary"];
     let num = |v: &serde_json::Value, what: &str| {
         v.as_f64()
@@ -102,6 +103,64 @@ fn read_64k(lab: &Lab, agent: &str, token: &str, url: &str) -> Measured {
         net: serde_json::from_value(doc["environment"]["network"].clone())
             .expect("the run records the lab network it crossed"),
     }
+}
+
+/// The run's intervals carry the lab's link counters, read inside each
+/// namespace (issue 12, part 5): over the measured intervals, the host's
+/// interface received and the storage end sent at least the bytes the reads
+/// moved (the wire adds headers), and not wildly more; no TCP segment was
+/// retransmitted on a clean link by more than a trickle.
+fn check_link_counters(doc: &serde_json::Value, url: &str) {
+    let intervals = doc["jobs"][0]["points"][0]["intervals"]
+        .as_array()
+        .expect("intervals");
+    let (mut read, mut host_rx, mut storage_tx, mut segs, mut retrans) = (0u64, 0, 0, 0, 0);
+    let u = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    // The first measured interval's counters may straddle the ramp's end;
+    // skip it and compare the rest.
+    for iv in intervals.iter().filter(|i| i["phase"] == "measure").skip(1) {
+        read += u(&iv["stats"]["read"]["bytes"]);
+        let net = iv["net"]
+            .as_array()
+            .expect("every interval carries net counters");
+        for ns in net {
+            let bytes = |key: &str| {
+                ns["interfaces"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| u(&i[key]))
+                    .sum::<u64>()
+            };
+            match ns["role"].as_str().unwrap() {
+                "host 1" => {
+                    host_rx += bytes("rx_bytes");
+                    segs += u(&ns["tcp"]["in_segs"]);
+                }
+                "storage" => {
+                    storage_tx += bytes("tx_bytes");
+                    retrans += u(&ns["tcp"]["retrans_segs"]);
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(read > 0, "{url}: nothing read");
+    for (what, got) in [("host rx", host_rx), ("storage tx", storage_tx)] {
+        let ratio = got as f64 / read as f64;
+        assert!(
+            (1.0..1.25).contains(&ratio),
+            "{url}: {what} {got} bytes for {read} bytes read ({ratio:.3}x)"
+        );
+    }
+    assert!(
+        segs > 0,
+        "{url}: no TCP segment counted in the host's namespace"
+    );
+    assert!(
+        retrans * 100 <= segs.max(1),
+        "{url}: {retrans} retransmitted segments for {segs} received"
+    );
 }
 
 #[test]

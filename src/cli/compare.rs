@@ -49,7 +49,7 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             names.join(", ")
         )));
     }
-    let opts = session::run_options(&args.out);
+    let mut opts = session::run_options(&args.out);
     let store = session::open_store(&args.out)?;
     let mut s = Session::new(&args.out, store.as_ref(), argv, Vec::new())?;
     s.record.environment.network = lab_state
@@ -60,6 +60,14 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             let urls: Vec<String> = contenders.iter().map(|c| c.target.to_string()).collect();
             crate::lab::registry::network_of(&urls)
         });
+    // On a lab, the lab's link counters go beside every interval.
+    let urls: Vec<String> = contenders.iter().map(|c| c.target.to_string()).collect();
+    opts.probe = match &lab_state {
+        Some(l) => session::lab_probe(l),
+        None => crate::lab::registry::lab_of(&urls)
+            .as_ref()
+            .and_then(session::lab_probe),
+    };
     let mut info = CompareInfo {
         baseline: baseline.clone(),
         targets: contenders

@@ -37,7 +37,7 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     }
     session::check_outputs(&args.out)?;
     session::check_protocol_writes(&jobs, &targets, args.out.allow_overwrite)?;
-    let opts = session::run_options(&args.out);
+    let mut opts = session::run_options(&args.out);
     let fleet = match &args.hosts {
         Some(h) => Some(FleetConfig {
             hosts: controller::parse_hosts(h).map_err(CliError::input)?,
@@ -77,6 +77,10 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     }
     let store = session::open_store(&args.out)?;
     let names: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
+    // On a lab's targets, the lab's link counters go beside every interval.
+    opts.probe = crate::lab::registry::lab_of(&names)
+        .as_ref()
+        .and_then(session::lab_probe);
     let mut s = Session::new(&args.out, store.as_ref(), argv, names)?;
     let mut fleet_progress = FleetProgress::new("", args.out.quiet);
     'jobs: for job in &jobs {
@@ -92,7 +96,7 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             let spec = &next.spec;
             let result = match &fleet {
                 Some(f) => s.measure(Some(&mut fleet_progress), |obs| {
-                    controller::run_point(f, spec, &targets, opts.stop, obs)
+                    controller::run_point(f, spec, &targets, opts.stop, opts.probe.as_deref(), obs)
                 }),
                 None => s.measure(None, |obs| runner::run_point(spec, &targets, &opts, obs)),
             };

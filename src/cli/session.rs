@@ -117,7 +117,15 @@ pub fn run_options(out: &OutArgs) -> RunOptions<'static> {
         allow_overwrite: out.allow_overwrite,
         stop: &signals::STOP,
         hooks: Some(std::sync::Arc::new(crate::verify::Verify)),
+        probe: None,
     }
+}
+
+/// The link counters of `lab` as the per-interval probe of a run on it.
+pub fn lab_probe(lab: &crate::lab::LabState) -> Option<std::sync::Arc<dyn crate::runner::Probe>> {
+    Some(std::sync::Arc::new(
+        crate::lab::counters::NetProbe::for_lab(lab),
+    ))
 }
 
 /// Open the results database unless `--no-db`.

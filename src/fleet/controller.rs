@@ -4,7 +4,9 @@
 
 use super::remote::RemoteRunner;
 use crate::model::PointResult;
-use crate::runner::{self, HostCheck, HostLoss, HostPlan, HostRunner, Observer, RunError, share};
+use crate::runner::{
+    self, HostCheck, HostLoss, HostPlan, HostRunner, Observer, Probe, RunError, share,
+};
 use crate::target::Target;
 use crate::workload::Spec;
 use std::path::Path;
@@ -138,6 +140,7 @@ pub fn run_point(
     spec: &Spec,
     targets: &[Target],
     stop: &AtomicBool,
+    probe: Option<&dyn Probe>,
     obs: &mut dyn Observer,
 ) -> Result<PointResult, RunError> {
     let shares = share::deal(spec.total_vms() as u32, cfg.hosts.len(), cfg.vms_per_host)
@@ -159,7 +162,7 @@ pub fn run_point(
             allow_overwrite: cfg.allow_overwrite,
         });
     }
-    runner::run_hosts(spec, &mut hosts, &plans, cfg.on_loss, stop, obs)
+    runner::run_hosts(spec, &mut hosts, &plans, cfg.on_loss, stop, probe, obs)
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@
 //! `--link` every veth end is shaped by tc tbf ([`link`]). See docs/lab.md.
 
 pub mod backing;
+pub mod counters;
 pub mod ganesha;
 pub mod hosts;
 pub mod link;

@@ -57,6 +57,11 @@ pub fn owned_by_a_lab(target: &Target) -> bool {
 /// The network of the running lab that serves any of `targets` (URLs);
 /// `None` when no running lab does.
 pub fn network_of(targets: &[String]) -> Option<crate::model::Network> {
+    lab_of(targets).as_ref().map(LabState::network)
+}
+
+/// The running lab that serves any of `targets` (URLs).
+pub fn lab_of(targets: &[String]) -> Option<LabState> {
     let wanted: Vec<Target> = targets
         .iter()
         .filter_map(|t| Target::parse(t).ok())
@@ -64,15 +69,12 @@ pub fn network_of(targets: &[String]) -> Option<crate::model::Network> {
     if wanted.is_empty() {
         return None;
     }
-    running_labs()
-        .iter()
-        .find(|lab| {
-            lab.targets.as_ref().is_some_and(|t| {
-                t.list()
-                    .iter()
-                    .filter_map(|(_, url)| Target::parse(url).ok())
-                    .any(|u| wanted.contains(&u))
-            })
+    running_labs().into_iter().find(|lab| {
+        lab.targets.as_ref().is_some_and(|t| {
+            t.list()
+                .iter()
+                .filter_map(|(_, url)| Target::parse(url).ok())
+                .any(|u| wanted.contains(&u))
         })
-        .map(LabState::network)
+    })
 }

@@ -32,6 +32,10 @@ pub struct IntervalRecord {
     pub stats: Snapshot,
     /// CPU over the interval.
     pub cpu: CpuSample,
+    /// What the lab's links carried over the interval, one entry per network
+    /// namespace of the lab (empty when the targets are no lab's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub net: Vec<NetSample>,
 }
 
 /// One worker's measured totals.
@@ -158,4 +162,46 @@ pub struct HostVerify {
     /// The durability journal it wrote, once per target it covers (empty
     /// without `--journal`); `Err`: the journal failed (why).
     pub journals: Result<Vec<SavedMap>, String>,
+}
+
+/// What one network namespace of a lab saw over one interval: its interfaces
+/// on the lab's links and its TCP counters, read inside that namespace.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetSample {
+    /// The namespace (`storlab0`, `storlab0-h1`; `root` for the controller's own).
+    pub namespace: String,
+    /// Its role on the path: `client`, `storage`, or `host N`.
+    pub role: String,
+    /// Its interfaces on the lab's links (`lo` for a loopback lab).
+    pub interfaces: Vec<IfCounters>,
+    /// Its TCP counters (every connection of the namespace).
+    pub tcp: TcpCounters,
+}
+
+/// An interface's counters over an interval (/proc/net/dev).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IfCounters {
+    /// Interface name.
+    pub name: String,
+    /// Bytes received (IP packets with their Ethernet header, as the kernel counts).
+    pub rx_bytes: u64,
+    /// Packets received.
+    pub rx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Packets dropped, either way.
+    pub dropped: u64,
+}
+
+/// TCP counters of a namespace over an interval (/proc/net/snmp).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpCounters {
+    /// Segments received.
+    pub in_segs: u64,
+    /// Segments sent (retransmissions not counted).
+    pub out_segs: u64,
+    /// Segments retransmitted.
+    pub retrans_segs: u64,
 }

@@ -6,7 +6,9 @@
 use super::local::{intervals_in, total_intervals};
 use super::merge::Merger;
 use super::share;
-use super::{HostEvent, HostInterval, HostPlan, HostPrepared, HostRunner, Observer, RunError};
+use super::{
+    HostEvent, HostInterval, HostPlan, HostPrepared, HostRunner, Observer, Probe, RunError,
+};
 use crate::model::{
     HostResult, HostVerify, IntervalRecord, Phase, PointResult, SavedMap, WorkerResult,
 };
@@ -123,6 +125,7 @@ pub fn run_hosts(
     plans: &[HostPlan],
     on_loss: HostLoss,
     stop: &AtomicBool,
+    probe: Option<&dyn Probe>,
     obs: &mut dyn Observer,
 ) -> Result<PointResult, RunError> {
     assert_eq!(hosts.len(), plans.len(), "one plan per host");
@@ -142,7 +145,7 @@ pub fn run_hosts(
         .unwrap_or(0);
     let at_unix_ns = now_unix + lead.as_nanos() as u64;
     let (tx, rx) = mpsc::channel::<HostEvent>();
-    let mut c = Collector::new(spec, hosts.len(), on_loss);
+    let mut c = Collector::new(spec, hosts.len(), on_loss, probe);
     for (i, h) in hosts.iter_mut().enumerate() {
         if let Err(e) = h.start(at_unix_ns, i, tx.clone()) {
             // Hosts already started are stopped; what they measure is kept.
@@ -158,6 +161,9 @@ pub fn run_hosts(
         for h in hosts.iter_mut() {
             h.stop();
         }
+    }
+    if let Some(p) = probe {
+        p.start();
     }
     obs.point_started(spec, c.total_intervals);
     loop {
@@ -256,6 +262,7 @@ fn all_or_errors<T>(results: Vec<Result<T, RunError>>) -> Result<Vec<T>, RunErro
 struct Collector<'a> {
     spec: &'a Spec,
     on_loss: HostLoss,
+    probe: Option<&'a dyn Probe>,
     interval_ns: u64,
     ramp_intervals: u32,
     total_intervals: u32,
@@ -272,10 +279,11 @@ struct Collector<'a> {
 }
 
 impl<'a> Collector<'a> {
-    fn new(spec: &'a Spec, n: usize, on_loss: HostLoss) -> Self {
+    fn new(spec: &'a Spec, n: usize, on_loss: HostLoss, probe: Option<&'a dyn Probe>) -> Self {
         Collector {
             spec,
             on_loss,
+            probe,
             interval_ns: spec.interval.as_nanos() as u64,
             ramp_intervals: intervals_in(spec.ramp, spec.interval),
             total_intervals: total_intervals(spec),
@@ -306,6 +314,7 @@ impl<'a> Collector<'a> {
             seconds: end_ns.saturating_sub(start_ns) as f64 / 1e9,
             stats,
             cpu,
+            net: Vec::new(),
         }
     }
 
@@ -414,7 +423,10 @@ impl<'a> Collector<'a> {
             let Some((index, (stats, cpus), end)) = next else {
                 return;
             };
-            let rec = self.record(index, stats, end, cpu_of_hosts(&cpus));
+            let mut rec = self.record(index, stats, end, cpu_of_hosts(&cpus));
+            if let Some(p) = self.probe {
+                rec.net = p.sample();
+            }
             obs.interval(self.spec, &rec, self.total_intervals);
             self.intervals.push(rec);
         }

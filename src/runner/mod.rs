@@ -20,7 +20,7 @@ pub use aggregate::{HostLoss, run_hosts};
 pub use local::LocalRunner;
 
 use crate::engine::hooks::PointHooks;
-use crate::model::{HostVerify, IntervalRecord, PointResult, PreparedFile};
+use crate::model::{HostVerify, IntervalRecord, NetSample, PointResult, PreparedFile};
 use crate::plan::Plan;
 use crate::stats::{CpuSample, Snapshot};
 use crate::target::Target;
@@ -41,6 +41,24 @@ pub struct RunOptions<'a> {
     pub stop: &'a AtomicBool,
     /// Where each point's I/O hooks come from (verify mode); `None`: none.
     pub hooks: Option<Arc<dyn RunHooks>>,
+    /// Counters read beside the I/O once per interval (the lab's links).
+    pub probe: Option<Arc<dyn Probe>>,
+}
+
+/// Counters read beside the I/O, once per fleet interval, as each interval
+/// becomes final (the lab's network links: `crate::lab`'s counters).
+///
+/// Contract: `start` is called once when the point's hosts start and takes
+/// the first reading; each `sample` returns what the counters moved since the
+/// previous reading. A reading is taken when the interval is final (every
+/// host has shipped it), a few milliseconds after its own end, so a sample
+/// covers the span between two such moments. A probe that cannot read returns
+/// nothing for that interval; it never fails the point.
+pub trait Probe: Send + Sync {
+    /// The point starts: take the first reading.
+    fn start(&self);
+    /// What the counters moved since the last reading.
+    fn sample(&self) -> Vec<NetSample>;
 }
 
 /// A source of I/O hooks for each point a local runner runs (verify mode is
@@ -256,7 +274,16 @@ pub fn run_point(
     };
     let mut hosts: Vec<Box<dyn HostRunner>> =
         vec![Box::new(LocalRunner::new(local_name(), opts.hooks.clone()))];
-    run_hosts(spec, &mut hosts, &[plan], HostLoss::Stop, opts.stop, obs)
+    let probe = opts.probe.as_deref();
+    run_hosts(
+        spec,
+        &mut hosts,
+        &[plan],
+        HostLoss::Stop,
+        opts.stop,
+        probe,
+        obs,
+    )
 }
 
 /// This machine's name, for the one host of a local run.

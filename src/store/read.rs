@@ -259,17 +259,17 @@ impl Store {
         let mut st = self
             .conn
             .prepare(
-                "SELECT idx, phase, start_s, seconds, stats, cpu FROM intervals
+                "SELECT idx, phase, start_s, seconds, stats, cpu, net FROM intervals
                  WHERE point_id = ?1 ORDER BY idx",
             )
             .map_err(|e| self.err(what, e))?;
-        type IvRow = (u32, String, f64, f64, String, String);
+        type IvRow = (u32, String, f64, f64, String, String, Option<String>);
         let rows: Vec<IvRow> = st
             .query_map([point], |r| IvRow::try_from(r))
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(|e| self.err(what, e))?;
         rows.into_iter()
-            .map(|(index, phase, start_s, seconds, stats, cpu)| {
+            .map(|(index, phase, start_s, seconds, stats, cpu, net)| {
                 Ok(IntervalRecord {
                     index,
                     phase: if phase == "ramp" {
@@ -281,6 +281,10 @@ impl Store {
                     seconds,
                     stats: self.decode("interval stats", &stats)?,
                     cpu: self.decode("interval CPU", &cpu)?,
+                    net: match net {
+                        Some(n) => self.decode("interval network counters", &n)?,
+                        None => Vec::new(),
+                    },
                 })
             })
             .collect()

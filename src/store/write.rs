@@ -146,8 +146,8 @@ impl Store {
     pub fn add_interval(&self, point: PointId, rec: &IntervalRecord) -> Result<(), StoreError> {
         self.conn
             .execute(
-                "INSERT OR REPLACE INTO intervals (point_id, idx, phase, start_s, seconds, stats, cpu)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT OR REPLACE INTO intervals (point_id, idx, phase, start_s, seconds, stats, cpu, net)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![
                     point.0,
                     rec.index,
@@ -159,6 +159,11 @@ impl Store {
                     rec.seconds,
                     self.json("interval stats", &rec.stats)?,
                     self.json("interval CPU", &rec.cpu)?,
+                    if rec.net.is_empty() {
+                        None
+                    } else {
+                        Some(self.json("interval network counters", &rec.net)?)
+                    },
                 ],
             )
             .map_err(|e| self.err(format!("recording interval {}", rec.index), e))?;
