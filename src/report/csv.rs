@@ -1,7 +1,7 @@
 //! CSV exports: a run's interval time series (one row per interval of every
 //! load point) and a comparison's figures in long form.
 
-use super::format::csv_field;
+use super::format::{csv_doc, csv_field, opt_num};
 use super::hosts;
 use super::relative::Comparison;
 use super::stats_ci::Estimate;
@@ -88,60 +88,58 @@ pub const COMPARISON_HEADER: &str =
 /// several hosts, each host's IOPS, MB/s and latency (`host` set, no
 /// relative figures).
 pub fn comparison(c: &Comparison) -> String {
-    let mut out = String::from(COMPARISON_HEADER);
-    out.push('\n');
-    let opt = |v: Option<f64>, prec: usize| v.map(|x| format!("{x:.prec$}")).unwrap_or_default();
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    // One line: (metric, key, target, estimate, relative, within noise, host).
+    let mut line = |m: Metric,
+                    k: usize,
+                    t: usize,
+                    est: &Estimate,
+                    relative: Option<f64>,
+                    noise: Option<bool>,
+                    host: &str| {
+        let (job, label) = &c.keys[k];
+        rows.push(vec![
+            m.key().into(),
+            job.clone(),
+            label.clone(),
+            c.targets[t].clone(),
+            (t == c.baseline).to_string(),
+            est.n.to_string(),
+            format!("{:.6}", est.mean),
+            format!("{:.6}", est.stddev),
+            opt_num(est.ci95, 6),
+            opt_num(relative, 2),
+            noise.map(|b| b.to_string()).unwrap_or_default(),
+            host.into(),
+        ]);
+    };
     for m in c.metrics() {
-        for row in c.table(m).rows {
+        for (k, row) in c.table(m).rows.iter().enumerate() {
             for (t, cell) in row.cells.iter().enumerate() {
                 let Some(cell) = cell else { continue };
-                let _ = writeln!(
-                    out,
-                    "{},{},{},{},{},{},{:.6},{:.6},{},{},{},",
-                    m.key(),
-                    csv_field(&row.job),
-                    csv_field(&row.label),
-                    csv_field(&c.targets[t]),
-                    t == c.baseline,
-                    cell.est.n,
-                    cell.est.mean,
-                    cell.est.stddev,
-                    opt(cell.est.ci95, 6),
-                    opt(cell.relative, 2),
-                    cell.within_noise.map(|b| b.to_string()).unwrap_or_default(),
-                );
+                line(m, k, t, &cell.est, cell.relative, cell.within_noise, "");
             }
         }
     }
-    // A figure without relative columns: (metric, key, target, values, host).
-    let mut plain = |metric: &str, k: usize, t: usize, v: &[f64], host: &str| {
-        let est = Estimate::of(v);
-        let (job, label) = &c.keys[k];
-        let _ = writeln!(
-            out,
-            "{metric},{},{},{},{},{},{:.6},{:.6},{},,,{}",
-            csv_field(job),
-            csv_field(label),
-            csv_field(&c.targets[t]),
-            t == c.baseline,
-            est.n,
-            est.mean,
-            est.stddev,
-            opt(est.ci95, 6),
-            csv_field(host),
-        );
+    // Figures without relative columns.
+    let mut plain = |m: Metric, k: usize, t: usize, v: &[f64], host: &str| {
+        line(m, k, t, &Estimate::of(v), None, None, host);
     };
     for k in 0..c.keys.len() {
         for t in 0..c.targets.len() {
-            let pts = c.points(k, t);
-            if pts.is_empty() {
+            if c.points(k, t).is_empty() {
                 continue;
             }
-            let peak = c.values(Metric::PeakGbits, k, t);
-            plain(Metric::PeakGbits.key(), k, t, &peak, "");
+            plain(
+                Metric::PeakGbits,
+                k,
+                t,
+                &c.values(Metric::PeakGbits, k, t),
+                "",
+            );
             if let Some((avg, peak)) = hosts::link_pct(c, k, t) {
-                plain(Metric::LinkPct.key(), k, t, &avg, "");
-                plain(Metric::LinkPctPeak.key(), k, t, &peak, "");
+                plain(Metric::LinkPct, k, t, &avg, "");
+                plain(Metric::LinkPctPeak, k, t, &peak, "");
             }
         }
     }
@@ -149,12 +147,12 @@ pub fn comparison(c: &Comparison) -> String {
         for t in 0..c.targets.len() {
             for (host, hs) in hosts::hosts_of(c, k, t) {
                 for m in hosts::HOST_METRICS {
-                    plain(m.key(), k, t, &hosts::host_values(m, &hs), &host);
+                    plain(m, k, t, &hosts::host_values(m, &hs), &host);
                 }
             }
         }
     }
-    out
+    csv_doc(COMPARISON_HEADER, rows)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 //! lists every difference of spec (job · point: field: old → new), and the
 //! caller refuses or flags the comparison.
 
-use super::format::{aligned, csv_field, fmt_precise, md_cell, md_rows};
+use super::format::{aligned, csv_doc, fmt_precise, md_cell, md_rows, opt_num};
 use super::relative::{Source, target_of};
 use super::stats_ci::{Welch, mean, welch};
 use super::vocab::{Figures, Metric};
@@ -471,28 +471,23 @@ pub const CSV_HEADER: &str =
 
 /// The diff as CSV, one line per change.
 pub fn csv(d: &Diff) -> String {
-    let mut out = String::from(CSV_HEADER);
-    out.push('\n');
-    let opt = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_default();
-    for c in &d.changes {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{:.6},{:.6},{},{},{},{},{},{}",
-            csv_field(&c.job),
-            csv_field(&c.point),
-            csv_field(&c.target),
-            c.metric.key(),
-            c.old,
-            c.new,
-            opt(c.change_pct),
-            opt(c.ci95_pct),
-            c.n_old,
-            c.n_new,
-            c.basis.as_str(),
+    let rows = d.changes.iter().map(|c| {
+        vec![
+            c.job.clone(),
+            c.point.clone(),
+            c.target.clone(),
+            c.metric.key().into(),
+            format!("{:.6}", c.old),
+            format!("{:.6}", c.new),
+            opt_num(c.change_pct, 3),
+            opt_num(c.ci95_pct, 3),
+            c.n_old.to_string(),
+            c.n_new.to_string(),
+            c.basis.as_str().into(),
             c.verdict.as_str().replace(": ", " "),
-        );
-    }
-    out
+        ]
+    });
+    csv_doc(CSV_HEADER, rows)
 }
 
 /// The diff as pretty JSON (schema "storlab.diff").
@@ -576,17 +571,16 @@ mod tests {
             .expect("an IOPS change")
     }
 
+    /// The diff of one point measured once a side, with these interval IOPS.
+    fn diff_of(old: &[u64], new: &[u64]) -> Diff {
+        let old = side("old", vec![point("p", old, 500, 4096)]);
+        let new = side("new", vec![point("p", new, 500, 4096)]);
+        Diff::new(&old, &new).unwrap()
+    }
+
     #[test]
     fn a_clear_drop_is_significant_and_worse() {
-        let old = side(
-            "old",
-            vec![point("p", &[1000, 1010, 990, 1005, 995], 500, 4096)],
-        );
-        let new = side(
-            "new",
-            vec![point("p", &[800, 810, 790, 805, 795], 500, 4096)],
-        );
-        let d = Diff::new(&old, &new).unwrap();
+        let d = diff_of(&[1000, 1010, 990, 1005, 995], &[800, 810, 790, 805, 795]);
         let c = iops_change(&d);
         assert_eq!(c.basis, Basis::Intervals);
         assert_eq!((c.n_old, c.n_new), (5, 5));
@@ -607,15 +601,7 @@ mod tests {
 
     #[test]
     fn the_same_distribution_is_within_noise() {
-        let old = side(
-            "old",
-            vec![point("p", &[1000, 1020, 980, 1010, 990], 500, 4096)],
-        );
-        let new = side(
-            "new",
-            vec![point("p", &[1005, 985, 1015, 995, 1000], 500, 4096)],
-        );
-        let d = Diff::new(&old, &new).unwrap();
+        let d = diff_of(&[1000, 1020, 980, 1010, 990], &[1005, 985, 1015, 995, 1000]);
         let c = iops_change(&d);
         assert_eq!(c.verdict, Verdict::WithinNoise, "{c:?}");
         assert!(c.ci95_pct.unwrap() > c.change_pct.unwrap().abs(), "{c:?}");
@@ -644,10 +630,8 @@ mod tests {
         assert_eq!((c.basis, c.n_old, c.n_new), (Basis::Repeats, 3, 2));
         assert_eq!(c.verdict, Verdict::Better, "{c:?}");
         // One interval a side: no noise estimate, never a claim.
-        let a = side("a", vec![point("p", &[1000], 500, 4096)]);
-        let b = side("b", vec![point("p", &[2000], 500, 4096)]);
-        let c = iops_change(&Diff::new(&a, &b).unwrap()).clone();
-        assert_eq!(c.verdict, Verdict::NoNoiseEstimate);
+        let d = diff_of(&[1000], &[2000]);
+        assert_eq!(iops_change(&d).verdict, Verdict::NoNoiseEstimate);
     }
 
     #[test]

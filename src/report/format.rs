@@ -56,6 +56,31 @@ pub fn csv_field(s: &str) -> String {
     }
 }
 
+/// A CSV document: its header line, then one line per row.
+pub fn csv_doc(header: &str, rows: impl IntoIterator<Item = Vec<String>>) -> String {
+    let mut out = format!("{header}\n");
+    for r in rows {
+        out.push_str(&csv_line(&r));
+    }
+    out
+}
+
+/// One CSV line: the fields, each quoted if it needs it, and a newline.
+fn csv_line(fields: &[String]) -> String {
+    let mut out = fields
+        .iter()
+        .map(|f| csv_field(f))
+        .collect::<Vec<_>>()
+        .join(",");
+    out.push('\n');
+    out
+}
+
+/// An optional number to `prec` decimals; empty when absent.
+pub fn opt_num(v: Option<f64>, prec: usize) -> String {
+    v.map(|x| format!("{x:.prec$}")).unwrap_or_default()
+}
+
 /// Rows as aligned plain text: columns two spaces apart, each line after
 /// `indent`, column `i` left-aligned when `left(i)`, else right-aligned;
 /// trailing blanks trimmed.

@@ -12,7 +12,7 @@ use super::relative::Comparison;
 use super::svg::{self, Bar, BarChart, BarGroup, LineChart, Series, esc};
 use super::vocab::{Figures, Metric, Unit, gbit_s};
 use crate::model::{IntervalRecord, Phase};
-use crate::stats::{LatHist, MS_HISTOGRAM_LIMIT};
+use crate::stats::{LatHist, MS_HISTOGRAM_LIMIT, Summary};
 use std::fmt::Write;
 
 const PAGE_CSS: &str = "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1300px;padding:0 16px;color:#1d1d1d}\
@@ -246,20 +246,45 @@ fn ramp_band(intervals: &[IntervalRecord]) -> Option<Band> {
     (end > 0.0).then(|| (0.0, end, format!("ramp: 0–{end:.1} s, not in the summary")))
 }
 
-/// Figure `m` of every interval that has one: (interval, its end in
-/// seconds since the point started, its figures' summary, the value).
-fn interval_series(
+/// One point in time of an interval line: the interval, its end in seconds
+/// since the point started, its own summary, the figure's value.
+struct IntervalPoint<'a> {
+    interval: &'a IntervalRecord,
+    end: f64,
+    summary: Summary,
+    value: f64,
+}
+
+/// One line of figure `m` over `intervals` (those that have it), dotted,
+/// each dot's tip from `tip`; with the ramp's band.
+fn interval_line(
+    name: String,
+    colour: usize,
     intervals: &[IntervalRecord],
     m: Metric,
-) -> Vec<(&IntervalRecord, f64, crate::stats::Summary, f64)> {
-    intervals
+    tip: impl Fn(&IntervalPoint) -> String,
+) -> (Series, Option<Band>) {
+    let pts: Vec<IntervalPoint> = intervals
         .iter()
         .filter_map(|i| {
-            let s = i.summary();
-            let v = m.value(&Figures::of(&s))?;
-            Some((i, i.start_s + i.seconds, s, v))
+            let summary = i.summary();
+            let value = m.value(&Figures::of(&summary))?;
+            Some(IntervalPoint {
+                interval: i,
+                end: i.start_s + i.seconds,
+                summary,
+                value,
+            })
         })
-        .collect()
+        .collect();
+    let series = Series {
+        name,
+        colour,
+        points: pts.iter().map(|p| (p.end, p.value)).collect(),
+        tips: pts.iter().map(tip).collect(),
+        dots: true,
+    };
+    (series, ramp_band(intervals))
 }
 
 /// A chart of one figure per interval against time: a line per series,
@@ -293,34 +318,28 @@ fn time_series_chart(c: &Comparison, k: usize) -> String {
     let series = (0..c.targets.len())
         .filter_map(|t| {
             let p = *c.points(k, t).first()?;
-            let pts = interval_series(&p.intervals, Metric::Iops);
-            let tips = pts
-                .iter()
-                .map(|(i, end, s, iops)| {
+            let target = &c.targets[t];
+            Some(interval_line(
+                target.clone(),
+                t,
+                &p.intervals,
+                Metric::Iops,
+                |x| {
+                    let phase = match x.interval.phase {
+                        Phase::Ramp => "ramp",
+                        Phase::Measure => "measure",
+                    };
                     format!(
-                        "{} interval {} ({}), {end:.1} s: {}, mean {}",
-                        c.targets[t],
-                        i.index,
-                        if i.phase == Phase::Ramp {
-                            "ramp"
-                        } else {
-                            "measure"
-                        },
-                        Unit::Iops.show(*iops),
+                        "{target} interval {} ({phase}), {:.1} s: {}, mean {}",
+                        x.interval.index,
+                        x.end,
+                        Unit::Iops.show(x.value),
                         Metric::LatMean
-                            .value(&Figures::of(s))
+                            .value(&Figures::of(&x.summary))
                             .map_or_else(|| "–".into(), |v| Unit::Ms.show(v))
                     )
-                })
-                .collect();
-            let series = Series {
-                name: c.targets[t].clone(),
-                colour: t,
-                points: pts.iter().map(|x| (x.1, x.3)).collect(),
-                tips,
-                dots: true,
-            };
-            Some((series, ramp_band(&p.intervals)))
+                },
+            ))
         })
         .collect();
     interval_chart(
@@ -341,19 +360,11 @@ fn host_chart(c: &Comparison, k: usize, t: usize) -> Option<String> {
         .iter()
         .enumerate()
         .map(|(i, h)| {
-            let pts = interval_series(&h.intervals, Metric::Iops);
             let lost = if h.lost { " (lost)" } else { "" };
-            let series = Series {
-                name: format!("{}{lost}", h.host),
-                colour: i,
-                points: pts.iter().map(|x| (x.1, x.3)).collect(),
-                tips: pts
-                    .iter()
-                    .map(|x| format!("{}, {:.1} s: {}", h.host, x.1, Unit::Iops.show(x.3)))
-                    .collect(),
-                dots: true,
-            };
-            (series, ramp_band(&h.intervals))
+            let name = format!("{}{lost}", h.host);
+            interval_line(name, i, &h.intervals, Metric::Iops, |x| {
+                format!("{}, {:.1} s: {}", h.host, x.end, Unit::Iops.show(x.value))
+            })
         })
         .collect();
     Some(interval_chart(
@@ -379,30 +390,25 @@ fn link_chart(c: &Comparison, k: usize) -> Option<String> {
             let (src, p) = *c.sourced_points(k, t).first()?;
             let bps = hosts::link_of(&src.run)?.rate_bps.filter(|&r| r > 0)? as f64;
             rate.get_or_insert(gbit_s(bps));
-            let pts = interval_series(&p.intervals, Metric::Gbits);
-            let tips = pts
-                .iter()
-                .map(|(_, x, s, g)| {
+            let target = &c.targets[t];
+            Some(interval_line(
+                target.clone(),
+                t,
+                &p.intervals,
+                Metric::Gbits,
+                |x| {
                     let share = Metric::LinkPct.value(&Figures {
                         link_bps: Some(bps),
-                        ..Figures::of(s)
+                        ..Figures::of(&x.summary)
                     });
                     format!(
-                        "{}, {x:.1} s: {}, {} of the link",
-                        c.targets[t],
-                        Unit::GbitS.show(*g),
+                        "{target}, {:.1} s: {}, {} of the link",
+                        x.end,
+                        Unit::GbitS.show(x.value),
                         Unit::Percent.show(share.unwrap_or(0.0))
                     )
-                })
-                .collect();
-            let series = Series {
-                name: c.targets[t].clone(),
-                colour: t,
-                points: pts.iter().map(|x| (x.1, x.3)).collect(),
-                tips,
-                dots: true,
-            };
-            Some((series, ramp_band(&p.intervals)))
+                },
+            ))
         })
         .collect();
     let rate = rate?;

@@ -2,7 +2,7 @@
 //! and HTML reports, and the Markdown report itself.
 
 use super::format::{TextTable, md_rows};
-use super::relative::Comparison;
+use super::relative::{Comparison, CurvePoint};
 use super::stats_ci::mean;
 use super::vocab::{Metric, format_size};
 use crate::model::RunRecord;
@@ -77,32 +77,26 @@ pub fn metric_table(c: &Comparison, m: Metric) -> TextTable {
 /// Knee and "max IOPS with p99 under X ms" of every sweep.
 pub fn sweep_table(c: &Comparison, opts: &ReportOptions) -> TextTable {
     let bound = opts.p99_under_ms;
+    // A point's label, IOPS and latency `lat` (`none` for its label when absent).
+    let point = |p: Option<&CurvePoint>, lat: Metric, none: &str| match p {
+        Some(p) => {
+            let ms = if lat == Metric::LatP99 {
+                p.p99_ms
+            } else {
+                p.mean_ms
+            };
+            [p.label.clone(), Metric::Iops.fmt(p.iops), lat.fmt(ms)]
+        }
+        None => [none.into(), "–".into(), "–".into()],
+    };
     let mut rows = Vec::new();
     for s in c.curves() {
         for curve in &s.curves {
             let mut row = vec![s.job.clone(), c.targets[curve.target].clone()];
-            match curve.knee() {
-                Some(k) => {
-                    let p = &curve.points[k];
-                    row.extend([
-                        p.label.clone(),
-                        Metric::Iops.fmt(p.iops),
-                        Metric::LatMean.fmt(p.mean_ms),
-                    ]);
-                }
-                None => row.extend(["–".into(), "–".into(), "–".into()]),
-            }
-            match curve.max_iops_under(opts.p99_under_ms) {
-                Some(i) => {
-                    let p = &curve.points[i];
-                    row.extend([
-                        p.label.clone(),
-                        Metric::Iops.fmt(p.iops),
-                        Metric::LatP99.fmt(p.p99_ms),
-                    ]);
-                }
-                None => row.extend(["none".into(), "–".into(), "–".into()]),
-            }
+            let knee = curve.knee().map(|k| &curve.points[k]);
+            row.extend(point(knee, Metric::LatMean, "–"));
+            let best = curve.max_iops_under(bound).map(|i| &curve.points[i]);
+            row.extend(point(best, Metric::LatP99, "none"));
             rows.push(row);
         }
     }

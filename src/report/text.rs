@@ -35,19 +35,6 @@ const THROUGHPUT: [Metric; 9] = [
     Metric::IopsPerCpuPct,
 ];
 
-/// The latency columns of a job's summary.
-const LATENCY: [Metric; 9] = [
-    Metric::LatMin,
-    Metric::LatMean,
-    Metric::LatP50,
-    Metric::LatP90,
-    Metric::LatP99,
-    Metric::LatP999,
-    Metric::LatP9999,
-    Metric::LatMax,
-    Metric::Errors,
-];
-
 /// The columns of repeated load points.
 const REPEATED: [Metric; 4] = [Metric::Iops, Metric::MbS, Metric::LatMean, Metric::LatP99];
 
@@ -76,6 +63,10 @@ pub fn job_summary_with(job: &JobRecord, errors: bool) -> String {
             p.threads
         );
     }
+    let latency: Vec<Metric> = Metric::LATENCY_MS
+        .into_iter()
+        .chain([Metric::Errors])
+        .collect();
     let mut main = Vec::new();
     let mut lat = Vec::new();
     for p in &job.points {
@@ -88,7 +79,7 @@ pub fn job_summary_with(job: &JobRecord, errors: bool) -> String {
         row.extend(THROUGHPUT.iter().map(|m| m.cell(&f)));
         main.push(row);
         let mut row = vec![p.label.clone()];
-        row.extend(LATENCY.iter().map(|m| m.cell(&f)));
+        row.extend(latency.iter().map(|m| m.cell(&f)));
         lat.push(row);
     }
     out.push_str(&render(
@@ -96,7 +87,7 @@ pub fn job_summary_with(job: &JobRecord, errors: bool) -> String {
         &main,
     ));
     out.push('\n');
-    out.push_str(&render(&head(&["load point"], &LATENCY), &lat));
+    out.push_str(&render(&head(&["load point"], &latency), &lat));
     out.push_str(&repeats(job));
     for p in &job.points {
         if p.interrupted {
