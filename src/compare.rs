@@ -2,7 +2,9 @@
 //! target in turn, the backing store restored to its initial state between
 //! tests, every figure relative to a baseline target = 100, and CPU measured on
 //! both sides (the load generator and each server process), because what a
-//! protocol costs in CPU is the studies' most repeated finding.
+//! protocol costs in CPU is the studies' most repeated finding. The table
+//! relative to the baseline is [`crate::report::relative`]'s, printed by
+//! [`crate::report::text::comparison_tables`].
 
 use crate::lab::LabState;
 use crate::model::{PointResult, ServerCpu};
@@ -11,7 +13,6 @@ use crate::stats::ProcCpu;
 use crate::target::Target;
 use crate::workload::Spec;
 use serde::{Deserialize, Serialize};
-use std::fmt::Write;
 use std::path::PathBuf;
 
 /// A server process whose CPU is charged to a target.
@@ -146,171 +147,6 @@ pub fn run_measured(
         })
         .collect();
     Ok((result, cpu))
-}
-
-/// One row of the comparison table.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Row<'a> {
-    /// Target name.
-    pub target: &'a str,
-    /// Its result for this point.
-    pub point: &'a PointResult,
-    /// Its servers' CPU during the point (`None`: no server, a local target).
-    pub server_cpu_s: Option<f64>,
-}
-
-fn all_ios(p: &PointResult) -> u64 {
-    p.intervals.iter().map(|r| r.stats.total_ios()).sum()
-}
-
-fn all_bytes(p: &PointResult) -> u64 {
-    p.intervals.iter().map(|r| r.stats.total_bytes()).sum()
-}
-
-fn client_cpu_s(p: &PointResult) -> f64 {
-    p.intervals
-        .iter()
-        .map(|r| r.cpu.proc_user_s + r.cpu.proc_sys_s)
-        .sum()
-}
-
-fn rel(v: f64, base: f64) -> String {
-    if base > 0.0 && v.is_finite() {
-        format!("{:.0}", v / base * 100.0)
-    } else {
-        "-".into()
-    }
-}
-
-/// The studies' table for one point: every target's absolute figures and, in
-/// the `rel` columns, the figure relative to the baseline = 100. For latency
-/// and CPU, lower is better.
-pub fn table(title: &str, baseline: &str, rows: &[Row]) -> String {
-    let base = rows.iter().find(|r| r.target == baseline);
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "\n{title}   (relative to {baseline} = 100; latency and CPU: lower is better)"
-    );
-    let head = [
-        "target",
-        "IOPS",
-        "rel",
-        "MB/s",
-        "rel",
-        "mean ms",
-        "rel",
-        "p99 ms",
-        "rel",
-        "client us/IO",
-        "server us/IO",
-        "rel",
-        "server us/MB",
-    ];
-    let mut cells: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
-    let per_io = |cpu: f64, ios: u64| if ios > 0 { cpu * 1e6 / ios as f64 } else { 0.0 };
-    let b = base.map(|r| {
-        let s = &r.point.summary;
-        (
-            s.total.iops,
-            s.total.mb_s,
-            s.total.lat_mean_us,
-            s.total.p99_us,
-            per_io(r.server_cpu_s.unwrap_or(0.0), all_ios(r.point))
-                + per_io(client_cpu_s(r.point), all_ios(r.point)),
-        )
-    });
-    for r in rows {
-        let s = &r.point.summary;
-        let ios = all_ios(r.point);
-        let client = per_io(client_cpu_s(r.point), ios);
-        let server = per_io(r.server_cpu_s.unwrap_or(0.0), ios);
-        let mb = all_bytes(r.point) as f64 / 1e6;
-        let server_mb = match r.server_cpu_s {
-            Some(cpu) if mb > 0.0 => format!("{:.0}", cpu * 1e6 / mb),
-            _ => "-".to_string(),
-        };
-        let (bi, bm, bl, bp, bc) = b.unwrap_or((0.0, 0.0, 0.0, 0.0, 0.0));
-        cells.push(vec![
-            r.target.to_string(),
-            format!("{:.0}", s.total.iops),
-            rel(s.total.iops, bi),
-            format!("{:.1}", s.total.mb_s),
-            rel(s.total.mb_s, bm),
-            format!("{:.3}", s.total.lat_mean_us / 1000.0),
-            rel(s.total.lat_mean_us, bl),
-            format!("{:.3}", s.total.p99_us / 1000.0),
-            rel(s.total.p99_us, bp),
-            format!("{client:.1}"),
-            if r.server_cpu_s.is_some() {
-                format!("{server:.1}")
-            } else {
-                "-".to_string()
-            },
-            rel(client + server, bc),
-            server_mb,
-        ]);
-    }
-    let widths: Vec<usize> = (0..head.len())
-        .map(|i| {
-            cells
-                .iter()
-                .map(|r| r[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for row in &cells {
-        for (i, c) in row.iter().enumerate() {
-            if i == 0 {
-                let _ = write!(out, "{c:<w$}", w = widths[0]);
-            } else {
-                let _ = write!(out, "  {c:>w$}", w = widths[i]);
-            }
-        }
-        out.push('\n');
-    }
-    out.push_str("(server us/IO rel: client + server CPU per I/O relative to the baseline's)\n");
-    out
-}
-
-/// For repeated points: each target's IOPS as mean ± 95% confidence interval,
-/// and whether it differs from the baseline's beyond the noise (Welch's t-test).
-/// Empty when nothing was repeated.
-pub fn noise(baseline: &str, per_target: &[(&str, Vec<&PointResult>)]) -> String {
-    use crate::report::stats_ci::{Estimate, within_noise};
-    if per_target.iter().all(|(_, ps)| ps.len() < 2) {
-        return String::new();
-    }
-    let iops = |ps: &[&PointResult]| {
-        ps.iter()
-            .map(|p| p.summary.total.iops)
-            .collect::<Vec<f64>>()
-    };
-    let base = per_target
-        .iter()
-        .find(|(n, _)| *n == baseline)
-        .map(|(_, ps)| iops(ps))
-        .unwrap_or_default();
-    let mut out = String::new();
-    for (name, ps) in per_target {
-        let v = iops(ps);
-        let e = Estimate::of(&v);
-        let ci = e.ci95.map(|c| format!(" ± {c:.0}")).unwrap_or_default();
-        let verdict = if *name == baseline {
-            "baseline".to_string()
-        } else if within_noise(&v, &base) {
-            format!("within noise of {baseline}")
-        } else {
-            format!("differs from {baseline} beyond noise")
-        };
-        let _ = writeln!(
-            out,
-            "  {name}: IOPS {:.0}{ci} (95% CI, n = {}): {verdict}",
-            e.mean, e.n
-        );
-    }
-    out
 }
 
 #[cfg(test)]

@@ -7,10 +7,11 @@
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+use storlab::model::{CompareInfo, JobRecord, PointServerCpu, RunRecord, ServerCpu};
 use storlab::model::{IntervalRecord, PointResult};
-use storlab::model::{JobRecord, RunRecord};
 use storlab::report::markdown::{self, ReportOptions};
-use storlab::report::relative::{self, Comparison, Source};
+use storlab::report::relative::{Comparison, Source};
+use storlab::report::vocab::Metric;
 use storlab::report::{csv, html};
 use storlab::runner::Observer;
 use storlab::stats::{CpuSample, Recorder, Snapshot, Summary};
@@ -434,7 +435,7 @@ fn export_snapshots() {
 fn relative_figures_and_repeats() {
     let c = comparison();
     assert_eq!(c.targets, [FC, NFS]);
-    let t = c.table(relative::Metric::Iops);
+    let t = c.table(Metric::Iops);
     let oltp = t.rows.iter().find(|r| r.label == "1 VM").unwrap();
     let (fc, nfs) = (
         oltp.cells[0].as_ref().unwrap(),
@@ -454,6 +455,117 @@ fn relative_figures_and_repeats() {
         err.contains("--baseline") && err.contains(FC) && err.contains(NFS),
         "{err}"
     );
+}
+
+/// The fixture as one `storlab compare` run: a job record per target, the
+/// NFS server's CPU recorded around every point (a different figure per
+/// repeat), none for the local FC target.
+fn compare_run() -> RunRecord {
+    let mut runs = fixture_runs();
+    let nfs = runs.pop().unwrap();
+    let mut run = runs.pop().unwrap();
+    let mut server_cpu = Vec::new();
+    for (name, r) in [("fc", &run), ("nfs", &nfs)] {
+        for job in &r.jobs {
+            for (i, p) in job.points.iter().enumerate() {
+                let servers = if name == "nfs" {
+                    vec![ServerCpu {
+                        name: "ganesha".into(),
+                        cpu_s: 0.5 + i as f64 * 0.1,
+                    }]
+                } else {
+                    Vec::new()
+                };
+                server_cpu.push(PointServerCpu {
+                    target: name.into(),
+                    job: job.name.clone(),
+                    point: p.label.clone(),
+                    servers,
+                });
+            }
+        }
+    }
+    run.jobs.extend(nfs.jobs);
+    run.compare = Some(CompareInfo {
+        baseline: "fc".into(),
+        targets: vec![("fc".into(), FC.into()), ("nfs".into(), NFS.into())],
+        server_cpu,
+        lab: None,
+    });
+    run
+}
+
+/// CPU per I/O is named by side, and the server's is the CPU recorded for
+/// that very repeat over every I/O of the point.
+#[test]
+fn server_cpu_is_compared_by_side() {
+    let run = compare_run();
+    let c = Comparison::new(
+        vec![Source {
+            name: "cmp.json".into(),
+            run: run.clone(),
+        }],
+        Some(FC),
+    )
+    .unwrap();
+    assert!(c.has_server_cpu());
+    let metrics = c.metrics();
+    for m in [
+        Metric::ClientCpuPerIo,
+        Metric::ServerCpuPerIo,
+        Metric::BothCpuPerIo,
+    ] {
+        assert!(metrics.contains(&m), "{m:?} missing from {metrics:?}");
+    }
+    let k = c.keys.iter().position(|(_, l)| l == "1 VM").unwrap();
+    // The third OLTP repeat on NFS: 0.5 + 2 × 0.1 s over every I/O of it.
+    let nfs_points = c.points(k, 1);
+    assert_eq!(nfs_points.len(), 3);
+    let ios: u64 = nfs_points[2]
+        .intervals
+        .iter()
+        .map(|i| i.stats.total_ios())
+        .sum();
+    let server = c.values(Metric::ServerCpuPerIo, k, 1);
+    assert!((server[2] - 0.7e6 / ios as f64).abs() < 1e-9, "{server:?}");
+    let client = c.values(Metric::ClientCpuPerIo, k, 1);
+    let both = c.values(Metric::BothCpuPerIo, k, 1);
+    assert!((both[2] - client[2] - server[2]).abs() < 1e-9);
+    // FC has no server process: no server figure, "both" is the client's.
+    assert!(c.values(Metric::ServerCpuPerIo, k, 0).is_empty());
+    assert_eq!(
+        c.values(Metric::BothCpuPerIo, k, 0),
+        c.values(Metric::ClientCpuPerIo, k, 0)
+    );
+    let md = markdown::render(&c, &ReportOptions::default());
+    for title in [
+        "## client CPU per I/O (µs)",
+        "## server CPU per I/O (µs)",
+        "## client + server CPU per I/O (µs)",
+    ] {
+        assert!(md.contains(title), "{title} missing");
+    }
+    assert!(!md.contains("## CPU per I/O"));
+    // `storlab compare`'s tables: the same cells, every side its column.
+    let tables = storlab::report::text::comparison_tables(&c);
+    for col in ["client µs/IO", "server µs/IO", "client+server µs/IO"] {
+        assert!(tables.contains(col), "{col} missing:\n{tables}");
+    }
+    let iops = c.table(Metric::Iops);
+    let row = &iops.rows[k];
+    let nfs = row.cells[1].as_ref().unwrap();
+    let nfs_line = tables
+        .lines()
+        .skip_while(|l| !l.starts_with("oltp-8k · 1 VM"))
+        .find(|l| l.starts_with(NFS))
+        .unwrap();
+    assert!(
+        nfs_line.contains(&nfs.fmt(Metric::Iops)) && nfs_line.contains(&nfs.fmt_relative()),
+        "{nfs_line}"
+    );
+    // Runs without server CPU show the client's alone.
+    assert!(!comparison().has_server_cpu());
+    assert!(!comparison().metrics().contains(&Metric::BothCpuPerIo));
 }
 
 struct TempDir(PathBuf);

@@ -3,10 +3,12 @@
 
 use super::session::{self, Session};
 use super::{CliError, CompareArgs, ExitCode};
-use crate::compare::{self, Contender, Row};
+use crate::compare::{self, Contender};
 use crate::lab;
 use crate::model::{CompareInfo, PointServerCpu};
 use crate::prepare;
+use crate::report::relative::{Comparison, Source};
+use crate::report::text;
 use crate::runner;
 
 /// Run `storlab compare`.
@@ -194,68 +196,31 @@ fn restore(c: &Contender, s: &mut Session) -> Result<(), CliError> {
     Ok(())
 }
 
-/// One table per (job, load point), targets as rows in run order (a row per
-/// repetition), then whether each target differs from the baseline beyond noise.
+/// One table per (job, load point), a row per target in run order (repeats
+/// as mean ± 95% confidence interval), relative to the baseline: the
+/// reports' computation ([`Comparison`]), with the targets' short names.
 fn print_tables(s: &Session, info: &CompareInfo) {
-    let mut seen: Vec<(&str, &str)> = Vec::new();
-    for job in &s.record.jobs {
-        for p in &job.points {
-            if !seen.contains(&(job.name.as_str(), p.label.as_str())) {
-                seen.push((job.name.as_str(), p.label.as_str()));
+    let mut run = s.record.clone();
+    run.compare = Some(info.clone());
+    let source = |run| Source {
+        name: "this comparison".into(),
+        run: super::report::name_targets(run),
+    };
+    let c = match Comparison::new(vec![source(run.clone())], Some(&info.baseline)) {
+        Ok(c) => c,
+        // The baseline measured nothing (it failed): relative to the first
+        // target that did, said so.
+        Err(_) => match Comparison::new(vec![source(run)], None) {
+            Ok(c) => {
+                println!(
+                    "\nno results for the baseline {}: figures relative to {}",
+                    info.baseline,
+                    c.baseline_name()
+                );
+                c
             }
-        }
-    }
-    for (job_name, label) in seen {
-        let mut rows = Vec::new();
-        let mut names: Vec<(String, &str)> = Vec::new(); // (row label, target name)
-        let mut found_per_target = Vec::new();
-        for (name, url) in &info.targets {
-            let found: Vec<&crate::model::PointResult> = s
-                .record
-                .jobs
-                .iter()
-                .filter(|j| j.name == job_name)
-                .flat_map(|j| &j.points)
-                .filter(|p| p.label == label && p.targets.first() == Some(url))
-                .collect();
-            for k in 0..found.len() {
-                names.push((
-                    if k == 0 {
-                        name.clone()
-                    } else {
-                        format!("{name} #{}", k + 1)
-                    },
-                    name,
-                ));
-            }
-            found_per_target.push((name.as_str(), found));
-        }
-        let server_cpu = |name: &str| {
-            info.server_cpu
-                .iter()
-                .filter(|c| c.target == name && c.job == job_name && c.point == label)
-                .filter(|c| !c.servers.is_empty())
-                .map(|c| c.servers.iter().map(|s| s.cpu_s).sum::<f64>())
-                .collect::<Vec<f64>>()
-        };
-        let mut row_names = names.iter();
-        for (name, found) in &found_per_target {
-            let cpus = server_cpu(name);
-            for (k, p) in found.iter().enumerate() {
-                let (row_label, _) = row_names.next().expect("a label per row");
-                rows.push(Row {
-                    target: row_label,
-                    point: p,
-                    server_cpu_s: cpus.get(k).copied(),
-                });
-            }
-        }
-        let title = if label == job_name {
-            job_name.to_string()
-        } else {
-            format!("{job_name} · {label}")
-        };
-        print!("{}", compare::table(&title, &info.baseline, &rows));
-        print!("{}", compare::noise(&info.baseline, &found_per_target));
-    }
+            Err(_) => return, // nothing measured at all
+        },
+    };
+    print!("{}", text::comparison_tables(&c));
 }

@@ -68,7 +68,7 @@ pub fn parse_ms(s: &str) -> Result<f64, CliError> {
 }
 
 /// In a comparison, call each point's target by its short name ("nfs3").
-fn name_targets(mut run: RunRecord) -> RunRecord {
+pub(super) fn name_targets(mut run: RunRecord) -> RunRecord {
     if let Some(c) = run.compare.clone() {
         for p in run.jobs.iter_mut().flat_map(|j| j.points.iter_mut()) {
             if let Some((name, _)) = c

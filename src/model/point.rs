@@ -38,6 +38,15 @@ pub struct IntervalRecord {
     pub net: Vec<NetSample>,
 }
 
+impl IntervalRecord {
+    /// This interval's own derived figures: its rates over its length, its
+    /// latency percentiles, its CPU (what the live progress line, the
+    /// interval CSV and the per-interval charts show).
+    pub fn summary(&self) -> Summary {
+        Summary::compute(&[(self.stats.clone(), self.seconds, self.cpu.clone())])
+    }
+}
+
 /// One worker's measured totals.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkerResult {

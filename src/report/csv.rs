@@ -1,43 +1,57 @@
 //! CSV exports: a run's interval time series (one row per interval of every
 //! load point) and a comparison's figures in long form.
 
-use super::format::csv_field;
+use super::format::{csv_doc, csv_field, opt_num};
 use super::hosts;
-use super::relative::{Comparison, Metric};
+use super::relative::Comparison;
 use super::stats_ci::Estimate;
+use super::vocab::{Figures, Metric};
 use crate::model::Phase;
 use crate::model::RunRecord;
 use std::fmt::Write;
 
-/// The CSV header; columns are documented in docs/json-schema.md.
-pub const HEADER: &str = "job,point,interval,phase,start_s,seconds,read_ios,read_bytes,write_ios,write_bytes,errors,iops,mb_s,lat_mean_us,lat_p99_us,lat_max_us,proc_user_s,proc_sys_s,host_busy_pct";
+/// The columns of [`intervals`] before its figures: where the interval is
+/// and its raw counters.
+const INTERVAL_HEAD: &str =
+    "job,point,interval,phase,start_s,seconds,read_ios,read_bytes,write_ios,write_bytes";
 
-/// Quote a field if it needs it.
-fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
+/// The figures of [`intervals`], after its raw counters.
+const INTERVAL_FIGURES: [Metric; 9] = [
+    Metric::Errors,
+    Metric::Iops,
+    Metric::MbS,
+    Metric::LatMeanUs,
+    Metric::LatP99Us,
+    Metric::LatMaxUs,
+    Metric::ClientUserS,
+    Metric::ClientSysS,
+    Metric::HostBusy,
+];
+
+/// The header of [`intervals`]; its columns are documented in docs/json-schema.md.
+pub fn header() -> String {
+    let mut h = String::from(INTERVAL_HEAD);
+    for m in INTERVAL_FIGURES {
+        h.push(',');
+        h.push_str(m.key());
     }
+    h
 }
 
-/// Render every interval of `run`.
+/// Render every interval of `run`: one row per interval of every load point.
+/// A figure an interval has no value for (no I/O for a latency) is 0.
 pub fn intervals(run: &RunRecord) -> String {
-    let mut out = String::from(HEADER);
+    let mut out = header();
     out.push('\n');
     for job in &run.jobs {
         for p in &job.points {
             for r in &p.intervals {
                 let s = &r.stats;
-                let ios = s.read.ios + s.write.ios;
-                let bytes = s.read.bytes + s.write.bytes;
-                let secs = if r.seconds > 0.0 { r.seconds } else { 1.0 };
-                let lat = s.total_lat();
-                let _ = writeln!(
+                let _ = write!(
                     out,
-                    "{},{},{},{},{:.3},{:.3},{},{},{},{},{},{:.1},{:.3},{:.1},{:.1},{:.1},{:.4},{:.4},{:.1}",
-                    field(&job.name),
-                    field(&p.label),
+                    "{},{},{},{},{:.3},{:.3},{},{},{},{}",
+                    csv_field(&job.name),
+                    csv_field(&p.label),
                     r.index,
                     if r.phase == Phase::Ramp {
                         "ramp"
@@ -50,16 +64,14 @@ pub fn intervals(run: &RunRecord) -> String {
                     s.read.bytes,
                     s.write.ios,
                     s.write.bytes,
-                    s.read.errors + s.write.errors,
-                    ios as f64 / secs,
-                    bytes as f64 / secs / 1e6,
-                    lat.mean_ns() / 1e3,
-                    lat.percentile(99.0) as f64 / 1e3,
-                    lat.max_ns() as f64 / 1e3,
-                    r.cpu.proc_user_s,
-                    r.cpu.proc_sys_s,
-                    r.cpu.host_busy_pct,
                 );
+                let summary = r.summary();
+                let f = Figures::of(&summary);
+                for m in INTERVAL_FIGURES {
+                    let v = m.value(&f).unwrap_or(0.0);
+                    let _ = write!(out, ",{v:.prec$}", prec = m.unit().csv_decimals());
+                }
+                out.push('\n');
             }
         }
     }
@@ -70,78 +82,89 @@ pub fn intervals(run: &RunRecord) -> String {
 pub const COMPARISON_HEADER: &str =
     "metric,job,point,target,baseline,n,mean,stddev,ci95,relative,within_noise,host";
 
-/// Every table in long form: one line per figure, row and target (`host`
-/// empty); then the peak Gb/s and, where the runs recorded their link rate,
+/// Every table in long form (metric names of [`super::vocab`]): one line per
+/// figure, row and target (`host` empty); then the peak Gb/s and, where the runs recorded their link rate,
 /// the average and peak as % of the link; then, for points that ran on
 /// several hosts, each host's IOPS, MB/s and latency (`host` set, no
 /// relative figures).
 pub fn comparison(c: &Comparison) -> String {
-    let mut out = String::from(COMPARISON_HEADER);
-    out.push('\n');
-    let opt = |v: Option<f64>, prec: usize| v.map(|x| format!("{x:.prec$}")).unwrap_or_default();
-    for m in Metric::ALL {
-        for row in c.table(m).rows {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    // One line: (metric, key, target, estimate, relative, within noise, host).
+    let mut line = |m: Metric,
+                    k: usize,
+                    t: usize,
+                    est: &Estimate,
+                    relative: Option<f64>,
+                    noise: Option<bool>,
+                    host: &str| {
+        let (job, label) = &c.keys[k];
+        rows.push(vec![
+            m.key().into(),
+            job.clone(),
+            label.clone(),
+            c.targets[t].clone(),
+            (t == c.baseline).to_string(),
+            est.n.to_string(),
+            format!("{:.6}", est.mean),
+            format!("{:.6}", est.stddev),
+            opt_num(est.ci95, 6),
+            opt_num(relative, 2),
+            noise.map(|b| b.to_string()).unwrap_or_default(),
+            host.into(),
+        ]);
+    };
+    for m in c.metrics() {
+        for (k, row) in c.table(m).rows.iter().enumerate() {
             for (t, cell) in row.cells.iter().enumerate() {
                 let Some(cell) = cell else { continue };
-                let _ = writeln!(
-                    out,
-                    "{},{},{},{},{},{},{:.6},{:.6},{},{},{},",
-                    m.key(),
-                    csv_field(&row.job),
-                    csv_field(&row.label),
-                    csv_field(&c.targets[t]),
-                    t == c.baseline,
-                    cell.est.n,
-                    cell.est.mean,
-                    cell.est.stddev,
-                    opt(cell.est.ci95, 6),
-                    opt(cell.relative, 2),
-                    cell.within_noise.map(|b| b.to_string()).unwrap_or_default(),
-                );
+                line(m, k, t, &cell.est, cell.relative, cell.within_noise, "");
             }
         }
     }
-    // A figure without relative columns: (metric, key, target, values, host).
-    let mut plain = |metric: &str, k: usize, t: usize, v: &[f64], host: &str| {
-        let est = Estimate::of(v);
-        let (job, label) = &c.keys[k];
-        let _ = writeln!(
-            out,
-            "{metric},{},{},{},{},{},{:.6},{:.6},{},,,{}",
-            csv_field(job),
-            csv_field(label),
-            csv_field(&c.targets[t]),
-            t == c.baseline,
-            est.n,
-            est.mean,
-            est.stddev,
-            opt(est.ci95, 6),
-            csv_field(host),
-        );
+    // Figures without relative columns.
+    let mut plain = |m: Metric, k: usize, t: usize, v: &[f64], host: &str| {
+        line(m, k, t, &Estimate::of(v), None, None, host);
     };
     for k in 0..c.keys.len() {
         for t in 0..c.targets.len() {
-            let pts = c.points(k, t);
-            if pts.is_empty() {
+            if c.points(k, t).is_empty() {
                 continue;
             }
-            let peak: Vec<f64> = pts.iter().map(|p| p.summary.peak_gbit_s).collect();
-            plain("gbit_s_peak", k, t, &peak, "");
+            plain(
+                Metric::PeakGbits,
+                k,
+                t,
+                &c.values(Metric::PeakGbits, k, t),
+                "",
+            );
             if let Some((avg, peak)) = hosts::link_pct(c, k, t) {
-                plain("link_pct_avg", k, t, &avg, "");
-                plain("link_pct_peak", k, t, &peak, "");
+                plain(Metric::LinkPct, k, t, &avg, "");
+                plain(Metric::LinkPctPeak, k, t, &peak, "");
             }
         }
     }
     for k in 0..c.keys.len() {
         for t in 0..c.targets.len() {
             for (host, hs) in hosts::hosts_of(c, k, t) {
-                for f in hosts::HostFigure::ALL {
-                    let v: Vec<f64> = hs.iter().map(|h| f.value(h)).collect();
-                    plain(f.key(), k, t, &v, &host);
+                for m in hosts::HOST_METRICS {
+                    plain(m, k, t, &hosts::host_values(m, &hs), &host);
                 }
             }
         }
     }
-    out
+    csv_doc(COMPARISON_HEADER, rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The interval CSV's header, as docs/json-schema.md documents it.
+    #[test]
+    fn interval_header_is_the_documented_one() {
+        assert_eq!(
+            header(),
+            "job,point,interval,phase,start_s,seconds,read_ios,read_bytes,write_ios,write_bytes,errors,iops,mb_s,lat_mean_us,lat_p99_us,lat_max_us,proc_user_s,proc_sys_s,host_busy_pct"
+        );
+    }
 }

@@ -13,9 +13,10 @@
 //! lists every difference of spec (job · point: field: old → new), and the
 //! caller refuses or flags the comparison.
 
-use super::format::{csv_field, fmt_num};
+use super::format::{aligned, csv_doc, fmt_precise, md_cell, md_rows, opt_num};
 use super::relative::{Source, target_of};
 use super::stats_ci::{Welch, mean, welch};
+use super::vocab::{Figures, Metric};
 use crate::model::Environment;
 use crate::model::{IntervalRecord, Phase, PointResult};
 use serde::Serialize;
@@ -31,89 +32,24 @@ pub struct Side {
     pub sources: Vec<Source>,
 }
 
-/// A figure compared over time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DiffMetric {
-    /// I/Os per second.
-    Iops,
-    /// MB/s (10^6 bytes).
-    MbS,
-    /// Mean latency, ms.
-    MeanLatency,
-    /// 99th percentile latency, ms.
-    P99Latency,
-    /// storlab CPU µs per I/O.
-    CpuPerIo,
+/// The figures compared over time, in table order.
+pub const DIFF_METRICS: [Metric; 5] = [
+    Metric::Iops,
+    Metric::MbS,
+    Metric::LatMean,
+    Metric::LatP99,
+    Metric::ClientCpuPerIo,
+];
+
+/// The figure `m` of a whole point; `None` where it has none.
+fn of_point(m: Metric, p: &PointResult) -> Option<f64> {
+    m.value(&Figures::of(&p.summary))
 }
 
-impl DiffMetric {
-    /// Every figure, in table order.
-    pub const ALL: [DiffMetric; 5] = [
-        DiffMetric::Iops,
-        DiffMetric::MbS,
-        DiffMetric::MeanLatency,
-        DiffMetric::P99Latency,
-        DiffMetric::CpuPerIo,
-    ];
-
-    /// Name with unit.
-    pub fn name(self) -> &'static str {
-        match self {
-            DiffMetric::Iops => "IOPS",
-            DiffMetric::MbS => "MB/s",
-            DiffMetric::MeanLatency => "mean latency (ms)",
-            DiffMetric::P99Latency => "p99 latency (ms)",
-            DiffMetric::CpuPerIo => "CPU per I/O (µs)",
-        }
-    }
-
-    /// Short machine name (CSV, JSON).
-    pub fn key(self) -> &'static str {
-        match self {
-            DiffMetric::Iops => "iops",
-            DiffMetric::MbS => "mb_s",
-            DiffMetric::MeanLatency => "lat_mean_ms",
-            DiffMetric::P99Latency => "lat_p99_ms",
-            DiffMetric::CpuPerIo => "cpu_us_per_io",
-        }
-    }
-
-    /// Whether more is better.
-    pub fn higher_is_better(self) -> bool {
-        matches!(self, DiffMetric::Iops | DiffMetric::MbS)
-    }
-
-    /// The figure of a whole point.
-    pub fn of_point(self, p: &PointResult) -> f64 {
-        let s = &p.summary;
-        match self {
-            DiffMetric::Iops => s.total.iops,
-            DiffMetric::MbS => s.total.mb_s,
-            DiffMetric::MeanLatency => s.total.lat_mean_us / 1e3,
-            DiffMetric::P99Latency => s.total.p99_us / 1e3,
-            DiffMetric::CpuPerIo => s.cpu.cpu_s_per_mio,
-        }
-    }
-
-    /// The figure of one interval; `None` where it has none (no time, or no
-    /// I/O for a per-I/O figure).
-    pub fn of_interval(self, i: &IntervalRecord) -> Option<f64> {
-        if i.seconds <= 0.0 {
-            return None;
-        }
-        let ios = i.stats.total_ios();
-        let per_io = |v: f64| (ios > 0).then_some(v);
-        match self {
-            DiffMetric::Iops => Some(ios as f64 / i.seconds),
-            DiffMetric::MbS => Some(i.stats.total_bytes() as f64 / i.seconds / 1e6),
-            DiffMetric::MeanLatency => per_io(i.stats.total_lat().mean_ns() / 1e6),
-            DiffMetric::P99Latency => per_io(i.stats.total_lat().percentile(99.0) as f64 / 1e6),
-            DiffMetric::CpuPerIo => {
-                per_io((i.cpu.proc_user_s + i.cpu.proc_sys_s) * 1e6 / ios as f64)
-            }
-        }
-    }
+/// The figure `m` of one interval; `None` where it has none (no time, or no
+/// I/O for a per-I/O figure).
+fn of_interval(m: Metric, i: &IntervalRecord) -> Option<f64> {
+    m.value(&Figures::of(&i.summary()))
 }
 
 /// Where the noise estimate of a change came from.
@@ -171,8 +107,8 @@ pub struct Change {
     pub point: String,
     /// Target.
     pub target: String,
-    /// The figure.
-    pub metric: DiffMetric,
+    /// The figure (its key in the JSON and CSV).
+    pub metric: Metric,
     /// Old value (mean over the old side's repeats of the point's figure).
     pub old: f64,
     /// New value, likewise.
@@ -263,12 +199,19 @@ pub fn environment_differences(a: &Environment, b: &Environment) -> Vec<String> 
     out
 }
 
+/// Version of the diff document: 2 names metrics by their keys
+/// (`lat_mean_ms`), as the diff's CSV does; version 1 (without this field)
+/// named them `mean_latency`, `p99_latency`, `cpu_per_io`.
+pub const DIFF_SCHEMA_VERSION: u32 = 2;
+
 /// Two sides lined up: every shared point's changes, what differs, what
 /// only one side has.
 #[derive(Clone, Debug, Serialize)]
 pub struct Diff {
     /// Always "storlab.diff".
     pub schema: &'static str,
+    /// [`DIFF_SCHEMA_VERSION`].
+    pub schema_version: u32,
     /// The old side's name.
     pub old: String,
     /// The new side's name.
@@ -294,6 +237,7 @@ impl Diff {
         let name = |k: &Key| format!("{} · {} · {}", k.0, k.1, k.2);
         let mut d = Diff {
             schema: "storlab.diff",
+            schema_version: DIFF_SCHEMA_VERSION,
             old: old.name.clone(),
             new: new.name.clone(),
             changes: Vec::new(),
@@ -328,7 +272,7 @@ impl Diff {
                     }
                 }
             }
-            for m in DiffMetric::ALL {
+            for m in DIFF_METRICS {
                 d.changes.push(change(key, m, pa, pb));
             }
         }
@@ -358,28 +302,28 @@ impl Diff {
 }
 
 /// The samples of `m` on one side: one per repeat, or one per measured interval.
-fn samples(m: DiffMetric, points: &[&PointResult], basis: Basis) -> Vec<f64> {
+fn samples(m: Metric, points: &[&PointResult], basis: Basis) -> Vec<f64> {
     match basis {
-        Basis::Repeats => points.iter().map(|p| m.of_point(p)).collect(),
+        Basis::Repeats => points.iter().filter_map(|p| of_point(m, p)).collect(),
         Basis::Intervals => points
             .iter()
             .flat_map(|p| p.intervals.iter())
             .filter(|i| i.phase == Phase::Measure)
-            .filter_map(|i| m.of_interval(i))
+            .filter_map(|i| of_interval(m, i))
             .collect(),
     }
 }
 
 /// One figure of one point, old against new.
-fn change(key: &Key, m: DiffMetric, old: &[&PointResult], new: &[&PointResult]) -> Change {
+fn change(key: &Key, m: Metric, old: &[&PointResult], new: &[&PointResult]) -> Change {
     let basis = if old.len() >= 2 && new.len() >= 2 {
         Basis::Repeats
     } else {
         Basis::Intervals
     };
     let (sa, sb) = (samples(m, old, basis), samples(m, new, basis));
-    let ov = mean(&old.iter().map(|p| m.of_point(p)).collect::<Vec<_>>());
-    let nv = mean(&new.iter().map(|p| m.of_point(p)).collect::<Vec<_>>());
+    let ov = mean(&samples(m, old, Basis::Repeats));
+    let nv = mean(&samples(m, new, Basis::Repeats));
     let change_pct = (ov != 0.0).then(|| (nv - ov) / ov * 100.0);
     let w: Option<Welch> = welch(&sa, &sb);
     let sample_base = mean(&sa);
@@ -413,17 +357,6 @@ fn change(key: &Key, m: DiffMetric, old: &[&PointResult], new: &[&PointResult]) 
     }
 }
 
-/// A value with about four significant digits, small ones too (a null:
-/// target's latency is a fraction of a microsecond, in ms).
-fn fmt_value(v: f64) -> String {
-    let a = v.abs();
-    if a == 0.0 || a >= 1.0 || !a.is_finite() {
-        return fmt_num(v);
-    }
-    let digits = (3 - a.log10().floor() as i32).clamp(3, 12) as usize;
-    format!("{v:.digits$}")
-}
-
 fn pct(v: Option<f64>, sign: bool) -> String {
     match v {
         Some(x) if sign => format!("{x:+.1}%"),
@@ -453,8 +386,8 @@ fn cells(c: &Change) -> [String; 11] {
         c.point.clone(),
         c.target.clone(),
         c.metric.name().to_string(),
-        fmt_value(c.old),
-        fmt_value(c.new),
+        fmt_precise(c.old),
+        fmt_precise(c.new),
         pct(c.change_pct, true),
         pct(c.ci95_pct, false),
         format!("{}/{}", c.n_old, c.n_new),
@@ -489,63 +422,31 @@ fn notes(d: &Diff) -> Vec<String> {
 
 const EXPLAIN: &str = "change = (new − old) / old; 95% CI: half-width of the confidence interval of the change (Welch's t-test) from repeats when both sides have two or more, else from the measured intervals (ramp excluded); \"within noise\": the test does not tell the two apart at 95%.";
 
-/// The diff as a plain-text table, one block per load point.
+/// The diff as a plain-text table, one block per load point (the figures
+/// aligned across every block).
 pub fn text(d: &Diff) -> String {
     let mut out = format!("old: {}   new: {}\n", d.old, d.new);
     for n in notes(d) {
         let _ = writeln!(out, "{n}");
     }
-    let head = &HEAD[3..];
+    let head: Vec<String> = HEAD[3..].iter().map(|s| s.to_string()).collect();
+    let rows: Vec<Vec<String>> = d.changes.iter().map(|c| cells(c)[3..].to_vec()).collect();
+    // Rendered together so the columns line up across blocks; then split
+    // into blocks under each point's heading.
+    let block = aligned(&head, &rows, "  ", |i| i == 0 || i >= 6);
+    let mut lines = block.lines();
+    let header = lines.next().unwrap_or_default();
     let mut key: Option<(&str, &str, &str)> = None;
-    let rows: Vec<[String; 11]> = d.changes.iter().map(cells).collect();
-    let widths: Vec<usize> = (3..HEAD.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([HEAD[i].chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for (c, r) in d.changes.iter().zip(&rows) {
+    for (c, line) in d.changes.iter().zip(lines) {
         let k = (c.job.as_str(), c.point.as_str(), c.target.as_str());
         if key != Some(k) {
             key = Some(k);
-            let _ = writeln!(out, "\n{} · {} · {}", k.0, k.1, k.2);
-            let line: Vec<String> = head
-                .iter()
-                .zip(&widths)
-                .enumerate()
-                .map(|(i, (h, w))| {
-                    if i == 0 || i >= 6 {
-                        format!("{h:<w$}")
-                    } else {
-                        format!("{h:>w$}")
-                    }
-                })
-                .collect();
-            let _ = writeln!(out, "  {}", line.join("  ").trim_end());
+            let _ = writeln!(out, "\n{} · {} · {}\n{header}", k.0, k.1, k.2);
         }
-        let line: Vec<String> = r[3..]
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (v, w))| {
-                if i == 0 || i >= 6 {
-                    format!("{v:<w$}")
-                } else {
-                    format!("{v:>w$}")
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "  {}", line.join("  ").trim_end());
+        let _ = writeln!(out, "{line}");
     }
     let _ = writeln!(out, "\n{EXPLAIN}");
     out
-}
-
-fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
 }
 
 /// The diff as Markdown.
@@ -557,26 +458,9 @@ pub fn markdown(d: &Diff) -> String {
     if !notes(d).is_empty() {
         out.push('\n');
     }
-    let _ = writeln!(out, "| {} |", HEAD.join(" | "));
-    let _ = writeln!(
-        out,
-        "|{}",
-        (0..HEAD.len())
-            .map(|i| if (4..8).contains(&i) {
-                " ---: |"
-            } else {
-                " --- |"
-            })
-            .collect::<String>()
-    );
-    for c in &d.changes {
-        let r = cells(c);
-        let _ = writeln!(
-            out,
-            "| {} |",
-            r.iter().map(|s| md_cell(s)).collect::<Vec<_>>().join(" | ")
-        );
-    }
+    let head: Vec<String> = HEAD.iter().map(|s| s.to_string()).collect();
+    let rows: Vec<Vec<String>> = d.changes.iter().map(|c| cells(c).to_vec()).collect();
+    out.push_str(&md_rows(&head, &rows, |i| (4..8).contains(&i)));
     let _ = writeln!(out, "\n{EXPLAIN}");
     out
 }
@@ -587,28 +471,23 @@ pub const CSV_HEADER: &str =
 
 /// The diff as CSV, one line per change.
 pub fn csv(d: &Diff) -> String {
-    let mut out = String::from(CSV_HEADER);
-    out.push('\n');
-    let opt = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_default();
-    for c in &d.changes {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{:.6},{:.6},{},{},{},{},{},{}",
-            csv_field(&c.job),
-            csv_field(&c.point),
-            csv_field(&c.target),
-            c.metric.key(),
-            c.old,
-            c.new,
-            opt(c.change_pct),
-            opt(c.ci95_pct),
-            c.n_old,
-            c.n_new,
-            c.basis.as_str(),
+    let rows = d.changes.iter().map(|c| {
+        vec![
+            c.job.clone(),
+            c.point.clone(),
+            c.target.clone(),
+            c.metric.key().into(),
+            format!("{:.6}", c.old),
+            format!("{:.6}", c.new),
+            opt_num(c.change_pct, 3),
+            opt_num(c.ci95_pct, 3),
+            c.n_old.to_string(),
+            c.n_new.to_string(),
+            c.basis.as_str().into(),
             c.verdict.as_str().replace(": ", " "),
-        );
-    }
-    out
+        ]
+    });
+    csv_doc(CSV_HEADER, rows)
 }
 
 /// The diff as pretty JSON (schema "storlab.diff").
@@ -688,21 +567,20 @@ mod tests {
     fn iops_change(d: &Diff) -> &Change {
         d.changes
             .iter()
-            .find(|c| c.metric == DiffMetric::Iops)
+            .find(|c| c.metric == Metric::Iops)
             .expect("an IOPS change")
+    }
+
+    /// The diff of one point measured once a side, with these interval IOPS.
+    fn diff_of(old: &[u64], new: &[u64]) -> Diff {
+        let old = side("old", vec![point("p", old, 500, 4096)]);
+        let new = side("new", vec![point("p", new, 500, 4096)]);
+        Diff::new(&old, &new).unwrap()
     }
 
     #[test]
     fn a_clear_drop_is_significant_and_worse() {
-        let old = side(
-            "old",
-            vec![point("p", &[1000, 1010, 990, 1005, 995], 500, 4096)],
-        );
-        let new = side(
-            "new",
-            vec![point("p", &[800, 810, 790, 805, 795], 500, 4096)],
-        );
-        let d = Diff::new(&old, &new).unwrap();
+        let d = diff_of(&[1000, 1010, 990, 1005, 995], &[800, 810, 790, 805, 795]);
         let c = iops_change(&d);
         assert_eq!(c.basis, Basis::Intervals);
         assert_eq!((c.n_old, c.n_new), (5, 5));
@@ -716,22 +594,14 @@ mod tests {
         let lat = d
             .changes
             .iter()
-            .find(|c| c.metric == DiffMetric::MeanLatency)
+            .find(|c| c.metric == Metric::LatMean)
             .unwrap();
         assert_eq!(lat.verdict, Verdict::Better, "{lat:?}");
     }
 
     #[test]
     fn the_same_distribution_is_within_noise() {
-        let old = side(
-            "old",
-            vec![point("p", &[1000, 1020, 980, 1010, 990], 500, 4096)],
-        );
-        let new = side(
-            "new",
-            vec![point("p", &[1005, 985, 1015, 995, 1000], 500, 4096)],
-        );
-        let d = Diff::new(&old, &new).unwrap();
+        let d = diff_of(&[1000, 1020, 980, 1010, 990], &[1005, 985, 1015, 995, 1000]);
         let c = iops_change(&d);
         assert_eq!(c.verdict, Verdict::WithinNoise, "{c:?}");
         assert!(c.ci95_pct.unwrap() > c.change_pct.unwrap().abs(), "{c:?}");
@@ -760,10 +630,8 @@ mod tests {
         assert_eq!((c.basis, c.n_old, c.n_new), (Basis::Repeats, 3, 2));
         assert_eq!(c.verdict, Verdict::Better, "{c:?}");
         // One interval a side: no noise estimate, never a claim.
-        let a = side("a", vec![point("p", &[1000], 500, 4096)]);
-        let b = side("b", vec![point("p", &[2000], 500, 4096)]);
-        let c = iops_change(&Diff::new(&a, &b).unwrap()).clone();
-        assert_eq!(c.verdict, Verdict::NoNoiseEstimate);
+        let d = diff_of(&[1000], &[2000]);
+        assert_eq!(iops_change(&d).verdict, Verdict::NoNoiseEstimate);
     }
 
     #[test]
@@ -784,9 +652,22 @@ mod tests {
             e.contains("share no load point") && e.contains("job · p · null:"),
             "{e}"
         );
-        assert_eq!(csv(&d).lines().count(), 1 + DiffMetric::ALL.len());
+        assert_eq!(csv(&d).lines().count(), 1 + DIFF_METRICS.len());
         let j: Value = serde_json::from_str(&json(&d)).unwrap();
         assert_eq!(j["schema"], "storlab.diff");
+        assert_eq!(j["schema_version"], DIFF_SCHEMA_VERSION);
         assert_eq!(j["changes"][0]["metric"], "iops");
+        // The JSON names a figure by the key its CSV uses.
+        let keys: Vec<&Value> = j["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| &c["metric"])
+            .collect();
+        assert_eq!(
+            keys,
+            ["iops", "mb_s", "lat_mean_ms", "lat_p99_ms", "cpu_us_per_io"]
+        );
+        assert!(text(&d).contains("client CPU per I/O (µs)"));
     }
 }

@@ -3,11 +3,12 @@
 //! throughput as a share of that link, and each host's own figures when a
 //! point ran on more than one host.
 
-use super::format::{TextTable, fmt_num};
+use super::format::TextTable;
 use super::relative::Comparison;
 use super::stats_ci::Estimate;
+use super::vocab::{Figures, Metric, Unit, gbit_s};
 use crate::model::RunRecord;
-use crate::model::{HostResult, Phase, PointResult};
+use crate::model::{HostResult, PointResult};
 
 /// The link of a run, as recorded.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -25,8 +26,8 @@ impl LinkInfo {
     pub fn describe(&self) -> String {
         match (&self.name, self.rate_bps) {
             (Some(n), None) if n == "loopback" => n.clone(),
-            (Some(n), Some(r)) => format!("{n} ({} Gb/s)", fmt_num(r as f64 / 1e9)),
-            (None, Some(r)) => format!("{} Gb/s", fmt_num(r as f64 / 1e9)),
+            (Some(n), Some(r)) => format!("{n} ({})", Unit::GbitS.show(gbit_s(r as f64))),
+            (None, Some(r)) => Unit::GbitS.show(gbit_s(r as f64)),
             _ if self.mtu.is_some() => "unshaped".into(),
             _ => "–".into(),
         }
@@ -73,9 +74,12 @@ pub fn link_pct(c: &Comparison, k: usize, t: usize) -> Option<(Vec<f64>, Vec<f64
     let mut avg = Vec::new();
     let mut peak = Vec::new();
     for (src, p) in pts {
-        let rate = link_of(&src.run)?.rate_bps.filter(|&r| r > 0)? as f64 / 1e9;
-        avg.push(p.summary.total.gbit_s / rate * 100.0);
-        peak.push(p.summary.peak_gbit_s / rate * 100.0);
+        let f = Figures {
+            link_bps: link_of(&src.run)?.rate_bps.map(|r| r as f64),
+            ..Figures::of(&p.summary)
+        };
+        avg.push(Metric::LinkPct.value(&f)?);
+        peak.push(Metric::LinkPctPeak.value(&f)?);
     }
     Some((avg, peak))
 }
@@ -107,58 +111,14 @@ pub fn hosts_of(c: &Comparison, k: usize, t: usize) -> Vec<(String, Vec<&HostRes
     out
 }
 
-/// A host's figure as it appears in the tables and the CSV.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HostFigure {
-    /// I/Os per second.
-    Iops,
-    /// MB/s.
-    MbS,
-    /// Mean latency, ms.
-    MeanMs,
-    /// p99 latency, ms.
-    P99Ms,
-}
+/// A host's figures, as its table and the comparison CSV show them.
+pub const HOST_METRICS: [Metric; 4] = [Metric::Iops, Metric::MbS, Metric::LatMean, Metric::LatP99];
 
-impl HostFigure {
-    /// Every figure, in table order.
-    pub const ALL: [HostFigure; 4] = [
-        HostFigure::Iops,
-        HostFigure::MbS,
-        HostFigure::MeanMs,
-        HostFigure::P99Ms,
-    ];
-
-    /// Column name.
-    pub fn name(self) -> &'static str {
-        match self {
-            HostFigure::Iops => "IOPS",
-            HostFigure::MbS => "MB/s",
-            HostFigure::MeanMs => "mean ms",
-            HostFigure::P99Ms => "p99 ms",
-        }
-    }
-
-    /// CSV metric name.
-    pub fn key(self) -> &'static str {
-        match self {
-            HostFigure::Iops => "iops",
-            HostFigure::MbS => "mb_s",
-            HostFigure::MeanMs => "lat_mean_ms",
-            HostFigure::P99Ms => "lat_p99_ms",
-        }
-    }
-
-    /// The figure of one host's summary.
-    pub fn value(self, h: &HostResult) -> f64 {
-        let s = &h.summary.total;
-        match self {
-            HostFigure::Iops => s.iops,
-            HostFigure::MbS => s.mb_s,
-            HostFigure::MeanMs => s.lat_mean_us / 1e3,
-            HostFigure::P99Ms => s.p99_us / 1e3,
-        }
-    }
+/// The values of `m` over a host's repeats (those where it has one).
+pub fn host_values(m: Metric, hs: &[&HostResult]) -> Vec<f64> {
+    hs.iter()
+        .filter_map(|h| m.value(&Figures::of(&h.summary)))
+        .collect()
 }
 
 /// One row per host of every point that ran on more than one host; empty
@@ -175,9 +135,8 @@ pub fn host_table(c: &Comparison) -> TextTable {
                     host,
                     hs[0].vms.len().to_string(),
                 ];
-                for f in HostFigure::ALL {
-                    let v: Vec<f64> = hs.iter().map(|h| f.value(h)).collect();
-                    row.push(fmt_num(Estimate::of(&v).mean));
+                for m in HOST_METRICS {
+                    row.push(m.fmt(Estimate::of(&host_values(m, &hs)).mean));
                 }
                 let lost = hs.iter().filter(|h| h.lost).count();
                 row.push(match (lost, hs.iter().find_map(|h| h.error.as_deref())) {
@@ -193,7 +152,7 @@ pub fn host_table(c: &Comparison) -> TextTable {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    head.extend(HostFigure::ALL.iter().map(|f| f.name().to_string()));
+    head.extend(HOST_METRICS.iter().map(|m| m.column().to_string()));
     head.push("status".into());
     TextTable {
         title: "Per host".into(),
@@ -201,21 +160,6 @@ pub fn host_table(c: &Comparison) -> TextTable {
         rows,
         note: "Each host's own measured intervals (a fleet run's figures are their sum); repeats show the mean.".into(),
     }
-}
-
-/// IOPS of each interval of one host, with the interval's end time.
-pub fn host_iops_series(h: &HostResult) -> Vec<(f64, f64, Phase)> {
-    h.intervals
-        .iter()
-        .map(|i| {
-            let iops = if i.seconds > 0.0 {
-                i.stats.total_ios() as f64 / i.seconds
-            } else {
-                0.0
-            };
-            (i.start_s + i.seconds, iops, i.phase)
-        })
-        .collect()
 }
 
 /// The first repeat of key `k` on target `t` that ran on several hosts.

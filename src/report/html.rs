@@ -6,13 +6,13 @@
 //! reproduce each run.
 
 use super::format::TextTable;
-use super::format::fmt_num;
 use super::hosts;
 use super::markdown::{self, ReportOptions, key_name, shell_line};
-use super::relative::{Comparison, Metric};
+use super::relative::Comparison;
 use super::svg::{self, Bar, BarChart, BarGroup, LineChart, Series, esc};
-use crate::model::Phase;
-use crate::stats::{LatHist, MS_HISTOGRAM_LIMIT};
+use super::vocab::{Figures, Metric, Unit, gbit_s};
+use crate::model::{IntervalRecord, Phase};
+use crate::stats::{LatHist, MS_HISTOGRAM_LIMIT, Summary};
 use std::fmt::Write;
 
 const PAGE_CSS: &str = "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1300px;padding:0 16px;color:#1d1d1d}\
@@ -64,11 +64,6 @@ fn relative_chart(c: &Comparison, m: Metric) -> String {
                     let cell = cell.as_ref()?;
                     let rel = cell.relative?;
                     let scale = rel / cell.est.mean.max(f64::MIN_POSITIVE);
-                    let ci = cell
-                        .est
-                        .ci95
-                        .map(|ci| format!(" ±{}", fmt_num(ci)))
-                        .unwrap_or_default();
                     let noise = if cell.within_noise == Some(true) {
                         ", within noise"
                     } else {
@@ -78,11 +73,11 @@ fn relative_chart(c: &Comparison, m: Metric) -> String {
                         series: t,
                         value: rel,
                         tip: format!(
-                            "{} · {} · {}: {}{ci} {} (n={}), {rel:.0} relative{noise}",
+                            "{} · {} · {}: {} {} (n={}), {rel:.0} relative{noise}",
                             r.job,
                             r.label,
                             c.targets[t],
-                            fmt_num(cell.est.mean),
+                            cell.fmt(m),
                             m.name(),
                             cell.est.n
                         ),
@@ -117,10 +112,10 @@ fn sweep_charts(c: &Comparison, opts: &ReportOptions) -> String {
                         p.mean_ms,
                         curve.target,
                         format!(
-                            "knee of {}: {} at {} IOPS",
+                            "knee of {}: {} at {}",
                             c.targets[curve.target],
                             p.label,
-                            fmt_num(p.iops)
+                            Unit::Iops.show(p.iops)
                         ),
                     ));
                 }
@@ -133,11 +128,11 @@ fn sweep_charts(c: &Comparison, opts: &ReportOptions) -> String {
                         .iter()
                         .map(|p| {
                             format!(
-                                "{}: {} IOPS, mean {} ms, p99 {} ms",
+                                "{}: {}, mean {}, p99 {}",
                                 p.label,
-                                fmt_num(p.iops),
-                                fmt_num(p.mean_ms),
-                                fmt_num(p.p99_ms)
+                                Unit::Iops.show(p.iops),
+                                Unit::Ms.show(p.mean_ms),
+                                Unit::Ms.show(p.p99_ms)
                             )
                         })
                         .collect(),
@@ -147,8 +142,8 @@ fn sweep_charts(c: &Comparison, opts: &ReportOptions) -> String {
             .collect();
         out.push_str(&svg::line_chart(&LineChart {
             title: format!("{}: IOPS vs mean latency", s.job),
-            x_label: "IOPS".into(),
-            y_label: "mean latency (ms)".into(),
+            x_label: Metric::Iops.name().into(),
+            y_label: Metric::LatMean.name().into(),
             log_x: false,
             series,
             bands: Vec::new(),
@@ -238,74 +233,121 @@ fn ms_histogram_chart(c: &Comparison, k: usize) -> String {
     })
 }
 
-/// IOPS per interval of one row, per target (first repeat), ramp shaded.
-fn time_series_chart(c: &Comparison, k: usize) -> String {
-    let (job, label) = &c.keys[k];
-    let mut bands = Vec::new();
-    let series = (0..c.targets.len())
-        .filter_map(|t| {
-            let p = *c.points(k, t).first()?;
-            let ramp_end = p
-                .intervals
-                .iter()
-                .filter(|i| i.phase == Phase::Ramp)
-                .map(|i| i.start_s + i.seconds)
-                .fold(0.0, f64::max);
-            if ramp_end > 0.0 && bands.is_empty() {
-                bands.push((
-                    0.0,
-                    ramp_end,
-                    format!("ramp: 0–{ramp_end:.1} s, not in the summary"),
-                ));
-            }
-            let pts: Vec<(f64, f64, String)> = p
-                .intervals
-                .iter()
-                .map(|i| {
-                    let iops = if i.seconds > 0.0 {
-                        i.stats.total_ios() as f64 / i.seconds
-                    } else {
-                        0.0
-                    };
-                    let end = i.start_s + i.seconds;
-                    (
-                        end,
-                        iops,
-                        format!(
-                            "{} interval {} ({}), {:.1} s: {} IOPS, mean {} ms",
-                            c.targets[t],
-                            i.index,
-                            if i.phase == Phase::Ramp {
-                                "ramp"
-                            } else {
-                                "measure"
-                            },
-                            end,
-                            fmt_num(iops),
-                            fmt_num(i.stats.total_lat().mean_ns() / 1e6)
-                        ),
-                    )
-                })
-                .collect();
-            Some(Series {
-                name: c.targets[t].clone(),
-                colour: t,
-                points: pts.iter().map(|p| (p.0, p.1)).collect(),
-                tips: pts.into_iter().map(|p| p.2).collect(),
-                dots: true,
+/// A shaded span of a line chart: (from, to, what it is).
+type Band = (f64, f64, String);
+
+/// The ramp of a point's intervals as a shaded band; `None` without a ramp.
+fn ramp_band(intervals: &[IntervalRecord]) -> Option<Band> {
+    let end = intervals
+        .iter()
+        .filter(|i| i.phase == Phase::Ramp)
+        .map(|i| i.start_s + i.seconds)
+        .fold(0.0, f64::max);
+    (end > 0.0).then(|| (0.0, end, format!("ramp: 0–{end:.1} s, not in the summary")))
+}
+
+/// One point in time of an interval line: the interval, its end in seconds
+/// since the point started, its own summary, the figure's value.
+struct IntervalPoint<'a> {
+    interval: &'a IntervalRecord,
+    end: f64,
+    summary: Summary,
+    value: f64,
+}
+
+/// One line of figure `m` over `intervals` (those that have it), dotted,
+/// each dot's tip from `tip`; with the ramp's band.
+fn interval_line(
+    name: String,
+    colour: usize,
+    intervals: &[IntervalRecord],
+    m: Metric,
+    tip: impl Fn(&IntervalPoint) -> String,
+) -> (Series, Option<Band>) {
+    let pts: Vec<IntervalPoint> = intervals
+        .iter()
+        .filter_map(|i| {
+            let summary = i.summary();
+            let value = m.value(&Figures::of(&summary))?;
+            Some(IntervalPoint {
+                interval: i,
+                end: i.start_s + i.seconds,
+                summary,
+                value,
             })
         })
         .collect();
+    let series = Series {
+        name,
+        colour,
+        points: pts.iter().map(|p| (p.end, p.value)).collect(),
+        tips: pts.iter().map(tip).collect(),
+        dots: true,
+    };
+    (series, ramp_band(intervals))
+}
+
+/// A chart of one figure per interval against time: a line per series,
+/// the first ramp shaded.
+fn interval_chart(
+    title: String,
+    m: Metric,
+    series: Vec<(Series, Option<Band>)>,
+    hline: Option<(f64, String)>,
+) -> String {
+    let bands = series
+        .iter()
+        .find_map(|(_, b)| b.clone())
+        .into_iter()
+        .collect();
     svg::line_chart(&LineChart {
-        title: format!("{}: IOPS per interval", key_name(job, label)),
+        title,
         x_label: "seconds since the point started".into(),
-        y_label: "IOPS".into(),
+        y_label: m.column().into(),
         log_x: false,
-        series,
+        series: series.into_iter().map(|(s, _)| s).collect(),
         bands,
         marks: Vec::new(),
-        hline: None,
+        hline,
     })
+}
+
+/// IOPS per interval of one row, per target (first repeat), ramp shaded.
+fn time_series_chart(c: &Comparison, k: usize) -> String {
+    let (job, label) = &c.keys[k];
+    let series = (0..c.targets.len())
+        .filter_map(|t| {
+            let p = *c.points(k, t).first()?;
+            let target = &c.targets[t];
+            Some(interval_line(
+                target.clone(),
+                t,
+                &p.intervals,
+                Metric::Iops,
+                |x| {
+                    let phase = match x.interval.phase {
+                        Phase::Ramp => "ramp",
+                        Phase::Measure => "measure",
+                    };
+                    format!(
+                        "{target} interval {} ({phase}), {:.1} s: {}, mean {}",
+                        x.interval.index,
+                        x.end,
+                        Unit::Iops.show(x.value),
+                        Metric::LatMean
+                            .value(&Figures::of(&x.summary))
+                            .map_or_else(|| "–".into(), |v| Unit::Ms.show(v))
+                    )
+                },
+            ))
+        })
+        .collect();
+    interval_chart(
+        format!("{}: IOPS per interval", key_name(job, label)),
+        Metric::Iops,
+        series,
+        None,
+    )
 }
 
 /// IOPS per interval of every host of one row and target (its first repeat
@@ -313,52 +355,28 @@ fn time_series_chart(c: &Comparison, k: usize) -> String {
 fn host_chart(c: &Comparison, k: usize, t: usize) -> Option<String> {
     let p = hosts::fleet_point(c, k, t)?;
     let (job, label) = &c.keys[k];
-    let mut bands = Vec::new();
     let series = p
         .hosts
         .iter()
         .enumerate()
         .map(|(i, h)| {
-            let pts = hosts::host_iops_series(h);
-            let ramp_end = pts
-                .iter()
-                .filter(|x| x.2 == Phase::Ramp)
-                .map(|x| x.0)
-                .fold(0.0, f64::max);
-            if ramp_end > 0.0 && bands.is_empty() {
-                bands.push((
-                    0.0,
-                    ramp_end,
-                    format!("ramp: 0–{ramp_end:.1} s, not in the summary"),
-                ));
-            }
             let lost = if h.lost { " (lost)" } else { "" };
-            Series {
-                name: format!("{}{lost}", h.host),
-                colour: i,
-                points: pts.iter().map(|x| (x.0, x.1)).collect(),
-                tips: pts
-                    .iter()
-                    .map(|x| format!("{}, {:.1} s: {} IOPS", h.host, x.0, fmt_num(x.1)))
-                    .collect(),
-                dots: true,
-            }
+            let name = format!("{}{lost}", h.host);
+            interval_line(name, i, &h.intervals, Metric::Iops, |x| {
+                format!("{}, {:.1} s: {}", h.host, x.end, Unit::Iops.show(x.value))
+            })
         })
         .collect();
-    Some(svg::line_chart(&LineChart {
-        title: format!(
+    Some(interval_chart(
+        format!(
             "{} on {}: IOPS per interval per host",
             key_name(job, label),
             c.targets[t]
         ),
-        x_label: "seconds since the point started".into(),
-        y_label: "IOPS".into(),
-        log_x: false,
+        Metric::Iops,
         series,
-        bands,
-        marks: Vec::new(),
-        hline: None,
-    }))
+        None,
+    ))
 }
 
 /// Gb/s per interval of one row, per target whose run recorded its link
@@ -367,69 +385,42 @@ fn host_chart(c: &Comparison, k: usize, t: usize) -> Option<String> {
 fn link_chart(c: &Comparison, k: usize) -> Option<String> {
     let (job, label) = &c.keys[k];
     let mut rate: Option<f64> = None;
-    let mut bands = Vec::new();
-    let series: Vec<Series> = (0..c.targets.len())
+    let series: Vec<_> = (0..c.targets.len())
         .filter_map(|t| {
             let (src, p) = *c.sourced_points(k, t).first()?;
             let bps = hosts::link_of(&src.run)?.rate_bps.filter(|&r| r > 0)? as f64;
-            rate.get_or_insert(bps / 1e9);
-            let ramp_end = p
-                .intervals
-                .iter()
-                .filter(|i| i.phase == Phase::Ramp)
-                .map(|i| i.start_s + i.seconds)
-                .fold(0.0, f64::max);
-            if ramp_end > 0.0 && bands.is_empty() {
-                bands.push((
-                    0.0,
-                    ramp_end,
-                    format!("ramp: 0–{ramp_end:.1} s, not in the summary"),
-                ));
-            }
-            let pts: Vec<(f64, f64)> = p
-                .intervals
-                .iter()
-                .filter(|i| i.seconds > 0.0)
-                .map(|i| {
-                    (
-                        i.start_s + i.seconds,
-                        i.stats.total_bytes() as f64 * 8.0 / i.seconds / 1e9,
+            rate.get_or_insert(gbit_s(bps));
+            let target = &c.targets[t];
+            Some(interval_line(
+                target.clone(),
+                t,
+                &p.intervals,
+                Metric::Gbits,
+                |x| {
+                    let share = Metric::LinkPct.value(&Figures {
+                        link_bps: Some(bps),
+                        ..Figures::of(&x.summary)
+                    });
+                    format!(
+                        "{target}, {:.1} s: {}, {} of the link",
+                        x.end,
+                        Unit::GbitS.show(x.value),
+                        Unit::Percent.show(share.unwrap_or(0.0))
                     )
-                })
-                .collect();
-            Some(Series {
-                name: c.targets[t].clone(),
-                colour: t,
-                tips: pts
-                    .iter()
-                    .map(|&(x, g)| {
-                        format!(
-                            "{}, {x:.1} s: {} Gb/s, {:.1}% of the link",
-                            c.targets[t],
-                            fmt_num(g),
-                            g * 1e9 / bps * 100.0
-                        )
-                    })
-                    .collect(),
-                points: pts,
-                dots: true,
-            })
+                },
+            ))
         })
         .collect();
     let rate = rate?;
-    Some(svg::line_chart(&LineChart {
-        title: format!(
+    Some(interval_chart(
+        format!(
             "{}: Gb/s per interval against the link",
             key_name(job, label)
         ),
-        x_label: "seconds since the point started".into(),
-        y_label: "Gb/s".into(),
-        log_x: false,
+        Metric::Gbits,
         series,
-        bands,
-        marks: Vec::new(),
-        hline: Some((rate, format!("link rate: {} Gb/s", fmt_num(rate)))),
-    }))
+        Some((rate, format!("link rate: {}", Unit::GbitS.show(rate)))),
+    ))
 }
 
 /// The whole report as one HTML page.
@@ -453,11 +444,11 @@ pub fn render(c: &Comparison, opts: &ReportOptions) -> String {
         esc(&c.targets.join(", "))
     );
     out.push_str("<h2>Relative to the baseline</h2><div class=\"charts\">");
-    for m in Metric::RELATIVE {
+    for m in c.relative_metrics() {
         out.push_str(&relative_chart(c, m));
     }
     out.push_str("</div>");
-    for m in Metric::ALL {
+    for m in c.metrics() {
         let t = markdown::metric_table(c, m);
         let _ = write!(out, "<h3>{}</h3>{}", esc(&t.title), table(&t));
     }

@@ -1,8 +1,10 @@
 //! The report's tables as plain rows ([`TextTable`]), shared by the Markdown
 //! and HTML reports, and the Markdown report itself.
 
-use super::format::{TextTable, fmt_cell, fmt_num, fmt_relative};
-use super::relative::{Comparison, Metric};
+use super::format::{TextTable, md_rows};
+use super::relative::{Comparison, CurvePoint};
+use super::stats_ci::mean;
+use super::vocab::{Metric, format_size};
 use crate::model::RunRecord;
 use std::fmt::Write;
 
@@ -42,8 +44,8 @@ pub fn metric_table(c: &Comparison, m: Metric) -> TextTable {
             for cell in &r.cells {
                 match cell {
                     Some(cell) => {
-                        cells.push(fmt_cell(cell));
-                        cells.push(fmt_relative(cell));
+                        cells.push(cell.fmt(m));
+                        cells.push(cell.fmt_relative());
                     }
                     None => cells.extend(["–".to_string(), "–".to_string()]),
                 }
@@ -75,95 +77,85 @@ pub fn metric_table(c: &Comparison, m: Metric) -> TextTable {
 /// Knee and "max IOPS with p99 under X ms" of every sweep.
 pub fn sweep_table(c: &Comparison, opts: &ReportOptions) -> TextTable {
     let bound = opts.p99_under_ms;
+    // A point's label, IOPS and latency `lat` (`none` for its label when absent).
+    let point = |p: Option<&CurvePoint>, lat: Metric, none: &str| match p {
+        Some(p) => {
+            let ms = if lat == Metric::LatP99 {
+                p.p99_ms
+            } else {
+                p.mean_ms
+            };
+            [p.label.clone(), Metric::Iops.fmt(p.iops), lat.fmt(ms)]
+        }
+        None => [none.into(), "–".into(), "–".into()],
+    };
     let mut rows = Vec::new();
     for s in c.curves() {
         for curve in &s.curves {
             let mut row = vec![s.job.clone(), c.targets[curve.target].clone()];
-            match curve.knee() {
-                Some(k) => {
-                    let p = &curve.points[k];
-                    row.extend([p.label.clone(), fmt_num(p.iops), fmt_num(p.mean_ms)]);
-                }
-                None => row.extend(["–".into(), "–".into(), "–".into()]),
-            }
-            match curve.max_iops_under(opts.p99_under_ms) {
-                Some(i) => {
-                    let p = &curve.points[i];
-                    row.extend([p.label.clone(), fmt_num(p.iops), fmt_num(p.p99_ms)]);
-                }
-                None => row.extend(["none".into(), "–".into(), "–".into()]),
-            }
+            let knee = curve.knee().map(|k| &curve.points[k]);
+            row.extend(point(knee, Metric::LatMean, "–"));
+            let best = curve.max_iops_under(bound).map(|i| &curve.points[i]);
+            row.extend(point(best, Metric::LatP99, "none"));
             rows.push(row);
         }
     }
     TextTable {
         title: "Sweeps: knee and max IOPS under a p99 bound".into(),
-        head: [
-            "job",
-            "target",
-            "knee point",
-            "knee IOPS",
-            "knee mean ms",
-            &format!("max IOPS, p99 ≤ {bound} ms: point"),
-            "IOPS",
-            "p99 ms",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
+        head: vec![
+            "job".into(),
+            "target".into(),
+            "knee point".into(),
+            format!("knee {}", Metric::Iops.column()),
+            format!("knee {}", Metric::LatMean.column()),
+            format!("max IOPS, p99 ≤ {bound} ms: point"),
+            Metric::Iops.column().into(),
+            Metric::LatP99.column().into(),
+        ],
         rows,
         note: "The knee is the load point with the most IOPS per ms of mean latency (past it, latency grows faster than throughput).".into(),
     }
 }
 
-/// Throughput average and peak next to host CPU average and peak (study 003).
+/// The figures of the throughput table, after job, load point and target;
+/// the link's share sits after the Gb/s.
+const THROUGHPUT: [Metric; 6] = [
+    Metric::Gbits,
+    Metric::PeakGbits,
+    Metric::LinkPct,
+    Metric::LinkPctPeak,
+    Metric::HostBusy,
+    Metric::HostBusyPeak,
+];
+
+/// Throughput average and peak next to host CPU average and peak (study
+/// 003); means over repeats.
 pub fn throughput_table(c: &Comparison) -> TextTable {
     let mut rows = Vec::new();
     for (k, (job, label)) in c.keys.iter().enumerate() {
         for (t, target) in c.targets.iter().enumerate() {
-            let pts = c.points(k, t);
-            if pts.is_empty() {
+            if c.points(k, t).is_empty() {
                 continue;
             }
-            let avg = |f: &dyn Fn(&crate::stats::Summary) -> f64| {
-                pts.iter().map(|p| f(&p.summary)).sum::<f64>() / pts.len() as f64
-            };
-            let (link_avg, link_peak) = match super::hosts::link_pct(c, k, t) {
-                Some((a, p)) => (
-                    format!("{:.1}", super::stats_ci::mean(&a)),
-                    format!("{:.1}", super::stats_ci::mean(&p)),
-                ),
-                None => ("–".into(), "–".into()),
-            };
-            rows.push(vec![
-                job.clone(),
-                label.clone(),
-                target.clone(),
-                format!("{:.3}", avg(&|s| s.total.gbit_s)),
-                format!("{:.3}", avg(&|s| s.peak_gbit_s)),
-                link_avg,
-                link_peak,
-                format!("{:.1}", avg(&|s| s.cpu.host_busy_pct)),
-                format!("{:.1}", avg(&|s| s.cpu.host_busy_peak_pct)),
-            ]);
+            let link = super::hosts::link_pct(c, k, t);
+            let mut row = vec![job.clone(), label.clone(), target.clone()];
+            for m in THROUGHPUT {
+                let v = match (m, &link) {
+                    (Metric::LinkPct, Some((avg, _))) => Some(mean(avg)),
+                    (Metric::LinkPctPeak, Some((_, peak))) => Some(mean(peak)),
+                    (Metric::LinkPct | Metric::LinkPctPeak, None) => None,
+                    _ => Some(mean(&c.values(m, k, t))),
+                };
+                row.push(v.map_or_else(|| "–".into(), |v| m.fmt(v)));
+            }
+            rows.push(row);
         }
     }
+    let mut head: Vec<String> = ["job", "load point", "target"].map(String::from).to_vec();
+    head.extend(THROUGHPUT.iter().map(|m| m.column().to_string()));
     TextTable {
         title: "Throughput and host CPU".into(),
-        head: [
-            "job",
-            "load point",
-            "target",
-            "Gb/s avg",
-            "Gb/s peak",
-            "avg % of link",
-            "peak % of link",
-            "host CPU % avg",
-            "host CPU % peak",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
+        head,
         rows,
         note: "Peak is the best single interval. % of link is against the lab's shaped link rate (see Environment), shown only when the run recorded one.".into(),
     }
@@ -186,7 +178,7 @@ pub fn environment_table(c: &Comparison) -> TextTable {
                 e.kernel.clone(),
                 e.cpu_model.clone(),
                 e.cores.to_string(),
-                format!("{:.1}", e.memory_bytes as f64 / (1u64 << 30) as f64),
+                format_size(e.memory_bytes),
                 e.storlab_version.clone(),
                 link.as_ref()
                     .map(|l| l.describe())
@@ -201,18 +193,8 @@ pub fn environment_table(c: &Comparison) -> TextTable {
     TextTable {
         title: "Environment".into(),
         head: [
-            "run",
-            "started",
-            "status",
-            "host",
-            "OS",
-            "kernel",
-            "CPU",
-            "cores",
-            "memory GiB",
-            "storlab",
-            "link",
-            "MTU",
+            "run", "started", "status", "host", "OS", "kernel", "CPU", "cores", "memory",
+            "storlab", "link", "MTU",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -276,7 +258,11 @@ pub fn fmt_time(unix: f64) -> String {
 
 /// Every table of the report, in order.
 pub fn tables(c: &Comparison, opts: &ReportOptions) -> Vec<TextTable> {
-    let mut out: Vec<TextTable> = Metric::ALL.iter().map(|&m| metric_table(c, m)).collect();
+    let mut out: Vec<TextTable> = c
+        .metrics()
+        .into_iter()
+        .map(|m| metric_table(c, m))
+        .collect();
     let sweeps = sweep_table(c, opts);
     if !sweeps.rows.is_empty() {
         out.push(sweeps);
@@ -290,35 +276,11 @@ pub fn tables(c: &Comparison, opts: &ReportOptions) -> Vec<TextTable> {
     out
 }
 
-fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
-/// One table as Markdown.
+/// One table as Markdown: the first two columns (names) left-aligned, the
+/// figures right-aligned.
 pub fn render_table(t: &TextTable) -> String {
     let mut out = format!("## {}\n\n", t.title);
-    let line = |cells: &[String]| {
-        format!(
-            "| {} |\n",
-            cells
-                .iter()
-                .map(|c| md_cell(c))
-                .collect::<Vec<_>>()
-                .join(" | ")
-        )
-    };
-    out.push_str(&line(&t.head));
-    out.push_str(&format!(
-        "|{}\n",
-        t.head
-            .iter()
-            .enumerate()
-            .map(|(i, _)| if i < 2 { " --- |" } else { " ---: |" })
-            .collect::<String>()
-    ));
-    for r in &t.rows {
-        out.push_str(&line(r));
-    }
+    out.push_str(&md_rows(&t.head, &t.rows, |i| i >= 2));
     if !t.note.is_empty() {
         let _ = write!(out, "\n{}\n", t.note);
     }

@@ -12,3 +12,4 @@ pub mod relative;
 pub mod stats_ci;
 pub mod svg;
 pub mod text;
+pub mod vocab;

@@ -1,8 +1,8 @@
 //! Live progress: one rewritten line on a terminal, plain lines otherwise.
 
-use crate::runner::Observer;
-
+use super::vocab::{Figures, Metric};
 use crate::model::{IntervalRecord, Phase};
+use crate::runner::Observer;
 use crate::workload::Spec;
 use std::io::{IsTerminal, Write};
 
@@ -36,12 +36,15 @@ impl Progress {
     }
 }
 
-/// One progress line for an interval.
+/// One progress line for an interval: its IOPS, MB/s, mean latency and
+/// errors, named and written as every other output writes them.
 pub fn line(job: &str, spec: &Spec, rec: &IntervalRecord, intervals: u32) -> String {
-    let s = &rec.stats;
-    let secs = if rec.seconds > 0.0 { rec.seconds } else { 1.0 };
-    let ios = (s.read.ios + s.write.ios) as f64;
-    let mb = (s.read.bytes + s.write.bytes) as f64 / 1e6;
+    let summary = rec.summary();
+    let f = Figures::of(&summary);
+    let show = |m: Metric| {
+        let v = m.cell(&f);
+        format!("{v} {}", m.unit().symbol())
+    };
     let elapsed = rec.start_s + rec.seconds;
     let total = intervals as f64 * spec.interval.as_secs_f64();
     let phase = if rec.phase == Phase::Ramp {
@@ -49,19 +52,20 @@ pub fn line(job: &str, spec: &Spec, rec: &IntervalRecord, intervals: u32) -> Str
     } else {
         "run "
     };
+    let errors = summary.total.errors;
     format!(
-        "{job} [{}] {phase} {elapsed:>6.1} s, {}  {:>9.0} IOPS  {:>8.1} MB/s  mean {:>7.3} ms{}",
+        "{job} [{}] {phase} {elapsed:>6.1} s, {}  {:>14}  {:>13}  mean {:>10}{}",
         spec.label,
         if intervals == u32::MAX {
             "until io_size".to_string()
         } else {
             format!("{:.0} s left", (total - elapsed).max(0.0))
         },
-        ios / secs,
-        mb / secs,
-        s.total_lat().mean_ns() / 1e6,
-        if s.read.errors + s.write.errors > 0 {
-            format!("  {} errors", s.read.errors + s.write.errors)
+        show(Metric::Iops),
+        show(Metric::MbS),
+        show(Metric::LatMean),
+        if errors > 0 {
+            format!("  {errors} {}", Metric::Errors.name())
         } else {
             String::new()
         }

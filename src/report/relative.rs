@@ -5,12 +5,15 @@
 //! confidence interval and a "within noise" verdict against the baseline
 //! ([`super::stats_ci`]). Also the sweep curves (IOPS against latency) with
 //! their knee and the best IOPS under a p99 latency bound, and the long-form
-//! CSV of every table. Renderers: [`super::markdown`], [`super::html`].
+//! CSV of every table. This is the one computation of the relative table:
+//! the reports ([`super::markdown`], [`super::html`], [`super::csv`]) and
+//! `storlab compare`'s printed tables ([`super::text::comparison_tables`])
+//! all render it. Points of a `storlab compare` run carry their servers'
+//! CPU, so the server and client + server CPU per I/O are compared too.
 
 use super::stats_ci::{Estimate, within_noise};
-use crate::model::PointResult;
-use crate::model::RunRecord;
-use crate::stats::Summary;
+use super::vocab::{Figures, Metric, ServerCost};
+use crate::model::{PointResult, RunRecord};
 
 /// One run to compare, and how the user named it (a run id or a file).
 #[derive(Clone, Debug)]
@@ -24,72 +27,6 @@ pub struct Source {
 /// The target a point ran against: its targets joined by " + ".
 pub fn target_of(p: &PointResult) -> String {
     p.targets.join(" + ")
-}
-
-/// A figure compared across targets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Metric {
-    /// Total I/Os per second.
-    Iops,
-    /// Mean latency, ms.
-    MeanLatency,
-    /// 99th percentile latency, ms.
-    P99Latency,
-    /// storlab CPU µs per I/O (= CPU seconds per million I/Os).
-    CpuPerIo,
-    /// Average throughput, Gb/s.
-    Gbits,
-}
-
-impl Metric {
-    /// The figures of the relative tables, in order.
-    pub const RELATIVE: [Metric; 3] = [Metric::Iops, Metric::MeanLatency, Metric::CpuPerIo];
-    /// Every figure.
-    pub const ALL: [Metric; 5] = [
-        Metric::Iops,
-        Metric::MeanLatency,
-        Metric::P99Latency,
-        Metric::CpuPerIo,
-        Metric::Gbits,
-    ];
-
-    /// Name with unit.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Iops => "IOPS",
-            Metric::MeanLatency => "mean latency (ms)",
-            Metric::P99Latency => "p99 latency (ms)",
-            Metric::CpuPerIo => "CPU per I/O (µs)",
-            Metric::Gbits => "throughput (Gb/s)",
-        }
-    }
-
-    /// Short machine name (CSV).
-    pub fn key(self) -> &'static str {
-        match self {
-            Metric::Iops => "iops",
-            Metric::MeanLatency => "lat_mean_ms",
-            Metric::P99Latency => "lat_p99_ms",
-            Metric::CpuPerIo => "cpu_us_per_io",
-            Metric::Gbits => "gbit_s",
-        }
-    }
-
-    /// Whether more is better (for the reader's arrow).
-    pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::Iops | Metric::Gbits)
-    }
-
-    /// The figure of one summary.
-    pub fn value(self, s: &Summary) -> f64 {
-        match self {
-            Metric::Iops => s.total.iops,
-            Metric::MeanLatency => s.total.lat_mean_us / 1e3,
-            Metric::P99Latency => s.total.p99_us / 1e3,
-            Metric::CpuPerIo => s.cpu.cpu_s_per_mio,
-            Metric::Gbits => s.total.gbit_s,
-        }
-    }
 }
 
 /// One figure of one target at one row.
@@ -136,9 +73,16 @@ pub struct Comparison {
     pub baseline: usize,
     /// (job, label) keys, in order of first appearance.
     pub keys: Vec<(String, String)>,
-    /// `cells[key][target]`: (source index, job index, point index) of every
-    /// repeat of that point on that target.
-    cells: Vec<Vec<Vec<(usize, usize, usize)>>>,
+    /// `cells[key][target]`: every repeat of that point on that target.
+    cells: Vec<Vec<Vec<Entry>>>,
+}
+
+/// Where one repeat is: (source, job, point) indices, and its servers' CPU
+/// when its run recorded it.
+#[derive(Clone, Debug)]
+struct Entry {
+    at: (usize, usize, usize),
+    server: Option<ServerCost>,
 }
 
 impl Comparison {
@@ -173,7 +117,11 @@ impl Comparison {
                             c.keys.len() - 1
                         }
                     };
-                    c.cells[ki][ti].push((si, ji, pi));
+                    let server = server_cost(&src.run, ji, pi);
+                    c.cells[ki][ti].push(Entry {
+                        at: (si, ji, pi),
+                        server,
+                    });
                 }
             }
         }
@@ -206,9 +154,9 @@ impl Comparison {
 
     /// Every repeat of key `k` on target `t`.
     pub fn points(&self, k: usize, t: usize) -> Vec<&PointResult> {
-        self.cells[k][t]
-            .iter()
-            .map(|&(s, j, p)| &self.sources[s].run.jobs[j].points[p])
+        self.sourced_points(k, t)
+            .into_iter()
+            .map(|(_, p)| p)
             .collect()
     }
 
@@ -216,16 +164,70 @@ impl Comparison {
     pub fn sourced_points(&self, k: usize, t: usize) -> Vec<(&Source, &PointResult)> {
         self.cells[k][t]
             .iter()
-            .map(|&(s, j, p)| (&self.sources[s], &self.sources[s].run.jobs[j].points[p]))
+            .map(|e| {
+                let (s, j, p) = e.at;
+                (&self.sources[s], &self.sources[s].run.jobs[j].points[p])
+            })
             .collect()
     }
 
-    /// Values of `m` over the repeats of key `k` on target `t`.
-    pub fn values(&self, m: Metric, k: usize, t: usize) -> Vec<f64> {
-        self.points(k, t)
+    /// The figures of every repeat of key `k` on target `t`.
+    pub fn figures(&self, k: usize, t: usize) -> Vec<Figures<'_>> {
+        self.cells[k][t]
             .iter()
-            .map(|p| m.value(&p.summary))
+            .map(|e| {
+                let (s, j, p) = e.at;
+                Figures {
+                    summary: &self.sources[s].run.jobs[j].points[p].summary,
+                    server: e.server.clone(),
+                    link_bps: None,
+                }
+            })
             .collect()
+    }
+
+    /// Values of `m` over the repeats of key `k` on target `t` (the repeats
+    /// where it has a value).
+    pub fn values(&self, m: Metric, k: usize, t: usize) -> Vec<f64> {
+        self.figures(k, t)
+            .iter()
+            .filter_map(|f| m.value(f))
+            .collect()
+    }
+
+    /// Whether any point's run recorded its servers' CPU (`storlab compare`).
+    pub fn has_server_cpu(&self) -> bool {
+        self.cells
+            .iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.server.is_some())
+    }
+
+    /// The figures of the tables, in order: IOPS, mean and p99 latency, CPU
+    /// per I/O (the client's; with servers' CPU, the server's and both), Gb/s.
+    pub fn metrics(&self) -> Vec<Metric> {
+        let mut out = vec![
+            Metric::Iops,
+            Metric::LatMean,
+            Metric::LatP99,
+            Metric::ClientCpuPerIo,
+        ];
+        if self.has_server_cpu() {
+            out.extend([Metric::ServerCpuPerIo, Metric::BothCpuPerIo]);
+        }
+        out.push(Metric::Gbits);
+        out
+    }
+
+    /// The figures drawn as relative bars: IOPS, mean latency and CPU per I/O
+    /// (the client's, and with servers' CPU, client + server).
+    pub fn relative_metrics(&self) -> Vec<Metric> {
+        let mut out = vec![Metric::Iops, Metric::LatMean, Metric::ClientCpuPerIo];
+        if self.has_server_cpu() {
+            out.push(Metric::BothCpuPerIo);
+        }
+        out
     }
 
     /// Whether any point was repeated.
@@ -298,8 +300,8 @@ impl Comparison {
                                 CurvePoint {
                                     label: self.keys[k].1.clone(),
                                     iops: mean(Metric::Iops),
-                                    mean_ms: mean(Metric::MeanLatency),
-                                    p99_ms: mean(Metric::P99Latency),
+                                    mean_ms: mean(Metric::LatMean),
+                                    p99_ms: mean(Metric::LatP99),
                                 }
                             })
                             .collect(),
@@ -312,6 +314,69 @@ impl Comparison {
                 })
             })
             .collect()
+    }
+}
+
+/// The servers' CPU around point `pi` of job `ji` of a `storlab compare`
+/// run: the n-th repeat of a (target, job, point) is the n-th record of its
+/// servers' CPU. `None` for other runs.
+fn server_cost(run: &RunRecord, ji: usize, pi: usize) -> Option<ServerCost> {
+    let info = run.compare.as_ref()?;
+    let job = &run.jobs[ji];
+    let p = &job.points[pi];
+    // A point names its target by URL, or by its short name once a report
+    // has renamed it.
+    let target_of = |p: &PointResult| {
+        let t = p.targets.first()?;
+        info.targets
+            .iter()
+            .find(|(name, url)| name == t || url == t)
+            .map(|(name, _)| name.as_str())
+    };
+    let name = target_of(p)?;
+    let nth = run
+        .jobs
+        .iter()
+        .enumerate()
+        .flat_map(|(j, job)| {
+            job.points
+                .iter()
+                .enumerate()
+                .map(move |(i, q)| (j, i, job, q))
+        })
+        .take_while(|&(j, i, _, _)| (j, i) != (ji, pi))
+        .filter(|&(_, _, jb, q)| {
+            jb.name == job.name && q.label == p.label && target_of(q) == Some(name)
+        })
+        .count();
+    let rec = info
+        .server_cpu
+        .iter()
+        .filter(|c| c.target == name && c.job == job.name && c.point == p.label)
+        .nth(nth)?;
+    Some(ServerCost::of(p, &rec.servers))
+}
+
+impl Cell {
+    /// The absolute figure as text: "mean ±ci" (the interval only with repeats).
+    pub fn fmt(&self, m: Metric) -> String {
+        m.fmt_estimate(&self.est)
+    }
+
+    /// The relative figure as text: "112" (and "≈" when within noise), "–"
+    /// without a baseline value.
+    pub fn fmt_relative(&self) -> String {
+        match self.relative {
+            Some(r) => {
+                let noise = if self.within_noise == Some(true) {
+                    " ≈"
+                } else {
+                    ""
+                };
+                format!("{r:.0}{noise}")
+            }
+            None => "–".into(),
+        }
     }
 }
 

@@ -1,54 +1,42 @@
-//! The human summary printed at the end of a run.
+//! The human summaries printed at the end of a run: a job's figures per load
+//! point, the SQLIO-style histogram, and `storlab compare`'s tables relative
+//! to the baseline.
 
+use super::format::aligned;
+use super::relative::Comparison;
+use super::stats_ci::Estimate;
+use super::vocab::{Figures, Metric};
 use crate::model::JobRecord;
 use crate::model::PointResult;
 use std::fmt::Write;
 
-/// A simple left/right aligned table.
-struct Table {
-    head: Vec<&'static str>,
-    rows: Vec<Vec<String>>,
+/// Rows as plain text: the first column (names) left-aligned, figures right.
+fn render(head: &[String], rows: &[Vec<String>]) -> String {
+    aligned(head, rows, "", |i| i == 0)
 }
 
-impl Table {
-    fn render(&self) -> String {
-        let n = self.head.len();
-        let mut w: Vec<usize> = self.head.iter().map(|h| h.len()).collect();
-        for r in &self.rows {
-            for (i, c) in r.iter().enumerate().take(n) {
-                w[i] = w[i].max(c.chars().count());
-            }
-        }
-        let mut out = String::new();
-        let line = |cells: Vec<String>, out: &mut String| {
-            for (i, c) in cells.iter().enumerate() {
-                if i == 0 {
-                    let _ = write!(out, "{c:<width$}", width = w[0]);
-                } else {
-                    let _ = write!(out, "  {c:>width$}", width = w[i]);
-                }
-            }
-            out.push('\n');
-        };
-        line(self.head.iter().map(|s| s.to_string()).collect(), &mut out);
-        for r in &self.rows {
-            line(r.clone(), &mut out);
-        }
-        out
-    }
+/// Column headers: `first` then each metric's column.
+fn head(first: &[&str], metrics: &[Metric]) -> Vec<String> {
+    let mut h: Vec<String> = first.iter().map(|s| s.to_string()).collect();
+    h.extend(metrics.iter().map(|m| m.column().to_string()));
+    h
 }
 
-fn ms(us: f64) -> String {
-    format!("{:.3}", us / 1000.0)
-}
+/// The throughput and CPU columns of a job's summary.
+const THROUGHPUT: [Metric; 9] = [
+    Metric::Iops,
+    Metric::ReadIops,
+    Metric::WriteIops,
+    Metric::MbS,
+    Metric::PeakMbS,
+    Metric::Gbits,
+    Metric::ClientCpuPerIo,
+    Metric::HostBusy,
+    Metric::IopsPerCpuPct,
+];
 
-fn num(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
-}
+/// The columns of repeated load points.
+const REPEATED: [Metric; 4] = [Metric::Iops, Metric::MbS, Metric::LatMean, Metric::LatP99];
 
 /// Throughput and CPU of every load point of a job, then latency, then which
 /// points were interrupted or ended by an error (and the error).
@@ -75,70 +63,31 @@ pub fn job_summary_with(job: &JobRecord, errors: bool) -> String {
             p.threads
         );
     }
-    let mut t = Table {
-        head: vec![
-            "load point",
-            "VMs",
-            "OIO",
-            "IOPS",
-            "read IOPS",
-            "write IOPS",
-            "MB/s",
-            "peak MB/s",
-            "Gb/s",
-            "CPU s/MIO",
-            "host CPU%",
-            "IOPS/CPU%",
-        ],
-        rows: Vec::new(),
-    };
-    let mut lat = Table {
-        head: vec![
-            "load point",
-            "min ms",
-            "mean ms",
-            "p50 ms",
-            "p90 ms",
-            "p99 ms",
-            "p99.9 ms",
-            "p99.99 ms",
-            "max ms",
-            "errors",
-        ],
-        rows: Vec::new(),
-    };
+    let latency: Vec<Metric> = Metric::LATENCY_MS
+        .into_iter()
+        .chain([Metric::Errors])
+        .collect();
+    let mut main = Vec::new();
+    let mut lat = Vec::new();
     for p in &job.points {
-        let s = &p.summary;
-        t.rows.push(vec![
+        let f = Figures::of(&p.summary);
+        let mut row = vec![
             p.label.clone(),
             p.spec.total_vms().to_string(),
             p.spec.total_iodepth().to_string(),
-            num(s.total.iops),
-            num(s.read.iops),
-            num(s.write.iops),
-            num(s.total.mb_s),
-            num(s.peak_mb_s),
-            format!("{:.3}", s.total.gbit_s),
-            format!("{:.2}", s.cpu.cpu_s_per_mio),
-            format!("{:.1}", s.cpu.host_busy_pct),
-            num(s.cpu.iops_per_cpu_pct),
-        ]);
-        lat.rows.push(vec![
-            p.label.clone(),
-            ms(s.total.lat_min_us),
-            ms(s.total.lat_mean_us),
-            ms(s.total.p50_us),
-            ms(s.total.p90_us),
-            ms(s.total.p99_us),
-            ms(s.total.p999_us),
-            ms(s.total.p9999_us),
-            ms(s.total.lat_max_us),
-            s.total.errors.to_string(),
-        ]);
+        ];
+        row.extend(THROUGHPUT.iter().map(|m| m.cell(&f)));
+        main.push(row);
+        let mut row = vec![p.label.clone()];
+        row.extend(latency.iter().map(|m| m.cell(&f)));
+        lat.push(row);
     }
-    out.push_str(&t.render());
+    out.push_str(&render(
+        &head(&["load point", "VMs", "OIO"], &THROUGHPUT),
+        &main,
+    ));
     out.push('\n');
-    out.push_str(&lat.render());
+    out.push_str(&render(&head(&["load point"], &latency), &lat));
     out.push_str(&repeats(job));
     for p in &job.points {
         if p.interrupted {
@@ -158,47 +107,34 @@ pub fn job_summary_with(job: &JobRecord, errors: bool) -> String {
 /// Load points run more than once (`--repeat`): each figure's mean and the
 /// half-width of its 95% confidence interval. Empty when nothing repeated.
 fn repeats(job: &JobRecord) -> String {
-    use crate::report::stats_ci::Estimate;
     let mut labels: Vec<&str> = Vec::new();
     for p in &job.points {
         if !labels.contains(&p.label.as_str()) {
             labels.push(&p.label);
         }
     }
-    let mut t = Table {
-        head: vec!["load point", "runs", "IOPS", "MB/s", "mean ms", "p99 ms"],
-        rows: Vec::new(),
-    };
+    let mut rows = Vec::new();
     for label in labels {
         let ps: Vec<&PointResult> = job.points.iter().filter(|p| p.label == label).collect();
         if ps.len() < 2 {
             continue;
         }
-        let cell = |f: &dyn Fn(&PointResult) -> f64, scale: f64, digits: usize| {
-            let e = Estimate::of(&ps.iter().map(|p| f(p) / scale).collect::<Vec<_>>());
-            format!(
-                "{:.*} ± {:.*}",
-                digits,
-                e.mean,
-                digits,
-                e.ci95.unwrap_or(0.0)
-            )
-        };
-        t.rows.push(vec![
-            label.to_string(),
-            ps.len().to_string(),
-            cell(&|p| p.summary.total.iops, 1.0, 0),
-            cell(&|p| p.summary.total.mb_s, 1.0, 1),
-            cell(&|p| p.summary.total.lat_mean_us, 1000.0, 3),
-            cell(&|p| p.summary.total.p99_us, 1000.0, 3),
-        ]);
+        let mut row = vec![label.to_string(), ps.len().to_string()];
+        for m in REPEATED {
+            let v: Vec<f64> = ps
+                .iter()
+                .filter_map(|p| m.value(&Figures::of(&p.summary)))
+                .collect();
+            row.push(m.fmt_estimate(&Estimate::of(&v)));
+        }
+        rows.push(row);
     }
-    if t.rows.is_empty() {
+    if rows.is_empty() {
         return String::new();
     }
     format!(
         "\nrepeated load points: mean ± 95% confidence interval\n{}",
-        t.render()
+        render(&head(&["load point", "runs"], &REPEATED), &rows)
     )
 }
 
@@ -220,6 +156,101 @@ pub fn ms_histogram(p: &PointResult) -> String {
         };
         let bar = "#".repeat((pct / 2.0).round() as usize);
         let _ = writeln!(out, "{label:>4}: {pct:5.1} {bar}");
+    }
+    out
+}
+
+/// The figures of `storlab compare`'s tables, each with its figure relative
+/// to the baseline (`true`) or without.
+const COMPARED: [(Metric, bool); 8] = [
+    (Metric::Iops, true),
+    (Metric::MbS, true),
+    (Metric::LatMean, true),
+    (Metric::LatP99, true),
+    (Metric::ClientCpuPerIo, false),
+    (Metric::ServerCpuPerIo, false),
+    (Metric::BothCpuPerIo, true),
+    (Metric::ServerCpuPerMb, false),
+];
+
+/// The studies' table for every load point of a comparison: a row per
+/// target with each figure and, in the `rel` columns, the figure relative to
+/// the baseline = 100 (repeats: mean ±95% confidence interval, "≈" within
+/// noise); then, for repeated points, whether each target's IOPS differ from
+/// the baseline's beyond the noise.
+pub fn comparison_tables(c: &Comparison) -> String {
+    let tables: Vec<_> = COMPARED.iter().map(|&(m, _)| c.table(m)).collect();
+    let mut head = vec!["target".to_string()];
+    for (m, rel) in COMPARED {
+        head.push(m.column().into());
+        if rel {
+            head.push("rel".into());
+        }
+    }
+    let baseline = c.baseline_name();
+    let mut out = String::new();
+    for (k, (job, label)) in c.keys.iter().enumerate() {
+        let title = if label == job {
+            job.clone()
+        } else {
+            format!("{job} · {label}")
+        };
+        let _ = writeln!(
+            out,
+            "\n{title}   (relative to {baseline} = 100; latency and CPU: lower is better)"
+        );
+        let mut rows = Vec::new();
+        for (t, target) in c.targets.iter().enumerate() {
+            if c.points(k, t).is_empty() {
+                continue;
+            }
+            let mut row = vec![target.clone()];
+            for (&(m, rel), table) in COMPARED.iter().zip(&tables) {
+                let cell = table.rows[k].cells[t].as_ref();
+                row.push(cell.map_or_else(|| "–".into(), |x| x.fmt(m)));
+                if rel {
+                    row.push(cell.map_or_else(|| "–".into(), |x| x.fmt_relative()));
+                }
+            }
+            rows.push(row);
+        }
+        out.push_str(&render(&head, &rows));
+        let _ = writeln!(
+            out,
+            "(CPU per I/O by side: client = storlab over the measured intervals; server = the \
+             target's server processes around the whole point; rel: client + server)"
+        );
+        out.push_str(&noise(c, &tables[0], k));
+    }
+    out
+}
+
+/// For a repeated point: each target's IOPS as mean ± 95% confidence
+/// interval and whether it differs from the baseline's beyond the noise
+/// (Welch's t-test). Empty when nothing was repeated.
+fn noise(c: &Comparison, iops: &super::relative::Table, k: usize) -> String {
+    let cells = &iops.rows[k].cells;
+    if cells.iter().flatten().all(|x| x.est.n < 2) {
+        return String::new();
+    }
+    let baseline = c.baseline_name();
+    let mut out = String::new();
+    for (t, cell) in cells.iter().enumerate() {
+        let Some(cell) = cell else { continue };
+        let verdict = match cell.within_noise {
+            None if t == c.baseline => "baseline".to_string(),
+            None => format!("no {baseline} figure to compare with"),
+            Some(true) => format!("within noise of {baseline}"),
+            Some(false) => format!("differs from {baseline} beyond noise"),
+        };
+        let _ = writeln!(
+            out,
+            "  {}: {} {} (95% CI, n = {}): {verdict}",
+            c.targets[t],
+            Metric::Iops.name(),
+            cell.fmt(Metric::Iops),
+            cell.est.n
+        );
     }
     out
 }

@@ -10,9 +10,12 @@ use serde::{Deserialize, Serialize};
 /// Upper limit of the SQLIO-style millisecond histogram in [`Summary`].
 pub const MS_HISTOGRAM_LIMIT: u32 = 24;
 
-const MB: f64 = 1e6;
-const MIB: f64 = 1024.0 * 1024.0;
-const GBIT: f64 = 1e9;
+/// Bytes in a decimal megabyte: MB/s, the studies' throughput unit.
+pub const MB: f64 = 1e6;
+/// Bytes in a binary mebibyte: MiB/s (`mib_s`).
+pub const MIB: f64 = 1024.0 * 1024.0;
+/// Bits in a decimal gigabit: Gb/s, the unit of network links.
+pub const GBIT: f64 = 1e9;
 
 /// `num / den`, or 0 when the quotient would not be a finite number, so a
 /// zero-length or empty run reports zeros rather than NaN or infinity.
