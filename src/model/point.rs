@@ -214,3 +214,24 @@ pub struct TcpCounters {
     /// Segments retransmitted.
     pub retrans_segs: u64,
 }
+
+/// An empty point of a small spec, for tests.
+#[cfg(test)]
+pub(crate) fn test_point() -> PointResult {
+    PointResult {
+        label: "t".into(),
+        spec: crate::workload::test_spec(1, 1, 1),
+        targets: vec!["null:".into()],
+        backend: "null".into(),
+        threads: 1,
+        started_unix: 0.0,
+        prepared: Vec::new(),
+        intervals: Vec::new(),
+        workers: Vec::new(),
+        measured: Snapshot::default(),
+        summary: Summary::default(),
+        interrupted: false,
+        error: None,
+        hosts: Vec::new(),
+    }
+}

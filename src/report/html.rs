@@ -490,6 +490,10 @@ pub fn render(c: &Comparison, opts: &ReportOptions) -> String {
         let _ = write!(out, "<div class=\"charts\">{}</div>", links.concat());
     }
     out.push_str(&table(&tp));
+    let net = super::network::network_table(c);
+    if !net.rows.is_empty() {
+        let _ = write!(out, "<h2>{}</h2>{}", esc(&net.title), table(&net));
+    }
     let env = markdown::environment_table(c);
     let _ = write!(out, "<h2>{}</h2>{}", esc(&env.title), table(&env));
     out.push_str("<h2>Reproduce</h2>");

@@ -268,6 +268,10 @@ pub fn tables(c: &Comparison, opts: &ReportOptions) -> Vec<TextTable> {
         out.push(sweeps);
     }
     out.push(throughput_table(c));
+    let net = super::network::network_table(c);
+    if !net.rows.is_empty() {
+        out.push(net);
+    }
     let hosts = super::hosts::host_table(c);
     if !hosts.rows.is_empty() {
         out.push(hosts);

@@ -7,6 +7,7 @@ pub mod format;
 pub mod hosts;
 pub mod html;
 pub mod markdown;
+pub mod network;
 pub mod progress;
 pub mod relative;
 pub mod stats_ci;
