@@ -22,6 +22,7 @@ pub mod report;
 pub mod runner;
 pub mod stats;
 pub mod store;
+pub mod study;
 pub mod target;
 pub mod verify;
 pub mod workload;

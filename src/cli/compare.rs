@@ -10,6 +10,7 @@ use crate::prepare;
 use crate::report::relative::{Comparison, Source};
 use crate::report::text;
 use crate::runner;
+use crate::workload::Job;
 
 /// Run `storlab compare`.
 pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
@@ -19,7 +20,8 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     let jobs = session::jobs(&args.job)?;
     session::check_outputs(&args.out)?;
     let _temporary = if args.lab {
-        Some(TemporaryLab::up(args.out.quiet)?)
+        let dir = TemporaryLab::temp_dir("compare");
+        Some(TemporaryLab::up(lab::LabConfig::new(dir), args.out.quiet)?)
     } else {
         None
     };
@@ -44,123 +46,193 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         .baseline
         .clone()
         .unwrap_or_else(|| contenders[0].name.clone());
-    if !contenders.iter().any(|c| c.name == baseline) {
-        let names: Vec<&str> = contenders.iter().map(|c| c.name.as_str()).collect();
-        return Err(CliError::input(format!(
-            "invalid --baseline {baseline:?} (allowed: one of the targets: {})",
-            names.join(", ")
-        )));
-    }
-    let mut opts = session::run_options(&args.out);
+    check_baseline(&baseline, &contenders)?;
     let store = session::open_store(&args.out)?;
-    let mut s = Session::new(&args.out, store.as_ref(), argv, Vec::new())?;
-    s.record.environment.network = lab_state
-        .as_ref()
-        .filter(|_| contenders.iter().any(|c| c.backing.is_some()))
-        .map(crate::lab::LabState::network)
-        .or_else(|| {
-            let urls: Vec<String> = contenders.iter().map(|c| c.target.to_string()).collect();
-            crate::lab::registry::network_of(&urls)
-        });
-    // On a lab, the lab's link counters go beside every interval.
-    let urls: Vec<String> = contenders.iter().map(|c| c.target.to_string()).collect();
-    opts.probe = match &lab_state {
-        Some(l) => session::lab_probe(l),
-        None => crate::lab::registry::lab_of(&urls)
-            .as_ref()
-            .and_then(session::lab_probe),
-    };
-    let mut info = CompareInfo {
-        baseline: baseline.clone(),
-        targets: contenders
-            .iter()
-            .map(|c| (c.name.clone(), c.target.to_string()))
-            .collect(),
-        lab: lab_state
-            .as_ref()
-            .and_then(|l| serde_json::to_value(l).ok()),
-        ..CompareInfo::default()
-    };
-    let mut dirty = false; // the backing store was written since its last restore
-    'targets: for c in &contenders {
-        s.set_targets(vec![c.target.to_string()]);
-        for job in &jobs {
-            if dirty {
-                restore(c, &mut s)?;
-                dirty = false;
-            }
-            s.begin_job(job, &job.name)?;
-            s.progress.set_job(&format!("{} on {}", job.name, c.name));
-            let mut points = super::curve::Points::new(job, args.out.repeat);
-            loop {
-                let next = match points.step(&mut s) {
-                    super::curve::Step::Run(n) => n,
-                    super::curve::Step::JobDone => break,
-                    super::curve::Step::Stop => break 'targets,
-                };
-                let spec = &next.spec;
-                // A repetition is a test of its own: it starts from the initial store too.
-                if dirty && next.repetition {
-                    restore(c, &mut s)?;
+    let mut bench = Bench::new(
+        &args.out,
+        store.as_ref(),
+        argv,
+        &contenders,
+        lab_state.as_ref(),
+        &baseline,
+    )?;
+    bench.measure(&jobs, &contenders)?;
+    let record = bench.record();
+    print_tables(&record, &baseline);
+    bench.finish()
+}
+
+/// Refuse a baseline that is none of the targets, listing them.
+pub(super) fn check_baseline(baseline: &str, contenders: &[Contender]) -> Result<(), CliError> {
+    if contenders.iter().any(|c| c.name == baseline) {
+        return Ok(());
+    }
+    let names: Vec<&str> = contenders.iter().map(|c| c.name.as_str()).collect();
+    Err(CliError::input(format!(
+        "invalid --baseline {baseline:?} (allowed: one of the targets: {})",
+        names.join(", ")
+    )))
+}
+
+/// A comparison being measured: one run (its session) in which jobs run on
+/// contenders in turn, the lab's backing store restored between tests, with
+/// the servers' CPU around every point.
+pub(super) struct Bench<'s> {
+    /// The run, saved after every point.
+    s: Session<'s>,
+    opts: runner::RunOptions<'static>,
+    info: CompareInfo,
+    repeat: u32,
+}
+
+impl<'s> Bench<'s> {
+    /// Start the run of a comparison of `contenders` (every target it will
+    /// measure), relative to `baseline`, on `lab` when the targets are a lab's.
+    pub fn new(
+        out: &'s super::OutArgs,
+        store: Option<&'s crate::store::Store>,
+        argv: Vec<String>,
+        contenders: &[Contender],
+        lab_state: Option<&lab::LabState>,
+        baseline: &str,
+    ) -> Result<Bench<'s>, CliError> {
+        let mut opts = session::run_options(out);
+        let mut s = Session::new(out, store, argv, Vec::new())?;
+        let urls: Vec<String> = contenders.iter().map(|c| c.target.to_string()).collect();
+        s.record.environment.network = lab_state
+            .filter(|_| contenders.iter().any(|c| c.backing.is_some()))
+            .map(crate::lab::LabState::network)
+            .or_else(|| crate::lab::registry::network_of(&urls));
+        // On a lab, the lab's link counters go beside every interval.
+        opts.probe = match lab_state {
+            Some(l) => session::lab_probe(l),
+            None => crate::lab::registry::lab_of(&urls)
+                .as_ref()
+                .and_then(session::lab_probe),
+        };
+        let info = CompareInfo {
+            baseline: baseline.to_string(),
+            targets: contenders
+                .iter()
+                .map(|c| (c.name.clone(), c.target.to_string()))
+                .collect(),
+            lab: lab_state.and_then(|l| serde_json::to_value(l).ok()),
+            ..CompareInfo::default()
+        };
+        Ok(Bench {
+            s,
+            opts,
+            info,
+            repeat: out.repeat,
+        })
+    }
+
+    /// Run every job on each of `contenders` in turn (all jobs on one, then
+    /// the next), restoring the backing store before a test that follows a
+    /// write and once more at the end. Returns whether the run goes on (false:
+    /// interrupted, or a point failed; the session holds why).
+    pub fn measure(&mut self, jobs: &[Job], contenders: &[Contender]) -> Result<bool, CliError> {
+        let s = &mut self.s;
+        let mut dirty = false; // the backing store was written since its last restore
+        let mut go_on = true;
+        'targets: for c in contenders {
+            s.set_targets(vec![c.target.to_string()]);
+            for job in jobs {
+                if dirty {
+                    restore(c, s)?;
                     dirty = false;
                 }
-                let mut servers = Vec::new();
-                let point = s.measure(None, |obs| {
-                    compare::run_measured(c, spec, &mut |spec, t| {
-                        runner::run_point(spec, t, &opts, obs)
-                    })
-                    .map(|(p, cpu)| {
-                        servers = cpu;
-                        p
-                    })
-                });
-                dirty |= spec.writes();
-                if let Ok(p) = &point {
-                    points.measured(p);
-                    info.server_cpu.push(PointServerCpu {
-                        target: c.name.clone(),
-                        job: job.name.clone(),
-                        point: p.label.clone(),
-                        servers,
+                s.begin_job(job, &job.name)?;
+                s.progress.set_job(&format!("{} on {}", job.name, c.name));
+                let mut points = super::curve::Points::new(job, self.repeat);
+                loop {
+                    let next = match points.step(s) {
+                        super::curve::Step::Run(n) => n,
+                        super::curve::Step::JobDone => break,
+                        super::curve::Step::Stop => {
+                            go_on = false;
+                            break 'targets;
+                        }
+                    };
+                    let spec = &next.spec;
+                    // A repetition is a test of its own: it starts from the initial store too.
+                    if dirty && next.repetition {
+                        restore(c, s)?;
+                        dirty = false;
+                    }
+                    let mut servers = Vec::new();
+                    let opts = &self.opts;
+                    let point = s.measure(None, |obs| {
+                        compare::run_measured(c, spec, &mut |spec, t| {
+                            runner::run_point(spec, t, opts, obs)
+                        })
+                        .map(|(p, cpu)| {
+                            servers = cpu;
+                            p
+                        })
                     });
-                }
-                let go_on = s.keep(point)?;
-                s.record.compare = Some(info.clone());
-                s.save()?;
-                if !go_on {
-                    break 'targets;
+                    dirty |= spec.writes();
+                    if let Ok(p) = &point {
+                        points.measured(p);
+                        self.info.server_cpu.push(PointServerCpu {
+                            target: c.name.clone(),
+                            job: job.name.clone(),
+                            point: p.label.clone(),
+                            servers,
+                        });
+                    }
+                    go_on = s.keep(point)?;
+                    s.record.compare = Some(self.info.clone());
+                    s.save()?;
+                    if !go_on {
+                        break 'targets;
+                    }
                 }
             }
         }
+        if dirty && let Some(c) = contenders.iter().find(|c| c.backing.is_some()) {
+            restore(c, s)?;
+        }
+        Ok(go_on)
     }
-    if dirty && let Some(c) = contenders.iter().find(|c| c.backing.is_some()) {
-        restore(c, &mut s)?;
+
+    /// The run so far, with its comparison.
+    pub fn record(&self) -> crate::model::RunRecord {
+        let mut run = self.s.record.clone();
+        run.compare = Some(self.info.clone());
+        run
     }
-    print_tables(&s, &info);
-    s.record.compare = Some(info);
-    s.finish(false)
+
+    /// End the run: save and record it, and turn its outcome into an exit code.
+    pub fn finish(mut self) -> Result<ExitCode, CliError> {
+        self.s.record.compare = Some(self.info);
+        self.s.finish(false)
+    }
 }
 
-/// A lab for one comparison, taken down when dropped (after an error or an
-/// interruption too).
-struct TemporaryLab {
-    dir: std::path::PathBuf,
+/// A lab for one comparison or study, taken down when dropped (after an
+/// error or an interruption too), its state directory removed.
+pub(super) struct TemporaryLab {
+    /// Its state directory (storlab's own, under the temporary directory).
+    pub dir: std::path::PathBuf,
 }
 
 impl TemporaryLab {
-    fn up(quiet: bool) -> Result<TemporaryLab, CliError> {
-        let dir = std::env::temp_dir().join(format!("storlab-compare-lab-{}", std::process::id()));
+    /// A fresh state directory for a temporary lab of `what` ("compare").
+    pub fn temp_dir(what: &str) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("storlab-{what}-lab-{}", std::process::id()))
+    }
+
+    /// Bring up the lab `cfg`, whose state directory is a [`TemporaryLab::temp_dir`].
+    pub fn up(cfg: lab::LabConfig, quiet: bool) -> Result<TemporaryLab, CliError> {
+        let dir = cfg.state_dir.clone();
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)
             .map_err(|e| CliError::failed(format!("cannot create {}: {e}", dir.display())))?;
         let lab = TemporaryLab { dir };
-        lab::up(&lab::LabConfig::new(&lab.dir))
-            .map_err(|e| CliError::failed(format!("lab up: {e}")))?;
+        lab::up(&cfg).map_err(|e| CliError::failed(format!("lab up: {e}")))?;
         if !quiet {
-            eprintln!(
-                "storlab: lab up for this comparison (state in {})",
-                lab.dir.display()
-            );
+            eprintln!("storlab: lab up (state in {})", lab.dir.display());
         }
         Ok(lab)
     }
@@ -199,22 +271,19 @@ fn restore(c: &Contender, s: &mut Session) -> Result<(), CliError> {
 /// One table per (job, load point), a row per target in run order (repeats
 /// as mean ± 95% confidence interval), relative to the baseline: the
 /// reports' computation ([`Comparison`]), with the targets' short names.
-fn print_tables(s: &Session, info: &CompareInfo) {
-    let mut run = s.record.clone();
-    run.compare = Some(info.clone());
-    let source = |run| Source {
+fn print_tables(run: &crate::model::RunRecord, baseline: &str) {
+    let source = |run: crate::model::RunRecord| Source {
         name: "this comparison".into(),
-        run: super::report::name_targets(run),
+        run: run.with_target_names(),
     };
-    let c = match Comparison::new(vec![source(run.clone())], Some(&info.baseline)) {
+    let c = match Comparison::new(vec![source(run.clone())], Some(baseline)) {
         Ok(c) => c,
         // The baseline measured nothing (it failed): relative to the first
         // target that did, said so.
-        Err(_) => match Comparison::new(vec![source(run)], None) {
+        Err(_) => match Comparison::new(vec![source(run.clone())], None) {
             Ok(c) => {
                 println!(
-                    "\nno results for the baseline {}: figures relative to {}",
-                    info.baseline,
+                    "\nno results for the baseline {baseline}: figures relative to {}",
                     c.baseline_name()
                 );
                 c

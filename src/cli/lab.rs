@@ -15,54 +15,100 @@ pub enum BackingArg {
     Disk,
 }
 
+/// How `lab up` builds a lab: the options `storlab lab up` and `storlab study` share.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LabUpArgs {
+    /// Where the backing store lives.
+    #[arg(long, value_enum, default_value = "ram")]
+    backing: BackingArg,
+    /// Directory for --backing disk.
+    #[arg(long, value_name = "DIR", default_value = "/var/tmp")]
+    backing_dir: PathBuf,
+    /// Backing store size (k, m, g suffixes: binary).
+    #[arg(long, default_value = "1g", value_parser = parse_size)]
+    size: u64,
+    /// ganesha's NFS port.
+    #[arg(long, default_value_t = Ports::default().nfs)]
+    nfs_port: u16,
+    /// ganesha's MOUNT (NFSv3) port.
+    #[arg(long, default_value_t = Ports::default().mountd)]
+    mountd_port: u16,
+    /// tgtd's iSCSI port.
+    #[arg(long, default_value_t = Ports::default().iscsi)]
+    iscsi_port: u16,
+    /// nbdkit's NBD port.
+    #[arg(long, default_value_t = Ports::default().nbd)]
+    nbd_port: u16,
+    /// Load-generator host namespaces joined to the storage host by a
+    /// bridge, each running a `storlab agent` (0: clients in the root namespace).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    hosts: u32,
+    /// Shape every link with tc tbf: 1gbe, 10gbe, 25gbe or a rate like
+    /// 500mbit (default: unshaped).
+    #[arg(long, value_name = "1gbe|10gbe|25gbe|RATE", value_parser = Link::parse)]
+    link: Option<Link>,
+    /// MTU of every interface on the path (--net netns; default 1500).
+    #[arg(long)]
+    mtu: Option<u32>,
+    /// The agents' port (on each host's address).
+    #[arg(long, default_value_t = lab::hosts::AGENT_PORT)]
+    agent_port: u16,
+    /// Where the servers listen: loopback (127.0.0.1 of this namespace;
+    /// the default without --hosts, --link or --mtu) or netns (the
+    /// storage host's namespace, over a veth link; the default with them).
+    #[arg(long, value_name = "loopback|netns", value_parser = NetMode::parse)]
+    net: Option<NetMode>,
+}
+
+impl LabUpArgs {
+    /// The lab these options describe, with its state in `state_dir`.
+    pub fn config(&self, state_dir: PathBuf) -> Result<LabConfig, CliError> {
+        let networked = self.hosts > 0 || self.link.is_some() || self.mtu.is_some();
+        let net = self.net.unwrap_or(if networked {
+            NetMode::Netns
+        } else {
+            NetMode::Loopback
+        });
+        if net == NetMode::Loopback && self.mtu.is_some() {
+            return Err(CliError::input(format!(
+                "--mtu needs --net netns: --net loopback serves on 127.0.0.1, whose MTU is not \
+                 the lab's (allowed --net: {})",
+                NetMode::ALLOWED
+            )));
+        }
+        Ok(LabConfig {
+            backing: match self.backing {
+                BackingArg::Ram => Backing::Ram,
+                BackingArg::Disk => Backing::Disk(self.backing_dir.clone()),
+            },
+            size: self.size,
+            ports: Ports {
+                nfs: self.nfs_port,
+                mountd: self.mountd_port,
+                iscsi: self.iscsi_port,
+                nbd: self.nbd_port,
+            },
+            state_dir,
+            hosts: self.hosts,
+            link: self.link.clone(),
+            mtu: self.mtu.unwrap_or(1500),
+            agent_port: self.agent_port,
+            net,
+        })
+    }
+}
+
 /// `storlab lab` subcommands.
 #[derive(clap::Subcommand, Debug)]
 pub enum LabCmd {
     /// Build the backing store and export it over NFSv3, NFSv4, iSCSI and NBD.
     Up {
-        /// Where the backing store lives.
-        #[arg(long, value_enum, default_value = "ram")]
-        backing: BackingArg,
-        /// Directory for --backing disk.
-        #[arg(long, value_name = "DIR", default_value = "/var/tmp")]
-        backing_dir: PathBuf,
-        /// Backing store size (k, m, g suffixes: binary).
-        #[arg(long, default_value = "1g", value_parser = parse_size)]
-        size: u64,
-        /// ganesha's NFS port.
-        #[arg(long, default_value_t = Ports::default().nfs)]
-        nfs_port: u16,
-        /// ganesha's MOUNT (NFSv3) port.
-        #[arg(long, default_value_t = Ports::default().mountd)]
-        mountd_port: u16,
-        /// tgtd's iSCSI port.
-        #[arg(long, default_value_t = Ports::default().iscsi)]
-        iscsi_port: u16,
-        /// nbdkit's NBD port.
-        #[arg(long, default_value_t = Ports::default().nbd)]
-        nbd_port: u16,
+        /// How to build it.
+        #[command(flatten)]
+        lab: LabUpArgs,
         /// State directory (state.json, configs, server logs).
         #[arg(long, value_name = "DIR")]
         state_dir: Option<PathBuf>,
-        /// Load-generator host namespaces joined to the storage host by a
-        /// bridge, each running a `storlab agent` (0: clients in the root namespace).
-        #[arg(long, value_name = "N", default_value_t = 0)]
-        hosts: u32,
-        /// Shape every link with tc tbf: 1gbe, 10gbe, 25gbe or a rate like
-        /// 500mbit (default: unshaped).
-        #[arg(long, value_name = "1gbe|10gbe|25gbe|RATE", value_parser = Link::parse)]
-        link: Option<Link>,
-        /// MTU of every interface on the path (--net netns; default 1500).
-        #[arg(long)]
-        mtu: Option<u32>,
-        /// The agents' port (on each host's address).
-        #[arg(long, default_value_t = lab::hosts::AGENT_PORT)]
-        agent_port: u16,
-        /// Where the servers listen: loopback (127.0.0.1 of this namespace;
-        /// the default without --hosts, --link or --mtu) or netns (the
-        /// storage host's namespace, over a veth link; the default with them).
-        #[arg(long, value_name = "loopback|netns", value_parser = NetMode::parse)]
-        net: Option<NetMode>,
     },
     /// Show the lab: servers, PIDs, versions, addresses and target URLs.
     Status {
@@ -217,52 +263,10 @@ fn status_text(st: &LabState) -> String {
 pub fn run(cmd: LabCmd) -> Result<ExitCode, CliError> {
     match cmd {
         LabCmd::Up {
-            backing,
-            backing_dir,
-            size,
-            nfs_port,
-            mountd_port,
-            iscsi_port,
-            nbd_port,
+            lab,
             state_dir: dir,
-            hosts,
-            link,
-            mtu,
-            agent_port,
-            net,
         } => {
-            let networked = hosts > 0 || link.is_some() || mtu.is_some();
-            let net = net.unwrap_or(if networked {
-                NetMode::Netns
-            } else {
-                NetMode::Loopback
-            });
-            if net == NetMode::Loopback && mtu.is_some() {
-                return Err(CliError::input(format!(
-                    "--mtu needs --net netns: --net loopback serves on 127.0.0.1, whose MTU is not \
-                     the lab's (allowed --net: {})",
-                    NetMode::ALLOWED
-                )));
-            }
-            let cfg = LabConfig {
-                backing: match backing {
-                    BackingArg::Ram => Backing::Ram,
-                    BackingArg::Disk => Backing::Disk(backing_dir),
-                },
-                size,
-                ports: Ports {
-                    nfs: nfs_port,
-                    mountd: mountd_port,
-                    iscsi: iscsi_port,
-                    nbd: nbd_port,
-                },
-                state_dir: state_dir(dir)?,
-                hosts,
-                link,
-                mtu: mtu.unwrap_or(1500),
-                agent_port,
-                net,
-            };
+            let cfg = lab.config(state_dir(dir)?)?;
             let st = lab::up(&cfg).map_err(failed)?;
             print!("{}", status_text(&st));
             Ok(ExitCode::Ok)

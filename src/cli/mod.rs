@@ -14,6 +14,7 @@ pub mod results;
 mod run;
 mod session;
 pub mod signals;
+mod study;
 pub mod verify;
 pub mod wire;
 
@@ -99,6 +100,8 @@ enum Command {
     Run(Box<RunArgs>),
     /// Run the same workload on several targets in turn and show them relative to a baseline.
     Compare(Box<CompareArgs>),
+    /// Run a reference study on its own lab and write its report (`storlab study list`).
+    Study(Box<study::StudyArgs>),
     /// Serve runs for a fleet controller (`storlab run --hosts`): see docs/fleet.md.
     Agent(agent::AgentArgs),
     /// The protocol lab: one backing store served over NFS, iSCSI and NBD.
@@ -275,6 +278,7 @@ pub fn main_with(args: Vec<String>) -> i32 {
     let result = match cli.command {
         Command::Run(a) => run::run(*a, args),
         Command::Compare(a) => compare::run(*a, args),
+        Command::Study(a) => study::run(*a, args),
         Command::Agent(a) => agent::run(a),
         Command::Lab { cmd } => lab::run(cmd),
         Command::Results(a) => results::run(a),

@@ -67,22 +67,6 @@ pub fn parse_ms(s: &str) -> Result<f64, CliError> {
     }
 }
 
-/// In a comparison, call each point's target by its short name ("nfs3").
-pub(super) fn name_targets(mut run: RunRecord) -> RunRecord {
-    if let Some(c) = run.compare.clone() {
-        for p in run.jobs.iter_mut().flat_map(|j| j.points.iter_mut()) {
-            if let Some((name, _)) = c
-                .targets
-                .iter()
-                .find(|(_, url)| p.targets.first() == Some(url))
-            {
-                p.targets = vec![name.clone()];
-            }
-        }
-    }
-    run
-}
-
 /// Load one RUN: a `--json` file if such a file exists, else a run id.
 pub(super) fn load(
     run: &str,
@@ -90,7 +74,7 @@ pub(super) fn load(
     store: &mut Option<Store>,
 ) -> Result<Source, CliError> {
     load_raw(run, db, store).map(|s| Source {
-        run: name_targets(s.run),
+        run: s.run.with_target_names(),
         ..s
     })
 }

@@ -176,6 +176,23 @@ impl RunRecord {
         }
         serde_json::from_value(v).map_err(|e| format!("{origin}: malformed storlab result: {e}"))
     }
+
+    /// In a comparison, each point's target called by its short name
+    /// ("nfs3") instead of its URL; other runs unchanged.
+    pub fn with_target_names(mut self) -> RunRecord {
+        if let Some(c) = self.compare.clone() {
+            for p in self.jobs.iter_mut().flat_map(|j| j.points.iter_mut()) {
+                if let Some((name, _)) = c
+                    .targets
+                    .iter()
+                    .find(|(_, url)| p.targets.first() == Some(url))
+                {
+                    p.targets = vec![name.clone()];
+                }
+            }
+        }
+        self
+    }
 }
 
 /// Write `bytes` to `path` atomically (a temporary file renamed over it), so a

@@ -22,6 +22,18 @@ th{background:#f4f4f4}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 .note{color:#555;font-size:12px}.charts{display:flex;flex-wrap:wrap;gap:12px}\
 pre{background:#f6f6f6;padding:8px;overflow-x:auto}";
 
+/// The start of a self-contained page titled `title`: its head, with the
+/// page's and the charts' CSS inline, and the body's opening tag.
+pub fn page_start(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width\"><title>{}</title>\
+         <style>{PAGE_CSS}{}</style></head><body>",
+        esc(title),
+        svg::CSS
+    )
+}
+
 /// One table as HTML.
 pub fn table(t: &TextTable) -> String {
     let mut out = String::from("<table><thead><tr>");
@@ -425,12 +437,7 @@ fn link_chart(c: &Comparison, k: usize) -> Option<String> {
 
 /// The whole report as one HTML page.
 pub fn render(c: &Comparison, opts: &ReportOptions) -> String {
-    let mut out = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
-    let _ = write!(
-        out,
-        "<meta name=\"viewport\" content=\"width=device-width\"><title>storlab report</title><style>{PAGE_CSS}{}</style></head><body>",
-        svg::CSS
-    );
+    let mut out = page_start("storlab report");
     let _ = write!(
         out,
         "<h1>storlab report</h1><p>Runs: {}. Baseline: <b>{}</b> = 100. Targets: {}.</p>",

@@ -1,0 +1,199 @@
+//! The five reference studies (../shared/seeds, WORKLOADS.md) as one command
+//! each, presented as the study presented its results.
+//!
+//! A study is a small declaration ([`Study`]): which catalogued workloads
+//! run, on which lab targets beside the baseline, on which media (one lab run
+//! per medium), and one renderer that turns the measured runs into the
+//! study's own tables and figures ([`Section`]s). The CLI (`storlab study`)
+//! brings the labs up and measures through `storlab compare`'s path; this
+//! module only describes and renders, so every renderer is a pure function
+//! of run documents and can be tested on synthetic ones. Text and HTML
+//! ([`page`]) are two views of the same sections.
+
+mod catalogue;
+mod dss;
+pub mod figures;
+mod freenas;
+pub mod page;
+mod ramp;
+#[cfg(test)]
+mod testing;
+mod vsphere;
+mod zfs;
+
+pub use catalogue::{STUDIES, find};
+
+use crate::model::RunRecord;
+use crate::report::format::{TextTable, aligned};
+use crate::report::relative::{Comparison, Source};
+use crate::workload::Profile;
+use std::fmt::Write;
+
+/// The target every study's figures are relative to (= 100), unless
+/// `--baseline` says otherwise. The studies' baseline is Fibre Channel; this
+/// lab's block baseline in that role will be `fc8` (an O_DIRECT loop device
+/// capped at 8 Gb FC's payload rate). Until the lab has it, the baseline is
+/// the local file on the lab's backing store. Swapping is this one constant.
+pub const DEFAULT_BASELINE: &str = "local";
+
+/// One part of a study: workloads run on targets.
+#[derive(Debug)]
+pub struct Part {
+    /// Catalogued workloads (`storlab workloads`), run in this order.
+    pub workloads: &'static [&'static str],
+    /// Lab targets beside the baseline (which always runs first).
+    pub targets: &'static [&'static str],
+    /// Run on every medium of the study (002's synchronous writes, with and
+    /// without a log device), or only on the first.
+    pub every_medium: bool,
+}
+
+/// A reference study as storlab runs it.
+#[derive(Debug)]
+pub struct Study {
+    /// Its command name (`storlab study NAME`).
+    pub name: &'static str,
+    /// Its number in ../shared/seeds ("000").
+    pub number: &'static str,
+    /// What it was.
+    pub title: &'static str,
+    /// Its published finding, in a sentence or two (docs/studies.md has more).
+    pub finding: &'static str,
+    /// What it measures, in order.
+    pub parts: &'static [Part],
+    /// Media presets, one lab run each (empty: one run on the lab's default).
+    pub media: &'static [&'static str],
+    /// Its presentation: the sections of its report.
+    pub render: fn(&Results) -> Vec<Section>,
+}
+
+impl Study {
+    /// Every workload the study runs, each once, in order.
+    pub fn workloads(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for w in self.parts.iter().flat_map(|p| p.workloads) {
+            if !out.contains(w) {
+                out.push(w);
+            }
+        }
+        out
+    }
+}
+
+/// One lab run of a study: the medium it ran on and its run document.
+#[derive(Clone, Debug)]
+pub struct LabRun {
+    /// The medium preset (`None`: the lab's default).
+    pub medium: Option<String>,
+    /// The run (a `storlab compare` run document).
+    pub run: RunRecord,
+}
+
+impl LabRun {
+    /// How the run is named in tables: its medium, or "lab".
+    pub fn name(&self) -> &str {
+        self.medium.as_deref().unwrap_or("lab")
+    }
+}
+
+/// What a study measured: one run per medium.
+#[derive(Clone, Debug)]
+pub struct Results<'a> {
+    /// The study.
+    pub study: &'a Study,
+    /// The baseline target's name.
+    pub baseline: String,
+    /// The profile it ran.
+    pub profile: Profile,
+    /// One run per medium, in the order they ran.
+    pub runs: Vec<LabRun>,
+}
+
+impl Results<'_> {
+    /// Lab run `i` lined up by (job, point) and target (by short name),
+    /// relative to the baseline, or to the first target that measured when
+    /// the baseline has nothing; `None` when the run measured nothing.
+    pub fn comparison(&self, i: usize) -> Option<Comparison> {
+        let lr = self.runs.get(i)?;
+        let sources = || {
+            vec![Source {
+                name: lr.name().to_string(),
+                run: lr.run.clone().with_target_names(),
+            }]
+        };
+        Comparison::new(sources(), Some(&self.baseline))
+            .or_else(|_| Comparison::new(sources(), None))
+            .ok()
+    }
+}
+
+/// One section of a study's report: a heading, what it shows, its tables
+/// and its charts (inline SVG).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Section {
+    /// Heading.
+    pub title: String,
+    /// What the section shows and how to read it.
+    pub note: String,
+    /// Tables, each printed in the text output and the HTML.
+    pub tables: Vec<TextTable>,
+    /// Charts (HTML only).
+    pub charts: Vec<String>,
+}
+
+/// The one section of a study whose runs measured nothing.
+pub fn nothing_measured() -> Section {
+    Section {
+        title: "Nothing measured".into(),
+        note: "No load point completed (see the error above); the run documents in the output \
+               directory hold whatever was recorded."
+            .into(),
+        ..Section::default()
+    }
+}
+
+/// The study's report as text: a header, then each section's tables.
+pub fn text(r: &Results, sections: &[Section]) -> String {
+    let s = r.study;
+    let mut out = format!("study {} ({}): {}\n", s.number, s.name, s.title);
+    let _ = writeln!(out, "published: {}", s.finding);
+    let _ = writeln!(out, "{}", lab_line(r));
+    for sec in sections {
+        let _ = write!(out, "\n== {}\n", sec.title);
+        if !sec.note.is_empty() {
+            let _ = writeln!(out, "{}", sec.note);
+        }
+        for t in &sec.tables {
+            let _ = write!(out, "\n{}\n", t.title);
+            out.push_str(&aligned(&t.head, &t.rows, "  ", |i| i == 0));
+            if !t.note.is_empty() {
+                let _ = writeln!(out, "  ({})", t.note);
+            }
+        }
+    }
+    out
+}
+
+/// One line saying what ran: profile, baseline, media and whether any run
+/// failed or was interrupted.
+pub fn lab_line(r: &Results) -> String {
+    let media: Vec<&str> = r.runs.iter().map(LabRun::name).collect();
+    let mut line = format!(
+        "storlab: {} profile, baseline {} = 100, lab runs: {}",
+        format!("{:?}", r.profile).to_lowercase(),
+        r.baseline,
+        if media.is_empty() {
+            "none".to_string()
+        } else {
+            media.join(", ")
+        }
+    );
+    for lr in &r.runs {
+        if let Some(e) = &lr.run.error {
+            let _ = write!(line, "; {} failed: {e}", lr.name());
+        } else if lr.run.interrupted {
+            let _ = write!(line, "; {} was interrupted", lr.name());
+        }
+    }
+    line
+}
