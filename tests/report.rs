@@ -5,6 +5,8 @@
 //! `STORLAB_BLESS=1 cargo test --test report` rewrites the fixture JSON and
 //! the expected outputs in tests/fixtures/ (review the diff before committing).
 
+mod support;
+
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use storlab::model::{CompareInfo, JobRecord, PointServerCpu, RunRecord, ServerCpu};
@@ -758,84 +760,25 @@ fn older_database_is_migrated() {
 }
 
 /// Render the fixture report in headless Chromium: it must draw (a screenshot
-/// well above a blank page's size) without any console error.
+/// well above a blank page's size) without any console error, and its DOM
+/// holds the charts and tables (nothing fetched from the network).
 #[test]
 fn html_report_renders_in_chromium() {
-    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .unwrap_or_else(|| {
-            panic!("chromium is not installed: run ./setup.sh (it installs Debian's chromium)")
-        });
+    support::chromium::binary();
     let dir = TempDir::new("chromium");
     for (name, c) in [
         ("report.html", comparison()),
         ("report-fleet.html", fleet_comparison()),
     ] {
-        render_in_chromium(chromium, &dir, name, &c);
+        let page = dir.0.join(name);
+        std::fs::write(&page, html::render(&c, &ReportOptions::default())).unwrap();
+        let dom = support::chromium::render(&page, &dir.0);
+        assert!(
+            dom.matches("<svg").count() >= 8,
+            "charts missing from the DOM"
+        );
+        assert!(dom.contains("baseline"));
     }
-}
-
-/// One report page in headless Chromium: screenshot, console, DOM.
-fn render_in_chromium(chromium: &str, dir: &TempDir, name: &str, c: &Comparison) {
-    let page = dir.0.join(name);
-    std::fs::write(&page, html::render(c, &ReportOptions::default())).unwrap();
-    let png = dir.0.join(format!("{name}.png"));
-    let profile = dir.0.join("profile");
-    let out = std::process::Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--window-size=1400,2000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("start chromium");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
-    assert!(
-        size > 20_000,
-        "screenshot {} is {size} bytes (blank page?); chromium stderr:\n{stderr}",
-        png.display()
-    );
-    let bad: Vec<&str> = stderr
-        .lines()
-        .filter(|l| {
-            l.contains("Uncaught")
-                || (l.contains("CONSOLE") && l.contains("ERROR"))
-                || l.contains(":CONSOLE(")
-        })
-        .collect();
-    assert!(bad.is_empty(), "console errors:\n{}", bad.join("\n"));
-    // The DOM holds the charts and tables (nothing fetched from the network).
-    let dom = std::process::Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("start chromium");
-    let dom = String::from_utf8_lossy(&dom.stdout);
-    assert!(
-        dom.matches("<svg").count() >= 8,
-        "charts missing from the DOM"
-    );
-    assert!(dom.contains("baseline"));
 }
 
 #[test]

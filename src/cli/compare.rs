@@ -59,7 +59,7 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     bench.measure(&jobs, &contenders)?;
     let record = bench.record();
     print_tables(&record, &baseline);
-    bench.finish()
+    bench.finish().1
 }
 
 /// Refuse a baseline that is none of the targets, listing them.
@@ -203,10 +203,11 @@ impl<'s> Bench<'s> {
         run
     }
 
-    /// End the run: save and record it, and turn its outcome into an exit code.
-    pub fn finish(mut self) -> Result<ExitCode, CliError> {
+    /// End the run: save and record it, and turn its outcome into an exit
+    /// code; gives back the run as it was saved.
+    pub fn finish(mut self) -> (crate::model::RunRecord, Result<ExitCode, CliError>) {
         self.s.record.compare = Some(self.info);
-        self.s.finish(false)
+        self.s.finish_record(false)
     }
 }
 

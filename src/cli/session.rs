@@ -304,6 +304,16 @@ impl<'s> Session<'s> {
     /// End the run: save, record it, print the summary (unless `summary` is
     /// false: the caller prints its own), and turn the outcome into an exit code.
     pub fn finish(mut self, summary: bool) -> Result<ExitCode, CliError> {
+        self.end(summary)
+    }
+
+    /// [`Session::finish`], also giving back the run as it was saved.
+    pub fn finish_record(mut self, summary: bool) -> (RunRecord, Result<ExitCode, CliError>) {
+        let outcome = self.end(summary);
+        (self.record, outcome)
+    }
+
+    fn end(&mut self, summary: bool) -> Result<ExitCode, CliError> {
         self.record.complete = true;
         self.save()?;
         if let Some(w) = self.writer.take() {

@@ -142,18 +142,18 @@ fn list_text() -> String {
         out.push_str(&format!("{}  {:<26} {}\n", s.number, s.name, s.title));
         for p in s.parts {
             out.push_str(&format!(
-                "     {} on {}, {}\n",
+                "     {}: on {}; {}\n",
                 p.workloads.join(", "),
                 std::iter::once(DEFAULT_BASELINE)
                     .chain(p.targets.iter().copied())
                     .collect::<Vec<_>>()
                     .join(", "),
                 if s.media.is_empty() {
-                    "on the lab's medium".to_string()
+                    "the lab's medium".to_string()
                 } else if p.every_medium {
-                    format!("on each of {}", s.media.join(", "))
+                    format!("each medium: {}", s.media.join(", "))
                 } else {
-                    format!("on {}", s.media[0])
+                    format!("the first medium: {}", s.media[0])
                 }
             ));
         }
@@ -323,13 +323,13 @@ fn on_lab(
             }
         }
     }
+    let (run, code) = match failure {
+        Some(e) => (bench.record(), Err(e)),
+        None => bench.finish(),
+    };
     let run = LabRun {
         medium: medium.clone(),
-        run: bench.record(),
-    };
-    let code = match failure {
-        Some(e) => Err(e),
-        None => bench.finish(),
+        run,
     };
     (Some(run), code)
 }

@@ -42,9 +42,11 @@ pub fn render(r: &Results) -> Vec<Section> {
             ("Host CPU utilization, peak (%)", Metric::HostBusyPeak),
         ],
     );
+    // Not in the study's table: what the storage server spent per MB it served.
+    let server = rows(&c, &[("Server CPU per MB (µs)", Metric::ServerCpuPerMb)]);
     let mut table = Grid {
-        rows: [gbits.rows.clone(), cpu.rows.clone()].concat(),
-        cells: [gbits.cells.clone(), cpu.cells.clone()].concat(),
+        rows: [&gbits, &cpu, &server].map(|g| g.rows.clone()).concat(),
+        cells: [&gbits, &cpu, &server].map(|g| g.cells.clone()).concat(),
         ..gbits.clone()
     }
     .table(
@@ -60,7 +62,8 @@ pub fn render(r: &Results) -> Vec<Section> {
         table.rows.push(cells);
     }
     table.note = "peak: the best 1 s interval; host CPU: the whole lab machine (client and \
-                  servers), busy share of every core"
+                  servers), busy share of every core; server CPU: the target's server processes \
+                  over the whole point"
         .into();
     vec![Section {
         title: format!("Oracle DSS-like parallel sequential reads ({JOB})"),
@@ -103,8 +106,10 @@ mod tests {
             ["Host CPU utilization, avg (%)", "50.00", "50.00", "50.00"]
         );
         assert_eq!(t.rows[3][2], "60.00");
+        // The synthetic run records no server CPU.
+        assert_eq!(t.rows[4], ["Server CPU per MB (µs)", "–", "–", "–"]);
         assert_eq!(
-            t.rows[4],
+            t.rows[5],
             [
                 "Avg throughput relative to local = 100",
                 "100",

@@ -32,13 +32,18 @@ pub fn render(r: &Results) -> Vec<Section> {
     out
 }
 
-/// A duration as the study wrote it: "16m 35s", "49.0 s".
+/// A duration as the study wrote it: "16m 35s", "49.0 s"; below 10 s to
+/// the hundredth, below 0.1 s in ms (a quick profile's copy from RAM).
 fn duration(s: f64) -> String {
     if s >= 59.95 {
         let whole = s.round() as u64;
         format!("{}m {:02}s", whole / 60, whole % 60)
-    } else {
+    } else if s >= 9.995 {
         format!("{s:.1} s")
+    } else if s >= 0.1 {
+        format!("{s:.2} s")
+    } else {
+        format!("{:.1} ms", s * 1e3)
     }
 }
 
@@ -231,7 +236,7 @@ mod tests {
         assert_eq!(
             copy.rows[0],
             [
-                "local", "1.0 s", "8.192", "6m 40s", "1.0 s", "8.192", "6m 40s"
+                "local", "1.00 s", "8.192", "6m 40s", "1.00 s", "8.192", "6m 40s"
             ]
         );
         assert_eq!(copy.rows[1][2], "4.096");
@@ -254,5 +259,7 @@ mod tests {
         assert_eq!(io.head[1..4], ["local IOPS", "local MB/s", "local mean ms"]);
         assert_eq!(duration(995.0), "16m 35s");
         assert_eq!(duration(49.0), "49.0 s");
+        assert_eq!(duration(0.0104), "10.4 ms");
+        assert_eq!(duration(0.0104), "10.4 ms");
     }
 }

@@ -37,13 +37,7 @@ pub fn render(r: &Results, sections: &[Section]) -> String {
     for (i, lr) in r.runs.iter().enumerate() {
         if let Some(c) = r.comparison(i) {
             let env = environment_table(&c);
-            let _ = write!(
-                out,
-                "<h3>{}: {}</h3>{}",
-                esc(lr.name()),
-                esc(&env.title),
-                table(&env)
-            );
+            let _ = write!(out, "<h3>Lab run: {}</h3>{}", esc(lr.name()), table(&env));
         }
     }
     out.push_str("<h2>Reproduce</h2>");

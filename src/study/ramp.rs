@@ -62,7 +62,7 @@ pub fn render(r: &Results) -> Vec<Section> {
             row.push(Some(*r));
         }
     }
-    let chart_lines = lines
+    let chart_lines: Vec<(String, Vec<(f64, f64)>)> = lines
         .iter()
         .map(|(name, rates)| {
             let pts = sizes
@@ -73,6 +73,20 @@ pub fn render(r: &Results) -> Vec<Section> {
             (name.clone(), pts)
         })
         .collect();
+    // The protocols alone beside the lines, as the baseline's scale can dwarf them.
+    let base = c.baseline_name();
+    let keep: Vec<usize> = (0..total.cols.len())
+        .filter(|&i| total.cols[i] != base)
+        .collect();
+    let protocols = Grid {
+        cols: keep.iter().map(|&i| total.cols[i].clone()).collect(),
+        cells: total
+            .cells
+            .iter()
+            .map(|row| keep.iter().map(|&i| row[i]).collect())
+            .collect(),
+        ..total.clone()
+    };
     let vms = shape.first().map_or(1, |s| s.1);
     vec![Section {
         title: format!("{vms} VMs reading, block size growing ({JOB})"),
@@ -85,12 +99,20 @@ pub fn render(r: &Results) -> Vec<Section> {
             with_lines.table("Total MB/s by block size", "block", fmt_num),
             per_vm.table("MB/s per VM", "block", fmt_num),
         ],
-        charts: vec![total.lines(
-            "Total MB/s by block size against the FC lines",
-            &sizes,
-            "MB/s",
-            chart_lines,
-        )],
+        charts: vec![
+            total.lines(
+                "Total MB/s by block size against the FC lines",
+                &sizes,
+                "MB/s",
+                chart_lines.clone(),
+            ),
+            protocols.lines(
+                &format!("The protocols alone (without {base}) against the FC lines"),
+                &sizes,
+                "MB/s",
+                chart_lines,
+            ),
+        ],
     }]
 }
 
@@ -131,5 +153,6 @@ mod tests {
         // One VM in the synthetic spec: per VM = total.
         assert_eq!(s[0].tables[1].rows[0][1], "8.192");
         assert!(s[0].charts[0].contains("8 Gb FC line"));
+        assert!(s[0].charts[1].contains("without local") && !s[0].charts[1].contains(">local<"));
     }
 }

@@ -19,6 +19,20 @@ pub struct Lab {
     pub state: serde_json::Value,
 }
 
+/// `--nfs-port P --mountd-port P --iscsi-port P --nbd-port P`, four ports
+/// of 127.0.0.1 free at this moment, for a lab on loopback (labs of tests
+/// running at once must not share ports there).
+pub fn free_port_args() -> Vec<String> {
+    let held: Vec<std::net::TcpListener> = (0..4)
+        .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap())
+        .collect();
+    ["--nfs-port", "--mountd-port", "--iscsi-port", "--nbd-port"]
+        .iter()
+        .zip(&held)
+        .flat_map(|(opt, l)| [opt.to_string(), l.local_addr().unwrap().port().to_string()])
+        .collect()
+}
+
 /// How to bring a lab up: see [`Lab::builder`].
 pub struct LabBuilder {
     name: String,
@@ -51,16 +65,7 @@ impl LabBuilder {
     /// moment (labs of tests running at once must not share ports there).
     pub fn loopback(self) -> LabBuilder {
         let mut b = self.net("loopback");
-        let held: Vec<std::net::TcpListener> = (0..4)
-            .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap())
-            .collect();
-        for (opt, l) in ["--nfs-port", "--mountd-port", "--iscsi-port", "--nbd-port"]
-            .iter()
-            .zip(&held)
-        {
-            let port = l.local_addr().unwrap().port().to_string();
-            b.up_args.extend([opt.to_string(), port]);
-        }
+        b.up_args.extend(free_port_args());
         b
     }
 

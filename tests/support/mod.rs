@@ -1,7 +1,7 @@
 //! Test harness shared by the integration test crates: a lab brought up in
 //! its own state directory and taken down on drop ([`lab`]), an agent process
-//! killed by PID on drop ([`agent`]), a temporary directory removed on drop,
-//! and small helpers. Each test crate includes it with `mod support;`; it is
+//! killed by PID on drop ([`agent`]), headless Chromium ([`chromium`]), a
+//! temporary directory removed on drop, and small helpers. Each test crate includes it with `mod support;`; it is
 //! not a test crate itself (it has no top-level file in tests/).
 
 // Each test crate uses a different subset of these helpers; the rest would be
@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod chromium;
 pub mod corrupt;
 pub mod lab;
 

@@ -1,0 +1,146 @@
+//! `storlab study`: the list of the five studies, bad input refused before
+//! anything runs, and the quickest study (003, Oracle DSS) end to end on its
+//! own lab: the text table, the run document, the lab taken down, and the
+//! HTML report drawn by headless Chromium. The end-to-end test needs root and
+//! ./setup.sh's packages (the lab's servers and chromium).
+
+mod support;
+
+use storlab::model::RunRecord;
+use support::{TempDir, storlab, text};
+
+#[test]
+fn study_list_lists_the_five_studies() {
+    let o = storlab().args(["study", "list"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for (number, name) in [
+        ("000", "vsphere-fc-fcoe-iscsi-nfs"),
+        ("001", "fc-8gb-vmware-ramp"),
+        ("002", "zfs-nfs-iscsi-vmware"),
+        ("003", "oracle-dss-10gbe-fc"),
+        ("004", "freenas-nfs-iscsi"),
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(number) && l.contains(name)),
+            "{number} {name} missing:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn bad_study_input_is_one_line_naming_it_and_nothing_runs() {
+    let dir = TempDir::new("study", "bad");
+    for (args, want) in [
+        (vec!["nope"], "unknown study \"nope\""),
+        (
+            vec!["003", "--targets", "nfs5"],
+            "invalid --targets \"nfs5\"",
+        ),
+        (
+            vec!["003", "--baseline", "fc99"],
+            "invalid --baseline \"fc99\"",
+        ),
+        (vec!["003", "--media", "tape"], "invalid --media \"tape\""),
+        (vec!["003", "--media", "ram,ram"], "ram is named twice"),
+        (vec!["002"], "pass --media ram"),
+    ] {
+        let o = storlab()
+            .arg("study")
+            .args(&args)
+            .args(["--no-db", "--out"])
+            .arg(dir.join("out"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!dir.join("out").exists(), "{args:?} created the output");
+    }
+}
+
+/// The figures of the text table's row `name`: its cells after the name.
+fn row<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with(name))
+        .unwrap_or_else(|| panic!("no row {name:?} in:\n{out}"));
+    line.trim_start()[name.len()..].split_whitespace().collect()
+}
+
+#[test]
+fn the_dss_study_runs_on_its_own_lab_and_its_report_renders_in_chromium() {
+    support::assert_root("the study's lab needs root");
+    support::chromium::binary();
+    let dir = TempDir::new("study", "dss");
+    let out_dir = dir.join("report");
+    let child = storlab()
+        .args([
+            "study",
+            "oracle-dss-10gbe-fc",
+            "--no-db",
+            "-q",
+            "--size",
+            "256m",
+        ])
+        .args(support::lab::free_port_args())
+        .arg("--out")
+        .arg(&out_dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    // The lab came down and its state went with it.
+    let state = std::env::temp_dir().join(format!("storlab-study0-lab-{pid}"));
+    assert!(!state.exists(), "{} left behind", state.display());
+
+    // The study's table 2: a column per protocol, every figure measured.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("Table 2: throughput and host CPU utilization"));
+    assert_eq!(row(&stdout, "metric"), ["local", "nfs3", "iscsi"]);
+    for name in ["Avg throughput (Gb/s)", "Peak throughput (Gb/s)"] {
+        let cells = row(&stdout, name);
+        assert_eq!(cells.len(), 3, "{name}: {cells:?}");
+        for c in cells {
+            let v: f64 = c.parse().unwrap_or_else(|_| panic!("{name}: {c:?}"));
+            assert!(v > 0.0, "{name}: {v}");
+        }
+    }
+    let avg: Vec<f64> = row(&stdout, "Avg throughput (Gb/s)")
+        .iter()
+        .map(|c| c.parse().unwrap())
+        .collect();
+    let peak: Vec<f64> = row(&stdout, "Peak throughput (Gb/s)")
+        .iter()
+        .map(|c| c.parse().unwrap())
+        .collect();
+    for (a, p) in avg.iter().zip(&peak) {
+        assert!(p >= a, "a peak interval below the average: {p} < {a}");
+    }
+    assert_eq!(
+        row(&stdout, "Avg throughput relative to local = 100")[0],
+        "100"
+    );
+    let saved = std::fs::read_to_string(out_dir.join("report.txt")).unwrap();
+    assert_eq!(saved, stdout, "report.txt is what was printed");
+
+    // The run document: one complete compare run, a point per target.
+    let json = std::fs::read_to_string(out_dir.join("run-lab.json")).unwrap();
+    let run = RunRecord::from_json(&json, "run-lab.json").unwrap();
+    assert!(run.complete && run.error.is_none());
+    let points: Vec<_> = run.jobs.iter().flat_map(|j| &j.points).collect();
+    assert_eq!(points.len(), 3);
+    assert!(points.iter().all(|p| p.summary.total.ios > 0));
+    assert_eq!(run.compare.unwrap().baseline, "local");
+
+    // The HTML report draws in Chromium, its charts and table in the DOM.
+    let dom = support::chromium::render(&out_dir.join("report.html"), dir.path());
+    assert!(dom.matches("<svg").count() >= 2, "charts missing");
+    assert!(dom.contains("Table 2: throughput and host CPU utilization"));
+    assert!(dom.contains("Study 003"));
+}
