@@ -121,7 +121,7 @@ pub fn run(a: StudyArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             break;
         }
     }
-    report(&plan, &a.baseline, runs)?;
+    report(&plan, &a.baseline, runs, a.quiet)?;
     outcome
 }
 
@@ -336,7 +336,7 @@ fn on_lab(
 
 /// Print the study's presentation and write it, as text and HTML, into the
 /// output directory.
-fn report(plan: &Plan, baseline: &str, runs: Vec<LabRun>) -> Result<(), CliError> {
+fn report(plan: &Plan, baseline: &str, runs: Vec<LabRun>, quiet: bool) -> Result<(), CliError> {
     let r = Results {
         study: plan.study,
         baseline: baseline.to_string(),
@@ -354,6 +354,8 @@ fn report(plan: &Plan, baseline: &str, runs: Vec<LabRun>) -> Result<(), CliError
     };
     write("report.txt", text.as_bytes())?;
     let html = write("report.html", study::page::render(&r, &sections).as_bytes())?;
-    eprintln!("storlab: study report in {}", html.display());
+    if !quiet {
+        eprintln!("storlab: study report in {}", html.display());
+    }
     Ok(())
 }
