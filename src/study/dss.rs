@@ -12,12 +12,7 @@ const JOB: &str = "dss-seq-read";
 
 /// Rows of figures of the one load point, each named.
 fn rows(c: &Comparison, figures: &[(&str, Metric)]) -> Grid {
-    Grid::stack(
-        figures
-            .iter()
-            .map(|(name, m)| (name.to_string(), Grid::metric(c, JOB, *m)))
-            .collect(),
-    )
+    Grid::figures(figures, |m| Grid::metric(c, JOB, m))
 }
 
 /// The study's sections.

@@ -77,7 +77,11 @@ impl Grid {
     pub fn metrics(c: &Comparison, job: &str, ms: &[Metric]) -> Grid {
         let grids: Vec<Grid> = ms.iter().map(|&m| Grid::metric(c, job, m)).collect();
         let Some(first) = grids.first() else {
-            return Grid::stack(Vec::new());
+            return Grid {
+                rows: Vec::new(),
+                cols: Vec::new(),
+                cells: Vec::new(),
+            };
         };
         let mut cols = Vec::new();
         for t in &first.cols {
@@ -97,20 +101,17 @@ impl Grid {
         }
     }
 
-    /// The first row of each grid, named, stacked into one grid (figures of
-    /// one load point as rows); the columns are the first grid's.
-    pub fn stack(rows: Vec<(String, Grid)>) -> Grid {
-        let cols = rows
-            .first()
-            .map(|(_, g)| g.cols.clone())
-            .unwrap_or_default();
+    /// Named figures of a job's one load point as rows: for each `(name,
+    /// m)`, the first row of `grid(m)`; the columns are the first grid's.
+    pub fn figures(figures: &[(&str, Metric)], grid: impl Fn(Metric) -> Grid) -> Grid {
+        let grids: Vec<Grid> = figures.iter().map(|(_, m)| grid(*m)).collect();
         Grid {
-            cells: rows
+            rows: figures.iter().map(|(n, _)| n.to_string()).collect(),
+            cols: grids.first().map(|g| g.cols.clone()).unwrap_or_default(),
+            cells: grids
                 .iter()
-                .map(|(_, g)| g.cells.first().cloned().unwrap_or_default())
+                .map(|g| g.cells.first().cloned().unwrap_or_default())
                 .collect(),
-            rows: rows.into_iter().map(|(n, _)| n).collect(),
-            cols,
         }
     }
 

@@ -95,12 +95,7 @@ fn oltp(c: &Comparison) -> Option<Section> {
         ("mean latency", Metric::LatMean),
         ("host CPU per I/O", HOST_CPU),
     ];
-    let rel = Grid::stack(
-        figures
-            .iter()
-            .map(|(name, m)| (name.to_string(), Grid::relative(c, job, *m)))
-            .collect(),
-    );
+    let rel = Grid::figures(&figures, |m| Grid::relative(c, job, m));
     if rel.is_empty() {
         return None;
     }

@@ -243,12 +243,7 @@ fn cpu_section(c: &Comparison) -> Option<Section> {
         ("server CPU per I/O (µs)", Metric::ServerCpuPerIo),
         ("client + server CPU per I/O (µs)", Metric::BothCpuPerIo),
     ];
-    let grid = Grid::stack(
-        figures
-            .iter()
-            .map(|(n, m)| (n.to_string(), Grid::metric(c, CPU, *m)))
-            .collect(),
-    );
+    let grid = Grid::figures(&figures, |m| Grid::metric(c, CPU, m));
     if grid.is_empty() {
         return None;
     }
