@@ -15,6 +15,7 @@ mod aggregate;
 mod local;
 mod merge;
 pub mod share;
+mod steady;
 
 pub use aggregate::{HostLoss, run_hosts};
 pub use local::LocalRunner;

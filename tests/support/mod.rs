@@ -11,6 +11,7 @@
 pub mod agent;
 pub mod corrupt;
 pub mod lab;
+pub mod media;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
