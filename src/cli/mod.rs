@@ -114,6 +114,8 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// The wire-efficiency model: user data each protocol and link carry (docs/wire-model.md).
     Wire(wire::WireArgs),
+    /// The emulated media presets: list them, or the model's prediction for one (docs/media.md).
+    Media(media::MediaArgs),
     /// Serve the emulated media's FUSE file system (started by the lab).
     #[command(name = "media-serve", hide = true)]
     MediaServe(media::MediaServeArgs),
@@ -281,6 +283,7 @@ pub fn main_with(args: Vec<String>) -> i32 {
         Command::Report(a) => report::run(a),
         Command::Verify(a) => verify::run(a),
         Command::MediaServe(a) => media::run(a),
+        Command::Media(a) => media::media(a),
         Command::Wire(a) => wire::run(a),
         Command::Workloads { sub, catalogue } => Catalogue::user(&catalogue)
             .and_then(|cat| match sub {

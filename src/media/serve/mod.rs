@@ -14,8 +14,6 @@
 //!    [`cleanup`]; a record of the server (pid, start time) is enough, so
 //!    `lab down` in another process can do it with [`MediaServer::from_proc`].
 
-pub mod fixed;
-
 use super::Medium;
 use super::fuse::{self, CacheMode, Options, Server};
 use crate::process::{self, Proc};
@@ -23,20 +21,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use fixed::FixedDelay;
+pub use super::fixed::FixedDelay;
 
-/// What `--media` takes besides the model's presets.
-pub const MEDIA_ALLOWED: &str = "ram, fixed:US or fixed:READ_US,WRITE_US[,FLUSH_US]";
-
-/// The medium named `spec`: `ram`, or `fixed:...` ([`FixedDelay`]).
+/// The medium named `spec`: a built-in preset, or `fixed:...`
+/// ([`FixedDelay`]); see [`crate::media::presets::resolve`], which also reads
+/// the user's preset file.
 pub fn medium(spec: &str) -> Result<Arc<dyn Medium>, String> {
-    match spec.split_once(':') {
-        None if spec == "ram" => Ok(Arc::new(super::Ram)),
-        Some(("fixed", rest)) => Ok(Arc::new(FixedDelay::parse(rest)?)),
-        _ => Err(format!(
-            "media {spec:?}: unknown (allowed: {MEDIA_ALLOWED})"
-        )),
-    }
+    super::presets::resolve(spec, None)
 }
 
 /// What `storlab media-serve` serves.
@@ -257,9 +248,10 @@ mod tests {
         assert_eq!(medium("ram").unwrap().name(), "ram");
         assert!(medium("ram").unwrap().page_cache());
         assert_eq!(medium("fixed:50").unwrap().name(), "fixed:50,50,50");
+        assert_eq!(medium("array-15k").unwrap().name(), "array-15k");
         let e = medium("nvme-typo").err().unwrap();
         assert!(
-            e.contains("\"nvme-typo\"") && e.contains(MEDIA_ALLOWED),
+            e.contains("\"nvme-typo\"") && e.contains("nvme-ssd") && e.contains("fixed:US"),
             "{e}"
         );
         assert!(medium("fixed:x").is_err());
