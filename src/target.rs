@@ -14,14 +14,34 @@
 //! * `nbd://HOST[:PORT][/EXPORT]` and `nbd+unix:///EXPORT?socket=PATH` — an
 //!   NBD export over TCP or a Unix socket (the NBD URI standard). Both take
 //!   `replies=simple|structured` (default simple: see [`NbdReplies`]).
+//!
+//! `nfs://` and `nbd://` take `nconnect=N` (1..=[`MAX_NCONNECT`], default 1):
+//! one backend's requests go round robin over N TCP connections of one mount
+//! (Linux's NFS mount option of that name; for NBD, the server must advertise
+//! multi-conn).
 
 use std::fmt;
 use std::path::PathBuf;
 
 /// The schemes a target may use, for error messages.
-pub const ALLOWED_SCHEMES: &str = "file:PATH, null:, nfs://HOST[:PORT]/EXPORT/FILE?version=3|4, \
-     iscsi://HOST[:PORT]/IQN/LUN, nbd://HOST[:PORT]/EXPORT[?replies=simple|structured], \
+pub const ALLOWED_SCHEMES: &str = "file:PATH, null:, \
+     nfs://HOST[:PORT]/EXPORT/FILE?version=3|4[&nconnect=1..16], iscsi://HOST[:PORT]/IQN/LUN, \
+     nbd://HOST[:PORT]/EXPORT[?replies=simple|structured][&nconnect=1..16], \
      nbd+unix:///EXPORT?socket=PATH";
+
+/// The most connections `nconnect=N` may ask for (Linux's NFS client caps
+/// its mount option at 16 too).
+pub const MAX_NCONNECT: u8 = 16;
+
+/// Parse `nconnect=N`; the error names the option and its allowed values.
+fn parse_nconnect(v: &str) -> Result<u8, String> {
+    v.parse::<u8>()
+        .ok()
+        .filter(|n| (1..=MAX_NCONNECT).contains(n))
+        .ok_or(format!(
+            "invalid nconnect={v:?} (allowed: 1..={MAX_NCONNECT})"
+        ))
+}
 
 /// Default ports of the protocols.
 pub const NFS_PORT: u16 = 2049;
@@ -52,6 +72,8 @@ pub enum Target {
         path: String,
         /// 3 or 4.
         version: u8,
+        /// TCP connections the requests are spread over (`?nconnect=N`).
+        nconnect: u8,
     },
     /// A LUN of an iSCSI target.
     Iscsi {
@@ -72,6 +94,8 @@ pub enum Target {
         export: String,
         /// Which replies to ask the server for.
         replies: NbdReplies,
+        /// Connections the requests are spread over (`?nconnect=N`, multi-conn).
+        nconnect: u8,
     },
 }
 
@@ -237,12 +261,14 @@ impl Target {
                     "nbd" => {
                         let (host, port) = host_port(authority, NBD_PORT).map_err(|r| err(&r))?;
                         let mut replies = NbdReplies::default();
+                        let mut nconnect = 1;
                         for (k, v) in &query {
                             match *k {
                                 "replies" => replies = NbdReplies::parse(v).map_err(|r| err(&r))?,
+                                "nconnect" => nconnect = parse_nconnect(v).map_err(|r| err(&r))?,
                                 other => {
                                     return Err(err(&format!(
-                                        "unknown query parameter {other:?} (allowed: replies)"
+                                        "unknown query parameter {other:?} (allowed: replies, nconnect)"
                                     )));
                                 }
                             }
@@ -252,6 +278,7 @@ impl Target {
                             addr: NbdAddr::Tcp { host, port },
                             export,
                             replies,
+                            nconnect,
                         })
                     }
                     _ => {
@@ -262,13 +289,16 @@ impl Target {
                         }
                         let mut socket = None;
                         let mut replies = NbdReplies::default();
+                        let mut nconnect = 1;
                         for (k, v) in &query {
                             match *k {
                                 "socket" if !v.is_empty() => socket = Some(PathBuf::from(v)),
                                 "replies" => replies = NbdReplies::parse(v).map_err(|r| err(&r))?,
+                                "nconnect" => nconnect = parse_nconnect(v).map_err(|r| err(&r))?,
                                 other => {
                                     return Err(err(&format!(
-                                        "unknown query parameter {other:?} (allowed: socket, replies)"
+                                        "unknown query parameter {other:?} \
+                                         (allowed: socket, replies, nconnect)"
                                     )));
                                 }
                             }
@@ -279,6 +309,7 @@ impl Target {
                             addr: NbdAddr::Unix(socket),
                             export,
                             replies,
+                            nconnect,
                         })
                     }
                 }
@@ -293,6 +324,7 @@ impl Target {
         let mut version = 3u8;
         let mut mount_port = None;
         let mut export_override = None;
+        let mut nconnect = 1;
         for (k, v) in query {
             match *k {
                 "version" => {
@@ -311,9 +343,11 @@ impl Target {
                     )
                 }
                 "export" => export_override = Some(v.to_string()),
+                "nconnect" => nconnect = parse_nconnect(v)?,
                 other => {
                     return Err(format!(
-                        "unknown query parameter {other:?} (allowed: version, mountport, export)"
+                        "unknown query parameter {other:?} \
+                         (allowed: version, mountport, export, nconnect)"
                     ));
                 }
             }
@@ -349,6 +383,7 @@ impl Target {
             export,
             path: file,
             version,
+            nconnect,
         })
     }
 
@@ -373,6 +408,24 @@ impl Target {
         })
     }
 
+    /// The storage this target names, without how it is reached: the same
+    /// target with one connection and the default NBD replies. Two URLs of
+    /// one file, LUN or export compare equal this way.
+    pub fn storage(&self) -> Target {
+        let mut t = self.clone();
+        match &mut t {
+            Target::Nfs { nconnect, .. } => *nconnect = 1,
+            Target::Nbd {
+                nconnect, replies, ..
+            } => {
+                *nconnect = 1;
+                *replies = NbdReplies::default();
+            }
+            _ => {}
+        }
+        t
+    }
+
     /// The backend that serves this target.
     pub fn backend_name(&self) -> &'static str {
         match self {
@@ -389,6 +442,15 @@ fn no_query(query: &[(&str, &str)]) -> Result<(), String> {
     match query.first() {
         Some((k, _)) => Err(format!("unknown query parameter {k:?} (allowed: none)")),
         None => Ok(()),
+    }
+}
+
+/// The URL query part of `nconnect=N` ("" for the default of one connection).
+fn nconnect_query(n: u8, first: bool) -> String {
+    match (n, first) {
+        (1, _) => String::new(),
+        (n, true) => format!("?nconnect={n}"),
+        (n, false) => format!("&nconnect={n}"),
     }
 }
 
@@ -412,6 +474,7 @@ impl fmt::Display for Target {
                 export,
                 path,
                 version,
+                nconnect,
             } => {
                 write!(
                     f,
@@ -428,7 +491,7 @@ impl fmt::Display for Target {
                 if e.is_empty() || e.contains('/') {
                     write!(f, "&export={export}")?;
                 }
-                Ok(())
+                write!(f, "{}", nconnect_query(*nconnect, false))
             }
             Target::Iscsi {
                 host,
@@ -440,17 +503,21 @@ impl fmt::Display for Target {
                 addr: NbdAddr::Tcp { host, port },
                 export,
                 replies,
+                nconnect,
             } => {
                 let q = replies.query(true);
-                write!(f, "nbd://{}:{port}/{export}{q}", fmt_host(host))
+                let n = nconnect_query(*nconnect, q.is_empty());
+                write!(f, "nbd://{}:{port}/{export}{q}{n}", fmt_host(host))
             }
             Target::Nbd {
                 addr: NbdAddr::Unix(p),
                 export,
                 replies,
+                nconnect,
             } => {
                 let q = replies.query(false);
-                write!(f, "nbd+unix:///{export}?socket={}{q}", p.display())
+                let n = nconnect_query(*nconnect, false);
+                write!(f, "nbd+unix:///{export}?socket={}{q}{n}", p.display())
             }
         }
     }
@@ -487,7 +554,8 @@ mod tests {
                 mount_port: None,
                 export: "/export".into(),
                 path: "data/disk.img".into(),
-                version: 4
+                version: 4,
+                nconnect: 1,
             }
         );
         let t = Target::parse("nfs://h/a/b/f?export=/a/b&mountport=20048").unwrap();
@@ -513,6 +581,7 @@ mod tests {
                 },
                 export: "store".into(),
                 replies: NbdReplies::Simple,
+                nconnect: 1,
             }
         );
         assert_eq!(
@@ -521,6 +590,7 @@ mod tests {
                 addr: NbdAddr::Unix("/run/x.sock".into()),
                 export: "store".into(),
                 replies: NbdReplies::Simple,
+                nconnect: 1,
             }
         );
     }
@@ -544,6 +614,10 @@ mod tests {
             "nbd://h/e?replies=fast",
             "nbd+unix:///e?socket=/s&replies=",
             "nbd:/h",
+            "nfs://h/e/f?nconnect=0",
+            "nfs://h/e/f?nconnect=17",
+            "nbd://h/e?nconnect=x",
+            "nbd+unix:///e?socket=/s&nconnect=",
         ] {
             let e = Target::parse(bad).unwrap_err().to_string();
             assert!(e.contains(&format!("{bad:?}")), "{e}");
@@ -563,8 +637,46 @@ mod tests {
             "nbd://h:10809/e?replies=structured",
             "nbd+unix:///e?socket=/run/s.sock&replies=structured",
             "nbd+unix:///e?socket=/s",
+            "nfs://h:2049/e/f?version=4&nconnect=4",
+            "nfs://h:2049/a/b/f?version=3&export=/a/b&nconnect=16",
+            "nbd://h:10809/e?nconnect=2",
+            "nbd://h:10809/e?replies=structured&nconnect=8",
+            "nbd+unix:///e?socket=/s&nconnect=3",
         ] {
             assert_eq!(Target::parse(s).unwrap().to_string(), s);
         }
+    }
+
+    #[test]
+    fn storage_ignores_how_it_is_reached() {
+        let a = Target::parse("nbd://h/e?replies=structured&nconnect=4").unwrap();
+        let b = Target::parse("nbd://h/e").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a.storage(), b);
+        let a = Target::parse("nfs://h/e/f?nconnect=2").unwrap();
+        assert_eq!(a.storage(), Target::parse("nfs://h/e/f").unwrap());
+        assert_ne!(a.storage(), Target::parse("nfs://h/e/g").unwrap());
+    }
+
+    #[test]
+    fn nconnect_errors_name_the_option_and_its_range() {
+        for bad in ["0", "17", "256", "-1", "four", ""] {
+            let e = Target::parse(&format!("nfs://h/e/f?nconnect={bad}"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("invalid nconnect={bad:?} (allowed: 1..=16)")),
+                "{e}"
+            );
+        }
+        let e = Target::parse("nfs://h/e/f?nconnects=2")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown query parameter \"nconnects\" (allowed: version, mountport, export, nconnect)"),
+            "{e}"
+        );
+        let t = Target::parse("nfs://h/e/f?nconnect=16").unwrap();
+        assert!(matches!(t, Target::Nfs { nconnect: 16, .. }));
     }
 }

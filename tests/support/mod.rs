@@ -11,6 +11,7 @@
 pub mod agent;
 pub mod corrupt;
 pub mod lab;
+pub mod run;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
