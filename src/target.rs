@@ -15,17 +15,18 @@
 //!   NBD export over TCP or a Unix socket (the NBD URI standard). Both take
 //!   `replies=simple|structured` (default simple: see [`NbdReplies`]).
 //!
-//! `nfs://` and `nbd://` take `nconnect=N` (1..=[`MAX_NCONNECT`], default 1):
-//! one backend's requests go round robin over N TCP connections of one mount
-//! (Linux's NFS mount option of that name; for NBD, the server must advertise
-//! multi-conn).
+//! `nfs://`, `iscsi://` and `nbd://` take `nconnect=N` (1..=[`MAX_NCONNECT`],
+//! default 1): one backend's requests go round robin over N TCP connections
+//! to the target (Linux's NFS mount option of that name; for iSCSI, N
+//! sessions; for NBD, the server must advertise multi-conn).
 
 use std::fmt;
 use std::path::PathBuf;
 
 /// The schemes a target may use, for error messages.
 pub const ALLOWED_SCHEMES: &str = "file:PATH, null:, \
-     nfs://HOST[:PORT]/EXPORT/FILE?version=3|4[&nconnect=1..16], iscsi://HOST[:PORT]/IQN/LUN, \
+     nfs://HOST[:PORT]/EXPORT/FILE?version=3|4[&nconnect=1..16], \
+     iscsi://HOST[:PORT]/IQN/LUN[?nconnect=1..16], \
      nbd://HOST[:PORT]/EXPORT[?replies=simple|structured][&nconnect=1..16], \
      nbd+unix:///EXPORT?socket=PATH";
 
@@ -85,6 +86,8 @@ pub enum Target {
         iqn: String,
         /// Logical unit number.
         lun: u32,
+        /// Sessions the requests are spread over (`?nconnect=N`).
+        nconnect: u8,
     },
     /// An NBD export.
     Nbd {
@@ -389,7 +392,17 @@ impl Target {
 
     fn parse_iscsi(authority: &str, path: &str, query: &[(&str, &str)]) -> Result<Target, String> {
         let (host, port) = host_port(authority, ISCSI_PORT)?;
-        no_query(query)?;
+        let mut nconnect = 1;
+        for (k, v) in query {
+            match *k {
+                "nconnect" => nconnect = parse_nconnect(v)?,
+                other => {
+                    return Err(format!(
+                        "unknown query parameter {other:?} (allowed: nconnect)"
+                    ));
+                }
+            }
+        }
         let trimmed = path.trim_start_matches('/');
         let (iqn, lun) = trimmed.rsplit_once('/').ok_or("iscsi:// needs /IQN/LUN")?;
         if !(iqn.starts_with("iqn.") || iqn.starts_with("eui.") || iqn.starts_with("naa.")) {
@@ -405,6 +418,7 @@ impl Target {
             port,
             iqn: iqn.to_string(),
             lun,
+            nconnect,
         })
     }
 
@@ -414,7 +428,7 @@ impl Target {
     pub fn storage(&self) -> Target {
         let mut t = self.clone();
         match &mut t {
-            Target::Nfs { nconnect, .. } => *nconnect = 1,
+            Target::Nfs { nconnect, .. } | Target::Iscsi { nconnect, .. } => *nconnect = 1,
             Target::Nbd {
                 nconnect, replies, ..
             } => {
@@ -435,13 +449,6 @@ impl Target {
             Target::Iscsi { .. } => "iscsi",
             Target::Nbd { .. } => "nbd",
         }
-    }
-}
-
-fn no_query(query: &[(&str, &str)]) -> Result<(), String> {
-    match query.first() {
-        Some((k, _)) => Err(format!("unknown query parameter {k:?} (allowed: none)")),
-        None => Ok(()),
     }
 }
 
@@ -498,7 +505,11 @@ impl fmt::Display for Target {
                 port,
                 iqn,
                 lun,
-            } => write!(f, "iscsi://{}:{port}/{iqn}/{lun}", fmt_host(host)),
+                nconnect,
+            } => {
+                let n = nconnect_query(*nconnect, true);
+                write!(f, "iscsi://{}:{port}/{iqn}/{lun}{n}", fmt_host(host))
+            }
             Target::Nbd {
                 addr: NbdAddr::Tcp { host, port },
                 export,
@@ -569,7 +580,8 @@ mod tests {
                 host: "::1".into(),
                 port: 3261,
                 iqn: "iqn.2026-11.lab.storlab:store".into(),
-                lun: 1
+                lun: 1,
+                nconnect: 1,
             }
         );
         assert_eq!(
@@ -642,6 +654,7 @@ mod tests {
             "nbd://h:10809/e?nconnect=2",
             "nbd://h:10809/e?replies=structured&nconnect=8",
             "nbd+unix:///e?socket=/s&nconnect=3",
+            "iscsi://h:3260/iqn.2026-11.lab.storlab:store/1?nconnect=2",
         ] {
             assert_eq!(Target::parse(s).unwrap().to_string(), s);
         }

@@ -1,5 +1,5 @@
 //! Several connections per target (issue 14): `nconnect=4` on the lab's NFSv3,
-//! NFSv4 and NBD targets runs a verified random read/write workload with no
+//! NFSv4, NBD and iSCSI targets runs a verified random read/write workload with no
 //! error, over four TCP connections of the run's own process that each
 //! carried requests (read from `ss`), and the run's JSON names the target with
 //! its `nconnect`. Needs root and ./setup.sh's packages.
@@ -19,10 +19,10 @@ fn with_option(url: &str, opt: &str) -> String {
     format!("{url}{sep}{opt}")
 }
 
-/// The server port of an nfs:// or nbd:// URL.
+/// The server port of an nfs://, iscsi:// or nbd:// URL.
 fn port_of(url: &str) -> u16 {
     match Target::parse(url).unwrap() {
-        Target::Nfs { port, .. } => port,
+        Target::Nfs { port, .. } | Target::Iscsi { port, .. } => port,
         Target::Nbd {
             addr: NbdAddr::Tcp { port, .. },
             ..
@@ -141,11 +141,12 @@ fn four_connections(lab: &Lab, dir: &TempDir, name: &str, offset: &str) {
 }
 
 #[test]
-fn nconnect_4_on_every_lab_protocol_that_has_it() {
+fn nconnect_4_on_every_lab_protocol() {
     support::assert_root("the lab needs root");
     let lab = Lab::builder("multiconn", "64m").loopback().up();
     let dir = TempDir::new("multiconn", "runs");
-    for (name, offset) in [("nfs3", "0"), ("nfs4", "16m"), ("nbd", "32m")] {
+    let runs = [("nfs3", "0"), ("nfs4", "16m"), ("nbd", "32m"), ("iscsi", "48m")];
+    for (name, offset) in runs {
         four_connections(&lab, &dir, name, offset);
     }
     lab.down_clean();
