@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use storlab::target::{NbdAddr, Target};
 use support::TempDir;
 use support::lab::Lab;
-use support::run::Run;
+use support::run::{Run, total};
 
 /// `url` with one more query option.
 fn with_option(url: &str, opt: &str) -> String {
@@ -61,24 +61,6 @@ fn bytes_per_connection(pid: u32, port: u16) -> Vec<u64> {
         got.push(acked);
     }
     got
-}
-
-/// Sum of an interval statistic over the run's intervals.
-fn total(doc: &serde_json::Value, dir: &str, key: &str) -> u64 {
-    doc["jobs"][0]["points"][0]["intervals"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| {
-            let s = &i["stats"];
-            let v = if dir.is_empty() {
-                &s[key]
-            } else {
-                &s[dir][key]
-            };
-            v.as_u64().unwrap_or(0)
-        })
-        .sum()
 }
 
 /// A verified 4 KiB random read/write run on `url` with `nconnect=4` over
@@ -145,7 +127,12 @@ fn nconnect_4_on_every_lab_protocol() {
     support::assert_root("the lab needs root");
     let lab = Lab::builder("multiconn", "64m").loopback().up();
     let dir = TempDir::new("multiconn", "runs");
-    let runs = [("nfs3", "0"), ("nfs4", "16m"), ("nbd", "32m"), ("iscsi", "48m")];
+    let runs = [
+        ("nfs3", "0"),
+        ("nfs4", "16m"),
+        ("nbd", "32m"),
+        ("iscsi", "48m"),
+    ];
     for (name, offset) in runs {
         four_connections(&lab, &dir, name, offset);
     }

@@ -120,3 +120,23 @@ impl Drop for Run {
         }
     }
 }
+
+/// The sum over a run's intervals (of its first point) of a statistic:
+/// `stats.DIR.KEY` (`dir` "read" or "write"), or `stats.KEY` when `dir` is "".
+pub fn total(doc: &serde_json::Value, dir: &str, key: &str) -> u64 {
+    doc["jobs"][0]["points"][0]["intervals"]
+        .as_array()
+        .map(|a| a.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|i| {
+            let s = &i["stats"];
+            let v = if dir.is_empty() {
+                &s[key]
+            } else {
+                &s[dir][key]
+            };
+            v.as_u64().unwrap_or(0)
+        })
+        .sum()
+}
