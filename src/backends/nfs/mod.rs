@@ -83,6 +83,8 @@ pub const MAX_TRANSFER: u32 = 1 << 20;
 const UNSTABLE: u32 = 0;
 /// WRITE stable_how: FILE_SYNC (both versions).
 const FILE_SYNC: u32 = 2;
+/// The errno of a request whose reply could not be decoded.
+const MALFORMED: i32 = libc::EPROTO;
 
 /// The name of an NFS status ("NFS3ERR_NOENT", "NFS4ERR_STALE").
 fn status_name(version: u8, status: u32) -> String {
@@ -157,6 +159,7 @@ fn errno(status: u32) -> i32 {
         10006 => libc::EREMOTEIO,
         10008 | 10013 => libc::EAGAIN,
         10038 => libc::EBADF,
+        u32::MAX => MALFORMED,
         _ => libc::EIO,
     }
 }
@@ -208,6 +211,9 @@ pub struct NfsBackend {
     stable: u32,
     broken: bool,
     pollfds: Vec<libc::pollfd>,
+    /// What was wrong with the last reply that failed a request (a
+    /// malformed READ or WRITE result, a call the server rejected).
+    last_error: Option<String>,
 }
 
 fn connect_error(host: &str, port: u16, e: &io::Error) -> String {
@@ -341,6 +347,7 @@ impl NfsBackend {
             inflight: 0,
             stable,
             broken: false,
+            last_error: None,
         })
     }
 
@@ -353,9 +360,10 @@ impl NfsBackend {
     fn fail(&mut self, disk: usize, what: &str, e: RpcError) -> BackendError {
         self.broken = true;
         let lost = self.inflight - self.done.len();
-        let hint = match e {
-            RpcError::Closed | RpcError::Io(_) => " (did the server stop?)",
-            _ => "",
+        let (what, hint) = match e {
+            RpcError::Closed | RpcError::Io(_) => (what, " (did the server stop?)"),
+            RpcError::Protocol(_) => ("the server broke the RPC protocol", ""),
+            _ => (what, ""),
         };
         BackendError::new(
             &self.disks[disk].url,
@@ -378,7 +386,11 @@ impl NfsBackend {
     /// Send and receive on connection `j` of disk `i` without blocking.
     fn pump_conn(&mut self, i: usize, j: usize) -> Result<(), (&'static str, RpcError)> {
         let NfsBackend {
-            disks, slots, done, ..
+            disks,
+            slots,
+            done,
+            last_error,
+            ..
         } = self;
         let Disk {
             conns,
@@ -396,8 +408,12 @@ impl NfsBackend {
                         return;
                     }
                     let slot = &mut slots[tag as usize];
+                    let op = if slot.write { "WRITE" } else { "READ" };
                     let res = match r {
-                        Err(_) => Err(libc::EIO),
+                        Err(e) => {
+                            *last_error = Some(format!("{op}: {e}"));
+                            Err(libc::EIO)
+                        }
                         Ok(b) if slot.write => {
                             let w = match proto {
                                 Proto::V3(_) => v3::write_result(b.body),
@@ -419,6 +435,12 @@ impl NfsBackend {
                         }
                         .map_err(errno),
                     };
+                    if res == Err(MALFORMED) {
+                        *last_error = Some(format!(
+                            "malformed {op} reply from the server (its XDR ends early or \
+                             holds an impossible value)"
+                        ));
+                    }
                     match res {
                         Ok(n) => slot.bytes += n,
                         Err(e) if slot.err == 0 => slot.err = e,
@@ -645,6 +667,27 @@ impl Backend for NfsBackend {
             }
         }
         Ok(())
+    }
+
+    /// What was wrong with the last failed reply, and the replies that matched
+    /// no call (a server answering with wrong XIDs leaves its calls to time out).
+    fn error_detail(&self) -> Option<String> {
+        let (stray, first) = self
+            .disks
+            .iter()
+            .flat_map(|d| &d.conns)
+            .map(|c| c.stray())
+            .fold((0, 0), |(n, x), (m, y)| (n + m, if n == 0 { y } else { x }));
+        let stray = (stray > 0).then(|| {
+            format!(
+                "{stray} replies from the server matched no call in flight (wrong XID; \
+                 the first was XID {first:#010x})"
+            )
+        });
+        match (self.last_error.clone(), stray) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Drop then closes the sockets at once: no waiting for replies, COMMIT or CLOSE.
