@@ -1,17 +1,21 @@
-//! A hostile NFS server (issue 14, item 4): a plain TcpListener that speaks
-//! just enough NFSv3 (MOUNT, LOOKUP, GETATTR, FSINFO, READ, WRITE, COMMIT) for
-//! storlab to open a 64 MiB file and run, then, 2.5 s into the I/O, breaks the
-//! protocol one way per test: replies with wrong XIDs, READ data longer than
-//! the read, a reply record longer than any reply, a READ reply whose XDR ends
-//! early, a connection reset in the middle of a reply, silence. Each time
-//! storlab must end the run with exit 1 and one error naming the target and
-//! what was wrong, keep the intervals measured before (in the JSON and the
-//! results database), end within its I/O timeout plus a small slack, and not
-//! panic.
+//! Hostile servers (issue 14, item 4): plain TcpListeners that speak just
+//! enough of a protocol for storlab to open its target and run, then, 2.5 s
+//! into the I/O, break the protocol one way per test — NFS (`nfs.rs`):
+//! replies with wrong XIDs, READ data longer than the read, a reply record
+//! longer than any reply, a READ reply whose XDR ends early, a connection
+//! reset in the middle of a reply, silence; NBD (`nbd.rs`): a reply to no
+//! request, a bad reply magic, a reset mid-reply, silence. Each time storlab
+//! must end the run with exit 1 and one error naming the target and what was
+//! wrong, keep the intervals measured before (in the JSON and the results
+//! database), end within its I/O timeout plus a small slack, and not panic.
 
+#[path = "hostile/nbd.rs"]
+mod nbd;
+#[path = "hostile/nfs.rs"]
+mod nfs;
 mod support;
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::ErrorKind;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,64 +29,12 @@ const FAULT_AFTER: Duration = Duration::from_millis(2500);
 /// The run's I/O timeout, and how long past the fault the run may take.
 const IO_TIMEOUT: &str = "2s";
 const BOUND: Duration = Duration::from_secs(8);
-const FILE_SIZE: u64 = 64 << 20;
 
-/// How the server breaks the protocol once the fault starts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fault {
-    /// Every reply carries an XID of no call.
-    WrongXid,
-    /// A READ reply announces 1 GiB of data for a 4 KiB read.
-    ReadPastBuffer,
-    /// A WRITE reply's record is 1 GiB long and keeps coming.
-    HugeRecord,
-    /// A READ reply ends inside its attributes.
-    BadXdr,
-    /// Half a READ reply, then a TCP reset.
-    ResetMidReply,
-    /// No reply at all, the connection kept open.
-    Silence,
-}
-
-/// XDR encoding, enough for the replies.
-#[derive(Default)]
-struct Xdr(Vec<u8>);
-
-impl Xdr {
-    fn u32(&mut self, v: u32) -> &mut Xdr {
-        self.0.extend_from_slice(&v.to_be_bytes());
-        self
-    }
-    fn u64(&mut self, v: u64) -> &mut Xdr {
-        self.0.extend_from_slice(&v.to_be_bytes());
-        self
-    }
-    fn opaque(&mut self, b: &[u8]) -> &mut Xdr {
-        self.u32(b.len() as u32);
-        self.0.extend_from_slice(b);
-        self.0.resize(self.0.len().next_multiple_of(4), 0);
-        self
-    }
-}
-
-/// A call: XID, program, procedure, and its arguments.
-#[derive(Clone)]
-struct Call {
-    xid: u32,
-    prog: u32,
-    proc_: u32,
-    args: Vec<u8>,
-}
-
-fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes(b[at..at + 4].try_into().unwrap())
-}
-
-/// Read one call record (storlab sends one fragment per call), waiting for
-/// its start in steps of 200 ms to look at `stop`; `None` when the client
-/// closed the connection or the server stops.
-fn read_call(s: &mut TcpStream, stop: &AtomicBool) -> Option<Call> {
-    let mut h = [0u8; 4];
+/// Wait until `n` bytes of the next message can be read, looking at `stop`
+/// every 200 ms; then set a long timeout so the message is read whole,
+/// however slowly it comes. `None` when the peer closed or the server stops.
+fn message_begins(s: &mut TcpStream, stop: &AtomicBool, n: usize) -> Option<()> {
+    let mut h = vec![0u8; n];
     loop {
         if stop.load(Ordering::Relaxed) {
             return None;
@@ -90,157 +42,37 @@ fn read_call(s: &mut TcpStream, stop: &AtomicBool) -> Option<Call> {
         s.set_read_timeout(Some(Duration::from_millis(200))).ok()?;
         match s.peek(&mut h) {
             Ok(0) => return None,
-            Ok(4) => break,
+            Ok(k) if k >= n => break,
             Ok(_) => std::thread::sleep(Duration::from_millis(1)),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
             Err(_) => return None,
         }
     }
-    // The record has begun: read it whole, however slowly it comes.
-    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    s.read_exact(&mut h).ok()?;
-    let mut rec = vec![0u8; (u32::from_be_bytes(h) & 0x7fff_ffff) as usize];
-    s.read_exact(&mut rec).ok()?;
-    // xid, CALL, rpcvers, prog, vers, proc, cred (flavor, opaque), verf.
-    let cred_len = be32(&rec, 28) as usize;
-    let verf_at = 32 + cred_len.next_multiple_of(4);
-    let args_at = verf_at + 8 + (be32(&rec, verf_at + 4) as usize).next_multiple_of(4);
-    Some(Call {
-        xid: be32(&rec, 0),
-        prog: be32(&rec, 12),
-        proc_: be32(&rec, 20),
-        args: rec[args_at..].to_vec(),
-    })
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()
 }
 
-/// An accepted, successful reply header for `xid`.
-fn reply_head(xid: u32) -> Xdr {
-    let mut x = Xdr::default();
-    x.u32(xid).u32(1).u32(0).u32(0).u32(0).u32(0);
-    x
+/// Close `s` with a TCP reset (SO_LINGER 0), not a FIN.
+fn reset(s: &mut TcpStream) -> std::io::Result<()> {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt on our own open socket with a valid linger struct.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0, "SO_LINGER");
+    s.shutdown(Shutdown::Read)
 }
 
-/// One record (last fragment) of `body`.
-fn record(body: &[u8]) -> Vec<u8> {
-    let mut r = (0x8000_0000 | body.len() as u32).to_be_bytes().to_vec();
-    r.extend_from_slice(body);
-    r
-}
-
-/// fattr3 of the file: a regular file of FILE_SIZE bytes.
-fn fattr(x: &mut Xdr) {
-    x.u32(1).u32(0o644).u32(1).u32(0).u32(0);
-    x.u64(FILE_SIZE).u64(FILE_SIZE).u32(0).u32(0).u64(1).u64(2);
-    for _ in 0..6 {
-        x.u32(0);
-    }
-}
-
-/// The well-formed reply body of `c`.
-fn answer(c: &Call) -> Xdr {
-    let mut x = reply_head(c.xid);
-    match (c.prog, c.proc_) {
-        (_, 0) => {}
-        (100_005, 1) => {
-            x.u32(0).opaque(b"ROOT").u32(1).u32(1);
-        }
-        (100_003, 3) => {
-            x.u32(0).opaque(b"FILE").u32(0).u32(0);
-        }
-        (100_003, 1) => {
-            x.u32(0);
-            fattr(&mut x);
-        }
-        (100_003, 19) => {
-            x.u32(0).u32(0);
-            for v in [1 << 20, 1 << 20, 4096, 1 << 20, 1 << 20, 4096, 4096] {
-                x.u32(v);
-            }
-            x.u64(u64::MAX).u32(0).u32(1).u32(0);
-        }
-        (100_003, 6) => {
-            // fh (4 bytes + length word), offset, count.
-            let count = be32(&c.args, 16);
-            x.u32(0).u32(0).u32(count).u32(0);
-            x.opaque(&vec![0u8; count as usize]);
-        }
-        (100_003, 7) => {
-            let count = be32(&c.args, 16);
-            x.u32(0)
-                .u32(0)
-                .u32(0)
-                .u32(count)
-                .u32(2)
-                .u64(0x5354_4f52_4c41_4221);
-        }
-        (100_003, 21) => {
-            x.u32(0).u32(0).u32(0).u64(0x5354_4f52_4c41_4221);
-        }
-        (p, n) => panic!("hostile server: unexpected call {p}/{n}"),
-    }
-    x
-}
-
-/// What the server does with READ/WRITE calls once the fault started.
-fn faulty(fault: Fault, c: &Call, s: &mut TcpStream) -> std::io::Result<()> {
-    let read = c.proc_ == 6;
-    match fault {
-        Fault::WrongXid => {
-            let mut bad = c.clone();
-            bad.xid ^= 0x8000_0000;
-            s.write_all(&record(&answer(&bad).0))
-        }
-        Fault::ReadPastBuffer if read => {
-            let mut x = reply_head(c.xid);
-            x.u32(0).u32(0).u32(1 << 30).u32(0).u32(1 << 30);
-            x.0.extend_from_slice(&[0u8; 8192]);
-            let mut r = (0x8000_0000u32 | ((1 << 30) + 64)).to_be_bytes().to_vec();
-            r.extend_from_slice(&x.0);
-            s.write_all(&r)
-        }
-        Fault::HugeRecord if !read => {
-            let mut x = reply_head(c.xid);
-            x.u32(0);
-            s.write_all(&(0x8000_0000u32 | (1 << 30)).to_be_bytes())?;
-            s.write_all(&x.0)?;
-            let junk = vec![0u8; 64 << 10];
-            for _ in 0..64 {
-                s.write_all(&junk)?;
-            }
-            Ok(())
-        }
-        Fault::BadXdr if read => {
-            let mut x = reply_head(c.xid);
-            x.u32(0).u32(1).u32(1).u32(0o644);
-            s.write_all(&record(&x.0))
-        }
-        Fault::ResetMidReply if read => {
-            let full = record(&answer(c).0);
-            s.write_all(&full[..full.len() / 2])?;
-            // SO_LINGER 0: close sends a reset, not a FIN.
-            let linger = libc::linger {
-                l_onoff: 1,
-                l_linger: 0,
-            };
-            // SAFETY: setsockopt on our own open socket with a valid linger struct.
-            let r = unsafe {
-                libc::setsockopt(
-                    s.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_LINGER,
-                    (&linger as *const libc::linger).cast(),
-                    std::mem::size_of::<libc::linger>() as libc::socklen_t,
-                )
-            };
-            assert_eq!(r, 0, "SO_LINGER");
-            s.shutdown(Shutdown::Read)
-        }
-        // Silence, and the other faults' calls of the other direction.
-        _ => Ok(()),
-    }
-}
-
-/// The hostile server: MOUNT and NFS on one port of 127.0.0.1.
+/// A hostile server on a free port of 127.0.0.1: a thread per connection
+/// runs `serve(stream, stop flag, instant of the first I/O)`.
 struct Hostile {
     port: u16,
     stop: Arc<AtomicBool>,
@@ -248,7 +80,10 @@ struct Hostile {
 }
 
 impl Hostile {
-    fn start(fault: Fault) -> Hostile {
+    fn start<F>(serve: F) -> Hostile
+    where
+        F: Fn(TcpStream, &AtomicBool, &OnceLock<Instant>) + Send + Sync + Copy + 'static,
+    {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let stop = Arc::new(AtomicBool::new(false));
@@ -261,7 +96,7 @@ impl Hostile {
                 }
                 let Ok(s) = s else { continue };
                 let (st, first_io) = (st.clone(), first_io.clone());
-                std::thread::spawn(move || serve(s, fault, &st, &first_io));
+                std::thread::spawn(move || serve(s, &st, &first_io));
             }
         });
         Hostile {
@@ -269,11 +104,6 @@ impl Hostile {
             stop,
             accept: Some(accept),
         }
-    }
-
-    fn url(&self) -> String {
-        let p = self.port;
-        format!("nfs://127.0.0.1:{p}/export/file?version=3&mountport={p}")
     }
 }
 
@@ -287,31 +117,14 @@ impl Drop for Hostile {
     }
 }
 
-fn serve(mut s: TcpStream, fault: Fault, stop: &AtomicBool, first_io: &OnceLock<Instant>) {
-    while let Some(c) = read_call(&mut s, stop) {
-        let io = c.prog == 100_003 && matches!(c.proc_, 6 | 7);
-        let started = io && first_io.get_or_init(Instant::now).elapsed() > FAULT_AFTER;
-        let r = if started {
-            faulty(fault, &c, &mut s)
-        } else {
-            s.write_all(&record(&answer(&c).0))
-        };
-        if r.is_err() || (started && fault == Fault::ResetMidReply && c.proc_ == 6) {
-            return;
-        }
-    }
-}
-
-/// Run `rw` against a hostile server with `fault`; check the run ended in
-/// time with an error holding the URL and each of `must`, and kept at least
-/// two intervals with I/O.
-fn hostile(fault: Fault, rw: &str, must: &[&str]) {
-    let srv = Hostile::start(fault);
-    let url = srv.url();
-    let dir = TempDir::new("hostile", &format!("{fault:?}"));
+/// Run `rw` on `url` (a hostile server's); check the run ended in time with
+/// an error holding the URL and each of `must`, and kept at least two
+/// intervals with I/O.
+fn check_run(url: &str, what: &str, rw: &str, must: &[&str]) {
+    let dir = TempDir::new("hostile", &what.replace(' ', "-"));
     let args = [
         "--target",
-        &url,
+        url,
         "--rw",
         rw,
         "--bs",
@@ -327,8 +140,7 @@ fn hostile(fault: Fault, rw: &str, must: &[&str]) {
         "--allow-overwrite",
     ];
     let mut run = Run::start(dir.path(), "run", &args);
-    let what = format!("{fault:?}");
-    let (status, err, took) = run.wait(FAULT_AFTER + BOUND + Duration::from_secs(5), &what);
+    let (status, err, took) = run.wait(FAULT_AFTER + BOUND + Duration::from_secs(5), what);
     assert_eq!(status.code(), Some(1), "{what}: exit code; stderr: {err}");
     assert!(!err.contains("panicked"), "{what}: {err}");
     assert!(
@@ -337,12 +149,12 @@ fn hostile(fault: Fault, rw: &str, must: &[&str]) {
     );
     let doc = run.doc();
     let e = doc["error"].as_str().unwrap_or_default().to_string();
-    for m in std::iter::once(&url.as_str()).chain(must) {
+    for m in std::iter::once(&url).chain(must) {
         assert!(e.contains(m), "{what}: the error must name {m:?}: {e}");
         assert!(err.contains(m), "{what}: stderr must name {m:?}: {err}");
     }
     let busy = run
-        .intervals(&what)
+        .intervals(what)
         .iter()
         .filter(|i| {
             ["read", "write"]
@@ -352,52 +164,4 @@ fn hostile(fault: Fault, rw: &str, must: &[&str]) {
         .count();
     assert!(busy >= 2, "{what}: {busy} intervals with I/O kept");
     println!("{what}: ended after {took:?}: {e}");
-}
-
-#[test]
-fn replies_with_wrong_xids_end_at_the_io_timeout_naming_them() {
-    hostile(
-        Fault::WrongXid,
-        "randrw",
-        &[
-            "did not complete within 2 s",
-            "matched no call in flight (wrong XID",
-        ],
-    );
-}
-
-#[test]
-fn read_data_longer_than_the_read_is_refused() {
-    hostile(
-        Fault::ReadPastBuffer,
-        "randread",
-        &[
-            "the server broke the RPC protocol",
-            "1073741824 bytes of READ data for a 4096-byte read",
-        ],
-    );
-}
-
-#[test]
-fn a_reply_record_larger_than_any_reply_is_refused() {
-    hostile(
-        Fault::HugeRecord,
-        "randwrite",
-        &["the server broke the RPC protocol", "larger than any reply"],
-    );
-}
-
-#[test]
-fn a_read_reply_with_bad_xdr_is_named() {
-    hostile(Fault::BadXdr, "randread", &["malformed READ reply"]);
-}
-
-#[test]
-fn a_reset_in_the_middle_of_a_reply_ends_the_run() {
-    hostile(Fault::ResetMidReply, "randread", &["did the server stop?"]);
-}
-
-#[test]
-fn silence_ends_the_run_at_the_io_timeout() {
-    hostile(Fault::Silence, "randrw", &["did not complete within 2 s"]);
 }

@@ -352,6 +352,15 @@ impl NbdBackend {
     ) -> Result<bool, BackendError> {
         let tk = self.tickets[t as usize];
         let c = tk.conn as usize;
+        if err != 0 && self.conns[c].h.is_broken() {
+            // libnbd fails what was in flight when the connection dies (a
+            // reset, a reply it cannot parse): the connection is the news.
+            let e = NbdError {
+                message: std::io::Error::from_raw_os_error(err).to_string(),
+                errno: err,
+            };
+            return Err(self.lost(c, &e));
+        }
         let conn = &mut self.conns[c];
         if matches!(tk.stage, Stage::Running | Stage::Flushing) {
             conn.running -= 1;
