@@ -4,6 +4,8 @@
 # lab's servers (RAM backing, 127.0.0.1). 4 KiB random reads, QD 16 per
 # connection: storlab runs one engine thread at iodepth 16*N over N
 # connections; fio runs N jobs of iodepth 16, each with its own connection.
+# A second storlab shape, --numjobs N --threads N (a connection per engine
+# thread, as fio's jobs), shows what the cores, not the connections, give.
 # Reports IOPS and client CPU per I/O (user + system time of the whole client
 # process tree, from /usr/bin/time, over the I/Os done).
 #
@@ -56,13 +58,21 @@ timed() {
     awk '{ print $1 + $2 }' "$out.time"
 }
 
-# storlab_point PROTO N: "IOPS CPU_US_PER_IO"
+# storlab_point PROTO N MODE: "IOPS CPU_US_PER_IO". MODE nconnect: one
+# engine thread, one worker at iodepth 16*N over nconnect=N; threads: N
+# workers of iodepth 16 on N engine threads, a connection each (fio's shape).
 storlab_point() {
-    local u json cpu
-    u=$(with_opt "$(url "$1")" "nconnect=$2")
+    local u json cpu shape
     json=$TMP/s.json
-    cpu=$(timed "$TMP/s.out" "$STORLAB" run --target "$u" --rw randread --bs 4k \
-        --iodepth $((QD * $2)) --threads 1 --size 512m --runtime "$RUNTIME" --no-db -q --json "$json")
+    if [ "$3" = nconnect ]; then
+        u=$(with_opt "$(url "$1")" "nconnect=$2")
+        shape=(--iodepth $((QD * $2)) --threads 1)
+    else
+        u=$(url "$1")
+        shape=(--iodepth "$QD" --numjobs "$2" --threads "$2" --disk_layout shared)
+    fi
+    cpu=$(timed "$TMP/s.out" "$STORLAB" run --target "$u" --rw randread --bs 4k "${shape[@]}" \
+        --size 512m --runtime "$RUNTIME" --no-db -q --json "$json")
     jq -r --arg cpu "$cpu" '.jobs[0].points[0].summary.total
         | "\(.iops|floor) \(($cpu|tonumber) * 1e6 / .ios * 100 | floor / 100)"' "$json"
 }
@@ -108,13 +118,16 @@ fio_point() {
 
 echo "4 KiB random read, QD $QD per connection, ${RUNTIME} s per point, lab on 127.0.0.1 (RAM)"
 echo "$("$STORLAB" --version 2>/dev/null || echo storlab); $(fio --version)"
-printf "%-6s %5s %12s %12s %14s %14s %8s\n" protocol conns "storlab IOPS" "fio IOPS" \
-    "storlab µs/IO" "fio µs/IO" "IOPS x"
+printf "%-6s %5s %13s %13s %10s %12s %12s %10s %8s\n" protocol conns "nconnect IOPS" \
+    "threads IOPS" "fio IOPS" "nconnect µs" "threads µs" "fio µs" "best x"
 for p in $PROTOS; do
     for n in $CONNS; do
-        read -r si sc < <(storlab_point "$p" "$n")
+        read -r si sc < <(storlab_point "$p" "$n" nconnect)
+        read -r ti tc < <(storlab_point "$p" "$n" threads)
         read -r fi fc < <(fio_point "$p" "$n")
-        ratio=$(awk -v a="$si" -v b="$fi" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "-" }')
-        printf "%-6s %5s %12s %12s %14s %14s %8s\n" "$p" "$n" "$si" "$fi" "$sc" "$fc" "$ratio"
+        ratio=$(awk -v a="$si" -v t="$ti" -v b="$fi" \
+            'BEGIN { if (t > a) a = t; if (b + 0 > 0) printf "%.2f", a / b; else print "-" }')
+        printf "%-6s %5s %13s %13s %10s %12s %12s %10s %8s\n" "$p" "$n" "$si" "$ti" "$fi" "$sc" \
+            "$tc" "$fc" "$ratio"
     done
 done
