@@ -14,14 +14,35 @@
 //! * `nbd://HOST[:PORT][/EXPORT]` and `nbd+unix:///EXPORT?socket=PATH` — an
 //!   NBD export over TCP or a Unix socket (the NBD URI standard). Both take
 //!   `replies=simple|structured` (default simple: see [`NbdReplies`]).
+//!
+//! `nfs://`, `iscsi://` and `nbd://` take `nconnect=N` (1..=[`MAX_NCONNECT`],
+//! default 1): one backend's requests go round robin over N TCP connections
+//! to the target (Linux's NFS mount option of that name; for iSCSI, N
+//! sessions; for NBD, the server must advertise multi-conn).
 
 use std::fmt;
 use std::path::PathBuf;
 
 /// The schemes a target may use, for error messages.
-pub const ALLOWED_SCHEMES: &str = "file:PATH, null:, nfs://HOST[:PORT]/EXPORT/FILE?version=3|4, \
-     iscsi://HOST[:PORT]/IQN/LUN, nbd://HOST[:PORT]/EXPORT[?replies=simple|structured], \
+pub const ALLOWED_SCHEMES: &str = "file:PATH, null:, \
+     nfs://HOST[:PORT]/EXPORT/FILE?version=3|4[&nconnect=1..16], \
+     iscsi://HOST[:PORT]/IQN/LUN[?nconnect=1..16], \
+     nbd://HOST[:PORT]/EXPORT[?replies=simple|structured][&nconnect=1..16], \
      nbd+unix:///EXPORT?socket=PATH";
+
+/// The most connections `nconnect=N` may ask for (Linux's NFS client caps
+/// its mount option at 16 too).
+pub const MAX_NCONNECT: u8 = 16;
+
+/// Parse `nconnect=N`; the error names the option and its allowed values.
+fn parse_nconnect(v: &str) -> Result<u8, String> {
+    v.parse::<u8>()
+        .ok()
+        .filter(|n| (1..=MAX_NCONNECT).contains(n))
+        .ok_or(format!(
+            "invalid nconnect={v:?} (allowed: 1..={MAX_NCONNECT})"
+        ))
+}
 
 /// Default ports of the protocols.
 pub const NFS_PORT: u16 = 2049;
@@ -52,6 +73,8 @@ pub enum Target {
         path: String,
         /// 3 or 4.
         version: u8,
+        /// TCP connections the requests are spread over (`?nconnect=N`).
+        nconnect: u8,
     },
     /// A LUN of an iSCSI target.
     Iscsi {
@@ -63,6 +86,8 @@ pub enum Target {
         iqn: String,
         /// Logical unit number.
         lun: u32,
+        /// Sessions the requests are spread over (`?nconnect=N`).
+        nconnect: u8,
     },
     /// An NBD export.
     Nbd {
@@ -72,6 +97,8 @@ pub enum Target {
         export: String,
         /// Which replies to ask the server for.
         replies: NbdReplies,
+        /// Connections the requests are spread over (`?nconnect=N`, multi-conn).
+        nconnect: u8,
     },
 }
 
@@ -237,12 +264,14 @@ impl Target {
                     "nbd" => {
                         let (host, port) = host_port(authority, NBD_PORT).map_err(|r| err(&r))?;
                         let mut replies = NbdReplies::default();
+                        let mut nconnect = 1;
                         for (k, v) in &query {
                             match *k {
                                 "replies" => replies = NbdReplies::parse(v).map_err(|r| err(&r))?,
+                                "nconnect" => nconnect = parse_nconnect(v).map_err(|r| err(&r))?,
                                 other => {
                                     return Err(err(&format!(
-                                        "unknown query parameter {other:?} (allowed: replies)"
+                                        "unknown query parameter {other:?} (allowed: replies, nconnect)"
                                     )));
                                 }
                             }
@@ -252,6 +281,7 @@ impl Target {
                             addr: NbdAddr::Tcp { host, port },
                             export,
                             replies,
+                            nconnect,
                         })
                     }
                     _ => {
@@ -262,13 +292,16 @@ impl Target {
                         }
                         let mut socket = None;
                         let mut replies = NbdReplies::default();
+                        let mut nconnect = 1;
                         for (k, v) in &query {
                             match *k {
                                 "socket" if !v.is_empty() => socket = Some(PathBuf::from(v)),
                                 "replies" => replies = NbdReplies::parse(v).map_err(|r| err(&r))?,
+                                "nconnect" => nconnect = parse_nconnect(v).map_err(|r| err(&r))?,
                                 other => {
                                     return Err(err(&format!(
-                                        "unknown query parameter {other:?} (allowed: socket, replies)"
+                                        "unknown query parameter {other:?} \
+                                         (allowed: socket, replies, nconnect)"
                                     )));
                                 }
                             }
@@ -279,6 +312,7 @@ impl Target {
                             addr: NbdAddr::Unix(socket),
                             export,
                             replies,
+                            nconnect,
                         })
                     }
                 }
@@ -293,6 +327,7 @@ impl Target {
         let mut version = 3u8;
         let mut mount_port = None;
         let mut export_override = None;
+        let mut nconnect = 1;
         for (k, v) in query {
             match *k {
                 "version" => {
@@ -311,9 +346,11 @@ impl Target {
                     )
                 }
                 "export" => export_override = Some(v.to_string()),
+                "nconnect" => nconnect = parse_nconnect(v)?,
                 other => {
                     return Err(format!(
-                        "unknown query parameter {other:?} (allowed: version, mountport, export)"
+                        "unknown query parameter {other:?} \
+                         (allowed: version, mountport, export, nconnect)"
                     ));
                 }
             }
@@ -349,12 +386,23 @@ impl Target {
             export,
             path: file,
             version,
+            nconnect,
         })
     }
 
     fn parse_iscsi(authority: &str, path: &str, query: &[(&str, &str)]) -> Result<Target, String> {
         let (host, port) = host_port(authority, ISCSI_PORT)?;
-        no_query(query)?;
+        let mut nconnect = 1;
+        for (k, v) in query {
+            match *k {
+                "nconnect" => nconnect = parse_nconnect(v)?,
+                other => {
+                    return Err(format!(
+                        "unknown query parameter {other:?} (allowed: nconnect)"
+                    ));
+                }
+            }
+        }
         let trimmed = path.trim_start_matches('/');
         let (iqn, lun) = trimmed.rsplit_once('/').ok_or("iscsi:// needs /IQN/LUN")?;
         if !(iqn.starts_with("iqn.") || iqn.starts_with("eui.") || iqn.starts_with("naa.")) {
@@ -370,7 +418,26 @@ impl Target {
             port,
             iqn: iqn.to_string(),
             lun,
+            nconnect,
         })
+    }
+
+    /// The storage this target names, without how it is reached: the same
+    /// target with one connection and the default NBD replies. Two URLs of
+    /// one file, LUN or export compare equal this way.
+    pub fn storage(&self) -> Target {
+        let mut t = self.clone();
+        match &mut t {
+            Target::Nfs { nconnect, .. } | Target::Iscsi { nconnect, .. } => *nconnect = 1,
+            Target::Nbd {
+                nconnect, replies, ..
+            } => {
+                *nconnect = 1;
+                *replies = NbdReplies::default();
+            }
+            _ => {}
+        }
+        t
     }
 
     /// The backend that serves this target.
@@ -385,10 +452,12 @@ impl Target {
     }
 }
 
-fn no_query(query: &[(&str, &str)]) -> Result<(), String> {
-    match query.first() {
-        Some((k, _)) => Err(format!("unknown query parameter {k:?} (allowed: none)")),
-        None => Ok(()),
+/// The URL query part of `nconnect=N` ("" for the default of one connection).
+fn nconnect_query(n: u8, first: bool) -> String {
+    match (n, first) {
+        (1, _) => String::new(),
+        (n, true) => format!("?nconnect={n}"),
+        (n, false) => format!("&nconnect={n}"),
     }
 }
 
@@ -412,6 +481,7 @@ impl fmt::Display for Target {
                 export,
                 path,
                 version,
+                nconnect,
             } => {
                 write!(
                     f,
@@ -428,29 +498,37 @@ impl fmt::Display for Target {
                 if e.is_empty() || e.contains('/') {
                     write!(f, "&export={export}")?;
                 }
-                Ok(())
+                write!(f, "{}", nconnect_query(*nconnect, false))
             }
             Target::Iscsi {
                 host,
                 port,
                 iqn,
                 lun,
-            } => write!(f, "iscsi://{}:{port}/{iqn}/{lun}", fmt_host(host)),
+                nconnect,
+            } => {
+                let n = nconnect_query(*nconnect, true);
+                write!(f, "iscsi://{}:{port}/{iqn}/{lun}{n}", fmt_host(host))
+            }
             Target::Nbd {
                 addr: NbdAddr::Tcp { host, port },
                 export,
                 replies,
+                nconnect,
             } => {
                 let q = replies.query(true);
-                write!(f, "nbd://{}:{port}/{export}{q}", fmt_host(host))
+                let n = nconnect_query(*nconnect, q.is_empty());
+                write!(f, "nbd://{}:{port}/{export}{q}{n}", fmt_host(host))
             }
             Target::Nbd {
                 addr: NbdAddr::Unix(p),
                 export,
                 replies,
+                nconnect,
             } => {
                 let q = replies.query(false);
-                write!(f, "nbd+unix:///{export}?socket={}{q}", p.display())
+                let n = nconnect_query(*nconnect, false);
+                write!(f, "nbd+unix:///{export}?socket={}{q}{n}", p.display())
             }
         }
     }
@@ -487,7 +565,8 @@ mod tests {
                 mount_port: None,
                 export: "/export".into(),
                 path: "data/disk.img".into(),
-                version: 4
+                version: 4,
+                nconnect: 1,
             }
         );
         let t = Target::parse("nfs://h/a/b/f?export=/a/b&mountport=20048").unwrap();
@@ -501,7 +580,8 @@ mod tests {
                 host: "::1".into(),
                 port: 3261,
                 iqn: "iqn.2026-11.lab.storlab:store".into(),
-                lun: 1
+                lun: 1,
+                nconnect: 1,
             }
         );
         assert_eq!(
@@ -513,6 +593,7 @@ mod tests {
                 },
                 export: "store".into(),
                 replies: NbdReplies::Simple,
+                nconnect: 1,
             }
         );
         assert_eq!(
@@ -521,6 +602,7 @@ mod tests {
                 addr: NbdAddr::Unix("/run/x.sock".into()),
                 export: "store".into(),
                 replies: NbdReplies::Simple,
+                nconnect: 1,
             }
         );
     }
@@ -544,6 +626,10 @@ mod tests {
             "nbd://h/e?replies=fast",
             "nbd+unix:///e?socket=/s&replies=",
             "nbd:/h",
+            "nfs://h/e/f?nconnect=0",
+            "nfs://h/e/f?nconnect=17",
+            "nbd://h/e?nconnect=x",
+            "nbd+unix:///e?socket=/s&nconnect=",
         ] {
             let e = Target::parse(bad).unwrap_err().to_string();
             assert!(e.contains(&format!("{bad:?}")), "{e}");
@@ -563,8 +649,47 @@ mod tests {
             "nbd://h:10809/e?replies=structured",
             "nbd+unix:///e?socket=/run/s.sock&replies=structured",
             "nbd+unix:///e?socket=/s",
+            "nfs://h:2049/e/f?version=4&nconnect=4",
+            "nfs://h:2049/a/b/f?version=3&export=/a/b&nconnect=16",
+            "nbd://h:10809/e?nconnect=2",
+            "nbd://h:10809/e?replies=structured&nconnect=8",
+            "nbd+unix:///e?socket=/s&nconnect=3",
+            "iscsi://h:3260/iqn.2026-11.lab.storlab:store/1?nconnect=2",
         ] {
             assert_eq!(Target::parse(s).unwrap().to_string(), s);
         }
+    }
+
+    #[test]
+    fn storage_ignores_how_it_is_reached() {
+        let a = Target::parse("nbd://h/e?replies=structured&nconnect=4").unwrap();
+        let b = Target::parse("nbd://h/e").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a.storage(), b);
+        let a = Target::parse("nfs://h/e/f?nconnect=2").unwrap();
+        assert_eq!(a.storage(), Target::parse("nfs://h/e/f").unwrap());
+        assert_ne!(a.storage(), Target::parse("nfs://h/e/g").unwrap());
+    }
+
+    #[test]
+    fn nconnect_errors_name_the_option_and_its_range() {
+        for bad in ["0", "17", "256", "-1", "four", ""] {
+            let e = Target::parse(&format!("nfs://h/e/f?nconnect={bad}"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("invalid nconnect={bad:?} (allowed: 1..=16)")),
+                "{e}"
+            );
+        }
+        let e = Target::parse("nfs://h/e/f?nconnects=2")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown query parameter \"nconnects\" (allowed: version, mountport, export, nconnect)"),
+            "{e}"
+        );
+        let t = Target::parse("nfs://h/e/f?nconnect=16").unwrap();
+        assert!(matches!(t, Target::Nfs { nconnect: 16, .. }));
     }
 }
