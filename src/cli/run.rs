@@ -24,7 +24,7 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         .collect::<Result<_, _>>()?;
     // On a fleet the agents check their own paths.
     for t in targets.iter().filter(|_| args.hosts.is_none()) {
-        if let Target::File(p) = t
+        if let Some(p) = t.local_path()
             && let Some(parent) = p.parent().filter(|p| !p.as_os_str().is_empty())
             && !p.exists()
             && !parent.is_dir()
