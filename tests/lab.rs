@@ -145,7 +145,8 @@ fn lab_serves_every_protocol_and_cleans_up() {
         );
     }
     let status = ok(lab.lab(&["status"]), "lab status");
-    assert_eq!(status.matches("running").count(), 4, "{status}");
+    // Four servers and the media server.
+    assert_eq!(status.matches("running").count(), 5, "{status}");
     let st = lab.state();
     let t = &st["targets"];
     for name in ["local", "nfs3", "nfs4", "iscsi", "nbd"] {

@@ -18,8 +18,10 @@
 //! link (one HBA port): the clock is process-wide, keyed by the target URL. A
 //! fleet's hosts each have their own link.
 //!
-//! This backend reads the clock to pace completions, never for statistics:
-//! the engine stamps every I/O as for any backend.
+//! The path is always opened with O_DIRECT (`backends::open`), whatever the
+//! workload says: in the FC role the host has no cache of its own in front
+//! of the LUN. This backend reads the clock to pace completions, never for
+//! statistics: the engine stamps every I/O as for any backend.
 
 use crate::io::{Backend, BackendError, BufferPool, Completion, QueueError, Request};
 use crate::linkmodel::{self, lab::fc_cap};
@@ -160,7 +162,10 @@ impl Backend for FcCapped {
 
     fn features(&self) -> String {
         let inner = self.inner.features();
-        let cap = format!("capped at the {} FC link's payload rate", self.link);
+        let cap = format!(
+            "O_DIRECT, capped at the {} FC link's payload rate",
+            self.link
+        );
         if inner.is_empty() {
             cap
         } else {

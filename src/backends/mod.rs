@@ -21,8 +21,15 @@ pub fn open(
     match target {
         Target::Null => Ok(Box::new(null::NullBackend::new(opts.depth as usize))),
         Target::File(_) => Ok(Box::new(open_files(disks, opts)?)),
+        // The FC role: a LUN the host does not cache, whatever the workload says.
         Target::Fc { link, .. } => Ok(Box::new(fc::FcCapped::new(
-            Box::new(open_files(disks, opts)?),
+            Box::new(open_files(
+                disks,
+                &OpenOptions {
+                    direct: true,
+                    ..*opts
+                },
+            )?),
             &target.to_string(),
             link,
         )?)),
