@@ -1,7 +1,8 @@
 //! `storlab lab up --media`: the store served through storlab's FUSE media
 //! server, every server and the block baseline's loop device on its mount;
 //! `lab down` leaving no mount, loop device or process; a media layer that
-//! cannot start naming its step and leaving nothing behind. Needs root,
+//! cannot start naming its step and leaving nothing behind; Ctrl-C during
+//! `lab up` taking down what it made. Needs root,
 //! /dev/fuse, loop devices and ./setup.sh's packages. Every lab here serves on
 //! ports free at that moment (`--net loopback`).
 
@@ -250,4 +251,70 @@ impl Drop for Busy {
             let _ = std::fs::remove_dir_all(&self.0);
         }
     }
+}
+
+#[test]
+fn ctrl_c_during_up_takes_down_the_media_layer_too() {
+    support::assert_root("the lab needs root (network namespaces, mount(2))");
+    let lab = LabGuard::new("labmedia-int");
+    let ports: Vec<String> = (0..4)
+        .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap())
+        .collect::<Vec<_>>()
+        .iter()
+        .map(|l| l.local_addr().unwrap().port().to_string())
+        .collect();
+    let child = support::storlab()
+        .args(["lab", "up", "--net", "loopback", "--media", "fixed:200"])
+        .args([
+            "--size",
+            "16m",
+            "--nfs-port",
+            &ports[0],
+            "--mountd-port",
+            &ports[1],
+        ])
+        .args([
+            "--iscsi-port",
+            &ports[2],
+            "--nbd-port",
+            &ports[3],
+            "--state-dir",
+        ])
+        .arg(&lab.dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the loop device is recorded: the servers are still to come.
+    let state = lab.dir.join("state.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let recorded = loop {
+        let st = std::fs::read_to_string(&state).unwrap_or_default();
+        if st.contains("\"loop_dev\": {") {
+            break st;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no loop device recorded: {st}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    // SAFETY: kill(2) on the child this test spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let st: serde_json::Value = serde_json::from_str(&recorded).unwrap();
+    let t = text(&o);
+    // rpcbind, ganesha, tgtd and nbdkit were still to start: up stopped.
+    assert!(
+        !o.status.success() && t.contains("lab up interrupted"),
+        "{t}"
+    );
+    let media = &st["media"];
+    let mp = PathBuf::from(media["mountpoint"].as_str().unwrap());
+    assert!(mounts_at(&mp).is_empty(), "{:?}", mounts_at(&mp));
+    let store = mp.join("disk.img").display().to_string();
+    assert!(!loop_devices().contains(&store), "{}", loop_devices());
+    let pid = media["server"]["pid"].as_u64().unwrap() as i32;
+    assert!(!alive(pid), "media server {pid} still runs");
+    assert!(!state.exists(), "state left");
 }
