@@ -318,3 +318,41 @@ fn ctrl_c_during_up_takes_down_the_media_layer_too() {
     assert!(!alive(pid), "media server {pid} still runs");
     assert!(!state.exists(), "state left");
 }
+
+#[test]
+fn a_killed_media_server_shows_in_status_and_down_still_leaves_nothing() {
+    let lab = Lab::builder("labmedia-kill", "16m")
+        .loopback()
+        .args(&["--media", "fixed:50"])
+        .up();
+    let media = lab.state["media"].clone();
+    let mp = PathBuf::from(media["mountpoint"].as_str().unwrap());
+    let pid = media["server"]["pid"].as_u64().unwrap() as i32;
+    // SAFETY: kill(2) on the media server the lab recorded and reports running.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = lab.cmd(&["status"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains(&format!("media server pid {pid} DEAD")), "{t}");
+    assert_eq!(
+        mounts_at(&mp).len(),
+        1,
+        "the dead mount outlives its server"
+    );
+    let servers: Vec<i32> = ["rpcbind", "ganesha", "tgtd", "nbdkit"]
+        .iter()
+        .map(|s| lab.pid(s))
+        .collect();
+    let o = lab.cmd(&["down"]);
+    assert!(o.status.success(), "lab down: {}", text(&o));
+    assert!(mounts_at(&mp).is_empty(), "{:?}", mounts_at(&mp));
+    let store = mp.join("disk.img").display().to_string();
+    assert!(!loop_devices().contains(&store), "{}", loop_devices());
+    for pid in servers {
+        assert!(!alive(pid), "pid {pid} still runs after lab down");
+    }
+}

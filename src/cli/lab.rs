@@ -184,7 +184,7 @@ fn status_text(st: &LabState) -> String {
             Some(p) => format!(
                 "media server pid {} {}",
                 p.pid,
-                if st.this_boot() && p.alive() {
+                if st.media_running() == Some(true) {
                     "running"
                 } else {
                     "DEAD"
@@ -335,7 +335,10 @@ pub fn run(cmd: LabCmd) -> Result<ExitCode, CliError> {
             if !json {
                 print!("{}", status_text(&st));
             }
-            let healthy = st.phase == lab::Phase::Up && st.servers.iter().all(|s| st.running(s));
+            // The media server too: every path goes through it.
+            let healthy = st.phase == lab::Phase::Up
+                && st.media_running() != Some(false)
+                && st.servers.iter().all(|s| st.running(s));
             Ok(if healthy {
                 ExitCode::Ok
             } else {

@@ -181,6 +181,17 @@ impl LabState {
         self.this_boot() && s.proc.alive()
     }
 
+    /// Whether the media server still runs (`None`: the lab has no media
+    /// layer, as labs recorded before it).
+    pub fn media_running(&self) -> Option<bool> {
+        let m = self.media.as_ref()?;
+        Some(
+            m.server
+                .as_ref()
+                .is_some_and(|p| self.this_boot() && p.alive()),
+        )
+    }
+
     /// Whether any recorded server still runs.
     pub fn any_running(&self) -> bool {
         self.servers.iter().any(|s| self.running(s))
