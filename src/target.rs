@@ -3,8 +3,12 @@
 //! `file:PATH` is a directory (storlab creates one file per VM disk in it), a
 //! regular file, or a block device; kernel-attached storage of any protocol (FC,
 //! FCoE, a kernel iSCSI LUN, an NFS mount, NVMe-oF) is reached this way through
-//! its device or mount path. `null:` completes every I/O at once. The protocol
-//! schemes reach servers from user space:
+//! its device or mount path. `file:PATH?fc=8gfc` is the same path reached as
+//! over a Fibre Channel link: the lab's block baseline in the FC role, capped
+//! at the link's payload rate (`1gfc` .. `32gfc`, [`FC_LINKS`]; the wire model
+//! gives the rate). A `?` anywhere else in a `file:` path is part of the path.
+//! `null:` completes every I/O at once. The protocol schemes reach servers
+//! from user space:
 //!
 //! * `nfs://HOST[:PORT]/EXPORT/PATH?version=3|4` — a file on an NFS export;
 //!   without `version`, 3. The export is the first path component unless
@@ -21,10 +25,10 @@
 //! sessions; for NBD, the server must advertise multi-conn).
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The schemes a target may use, for error messages.
-pub const ALLOWED_SCHEMES: &str = "file:PATH, null:, \
+pub const ALLOWED_SCHEMES: &str = "file:PATH[?fc=1gfc..32gfc], null:, \
      nfs://HOST[:PORT]/EXPORT/FILE?version=3|4[&nconnect=1..16], \
      iscsi://HOST[:PORT]/IQN/LUN[?nconnect=1..16], \
      nbd://HOST[:PORT]/EXPORT[?replies=simple|structured][&nconnect=1..16], \
@@ -43,6 +47,9 @@ fn parse_nconnect(v: &str) -> Result<u8, String> {
             "invalid nconnect={v:?} (allowed: 1..={MAX_NCONNECT})"
         ))
 }
+/// The Fibre Channel links a `file:PATH?fc=LINK` target may name (the wire
+/// model's FC links, `crate::linkmodel`).
+pub const FC_LINKS: &[&str] = &["1gfc", "2gfc", "4gfc", "8gfc", "16gfc", "32gfc"];
 
 /// Default ports of the protocols.
 pub const NFS_PORT: u16 = 2049;
@@ -58,6 +65,14 @@ pub enum Target {
     Null,
     /// A local path: directory, regular file or block device, through io_uring.
     File(PathBuf),
+    /// A local path (normally a block device) reached as over a Fibre Channel
+    /// link: the file backend, its bandwidth capped at the link's payload rate.
+    Fc {
+        /// The directory, file or device.
+        path: PathBuf,
+        /// The FC link, one of [`FC_LINKS`].
+        link: String,
+    },
     /// A file on an NFS export.
     Nfs {
         /// Server host name or address.
@@ -248,6 +263,21 @@ impl Target {
             }
             "file" => {
                 let path = rest.strip_prefix("//").unwrap_or(rest);
+                if let Some((p, link)) = path.rsplit_once("?fc=") {
+                    if p.is_empty() {
+                        return Err(err("file: needs a path"));
+                    }
+                    if !FC_LINKS.contains(&link) {
+                        return Err(err(&format!(
+                            "invalid fc={link:?} (allowed: {})",
+                            FC_LINKS.join(", ")
+                        )));
+                    }
+                    return Ok(Target::Fc {
+                        path: PathBuf::from(p),
+                        link: link.to_string(),
+                    });
+                }
                 if path.is_empty() {
                     return Err(err("file: needs a path"));
                 }
@@ -435,16 +465,25 @@ impl Target {
                 *nconnect = 1;
                 *replies = NbdReplies::default();
             }
+            Target::Fc { path, .. } => return Target::File(path.clone()),
             _ => {}
         }
         t
+    }
+
+    /// The local path of a `file:` target (capped at an FC link or not).
+    pub fn local_path(&self) -> Option<&Path> {
+        match self {
+            Target::File(p) | Target::Fc { path: p, .. } => Some(p),
+            _ => None,
+        }
     }
 
     /// The backend that serves this target.
     pub fn backend_name(&self) -> &'static str {
         match self {
             Target::Null => "null",
-            Target::File(_) => "file",
+            Target::File(_) | Target::Fc { .. } => "file",
             Target::Nfs { .. } => "nfs",
             Target::Iscsi { .. } => "iscsi",
             Target::Nbd { .. } => "nbd",
@@ -474,6 +513,7 @@ impl fmt::Display for Target {
         match self {
             Target::Null => write!(f, "null:"),
             Target::File(p) => write!(f, "file:{}", p.display()),
+            Target::Fc { path, link } => write!(f, "file:{}?fc={link}", path.display()),
             Target::Nfs {
                 host,
                 port,
@@ -556,6 +596,31 @@ mod tests {
     }
 
     #[test]
+    fn a_file_capped_at_an_fc_link_round_trips_and_bad_links_are_named() {
+        let t = Target::parse("file:/dev/loop3?fc=8gfc").unwrap();
+        assert_eq!(
+            t,
+            Target::Fc {
+                path: "/dev/loop3".into(),
+                link: "8gfc".into()
+            }
+        );
+        assert_eq!(t.to_string(), "file:/dev/loop3?fc=8gfc");
+        assert_eq!(t.local_path(), Some(Path::new("/dev/loop3")));
+        assert_eq!(t.backend_name(), "file");
+        // Any other `?` stays part of the path.
+        assert_eq!(
+            Target::parse("file:/tmp/a?b").unwrap(),
+            Target::File("/tmp/a?b".into())
+        );
+        let e = Target::parse("file:/dev/loop3?fc=10gfc")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"10gfc\"") && e.contains("32gfc"), "{e}");
+        assert!(Target::parse("file:?fc=8gfc").is_err());
+    }
+
+    #[test]
     fn parses_protocol_urls() {
         assert_eq!(
             Target::parse("nfs://127.0.0.1:12049/export/data/disk.img?version=4").unwrap(),
@@ -633,7 +698,10 @@ mod tests {
         ] {
             let e = Target::parse(bad).unwrap_err().to_string();
             assert!(e.contains(&format!("{bad:?}")), "{e}");
-            assert!(e.contains("allowed: file:PATH, null:"), "{e}");
+            assert!(
+                e.contains("allowed: file:PATH[?fc=1gfc..32gfc], null:"),
+                "{e}"
+            );
         }
     }
 

@@ -86,13 +86,14 @@ fn cleanup_aborts_a_stopped_server_and_its_waiting_io_fails() {
 fn a_start_that_fails_says_why_and_leaves_nothing() {
     let d = Dirs::new("fail");
     let missing = d.0.join("no-such-dir");
-    let e = MediaServer::start_with(bin(), &missing, &d.mnt(), "ram", None, &d.log()).unwrap_err();
+    let e = MediaServer::start_with(bin(), &missing, &d.mnt(), "ram", None, None, &d.log())
+        .unwrap_err();
     assert!(
         e.contains("exited") && e.contains("--backing") && e.contains("not a directory"),
         "{e}"
     );
     assert!(mounted(&d.mnt()).is_empty());
-    let e = MediaServer::start_with(bin(), &d.back(), &d.mnt(), "ssd-typo", None, &d.log())
+    let e = MediaServer::start_with(bin(), &d.back(), &d.mnt(), "ssd-typo", None, None, &d.log())
         .unwrap_err();
     assert!(e.contains("\"ssd-typo\"") && e.contains("allowed"), "{e}");
     // A mount point inside the backing directory would serve itself.
@@ -103,13 +104,15 @@ fn a_start_that_fails_says_why_and_leaves_nothing() {
         &d.back().join("inner"),
         "ram",
         None,
+        None,
         &d.log(),
     )
     .unwrap_err();
     assert!(e.contains("one holds the other"), "{e}");
     // The same mount point twice: the second server refuses and says so.
     let s = d.start("ram");
-    let e = MediaServer::start_with(bin(), &d.back(), &d.mnt(), "ram", None, &d.log()).unwrap_err();
+    let e = MediaServer::start_with(bin(), &d.back(), &d.mnt(), "ram", None, None, &d.log())
+        .unwrap_err();
     assert!(e.contains("already has storlab's media file system"), "{e}");
     assert_eq!(mounted(&d.mnt()).len(), 1, "the first server's mount stays");
     s.stop().unwrap();

@@ -38,6 +38,10 @@ pub struct RunOptions<'a> {
     pub threads: usize,
     /// The user's explicit permission to write into files storlab did not create.
     pub allow_overwrite: bool,
+    /// The targets are a running lab's store (filled at `lab up`, restored
+    /// between tests by `compare`): file disks on it are not prepared, as
+    /// protocol targets never are. Only for targets a lab resolved.
+    pub lab_store: bool,
     /// Set from outside (Ctrl-C) to end the run early; what was measured is kept.
     pub stop: &'a AtomicBool,
     /// Where each point's I/O hooks come from (verify mode); `None`: none.
@@ -139,6 +143,8 @@ pub struct HostPlan {
     pub threads: Option<usize>,
     /// The user's permission to write into files storlab did not create.
     pub allow_overwrite: bool,
+    /// The targets are a running lab's store: see [`RunOptions::lab_store`].
+    pub lab_store: bool,
 }
 
 /// What a host said when checked.
@@ -272,6 +278,7 @@ pub fn run_point(
         targets: targets.to_vec(),
         threads: Some(opts.threads),
         allow_overwrite: opts.allow_overwrite,
+        lab_store: opts.lab_store,
     };
     let mut hosts: Vec<Box<dyn HostRunner>> =
         vec![Box::new(LocalRunner::new(local_name(), opts.hooks.clone()))];

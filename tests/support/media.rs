@@ -39,8 +39,16 @@ impl Dirs {
         self.0.join("media.log")
     }
     pub fn start(&self, media: &str) -> MediaServer {
-        MediaServer::start_with(bin(), &self.back(), &self.mnt(), media, None, &self.log())
-            .unwrap_or_else(|e| panic!("start: {e}"))
+        MediaServer::start_with(
+            bin(),
+            &self.back(),
+            &self.mnt(),
+            media,
+            None,
+            None,
+            &self.log(),
+        )
+        .unwrap_or_else(|e| panic!("start: {e}"))
     }
 }
 

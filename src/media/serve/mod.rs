@@ -123,16 +123,18 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl MediaServer {
     /// Start `storlab media-serve` (this very binary) serving `backing_dir` at
-    /// `mountpoint` on media `media` (see [`medium`]), output to `log`.
+    /// `mountpoint` on media `media` (see [`medium`]; with `media_file`, a
+    /// preset of that file, passed as `--media-file`), output to `log`.
     pub fn start(
         backing_dir: &Path,
         mountpoint: &Path,
         media: &str,
+        media_file: Option<&Path>,
         log: &Path,
     ) -> Result<MediaServer, String> {
         let exe = std::env::current_exe()
             .map_err(|e| format!("cannot find the storlab binary for the media server: {e}"))?;
-        MediaServer::start_with(&exe, backing_dir, mountpoint, media, None, log)
+        MediaServer::start_with(&exe, backing_dir, mountpoint, media, media_file, None, log)
     }
 
     /// [`MediaServer::start`] with the binary and the cache mode given.
@@ -141,10 +143,14 @@ impl MediaServer {
         backing_dir: &Path,
         mountpoint: &Path,
         media: &str,
+        media_file: Option<&Path>,
         mode: Option<CacheMode>,
         log: &Path,
     ) -> Result<MediaServer, String> {
-        medium(media)?;
+        // A user's file names presets only the server reads.
+        if media_file.is_none() {
+            medium(media)?;
+        }
         // Checked here, not only by the server: a failed start cleans up its
         // mount point, which must not take another server's mount with it.
         if !fuse::mount::mounted(mountpoint).is_empty() {
@@ -166,6 +172,9 @@ impl MediaServer {
             "--ready-file".into(),
             ready.display().to_string(),
         ];
+        if let Some(f) = media_file {
+            args.extend(["--media-file".into(), f.display().to_string()]);
+        }
         if let Some(m) = mode {
             args.extend(["--cache".into(), m.name().into()]);
         }
