@@ -7,6 +7,7 @@ use super::local::{intervals_in, total_intervals};
 use super::merge::Merger;
 use super::share;
 use super::steady::Gate;
+use super::ticks::ProbeTicks;
 use super::{
     HostEvent, HostInterval, HostPlan, HostPrepared, HostRunner, Observer, Probe, RunError,
 };
@@ -147,7 +148,8 @@ pub fn run_hosts(
     let at_unix_ns = now_unix + lead.as_nanos() as u64;
     let (tx, rx) = mpsc::channel::<HostEvent>();
     let names = hosts.iter().map(|h| h.name().to_string()).collect();
-    let mut c = Collector::new(spec, names, on_loss, probe);
+    let ticks = probe.map(|p| ProbeTicks::new(p, at_unix_ns, spec.interval));
+    let mut c = Collector::new(spec, names, on_loss, ticks.as_ref());
     for (i, h) in hosts.iter_mut().enumerate() {
         if let Err(e) = h.start(at_unix_ns, i, tx.clone()) {
             // Hosts already started are stopped; what they measure is kept.
@@ -164,10 +166,30 @@ pub fn run_hosts(
             h.stop();
         }
     }
-    if let Some(p) = probe {
-        p.start();
-    }
     obs.point_started(spec, c.total_intervals);
+    std::thread::scope(|scope| {
+        if let Some(t) = &ticks {
+            scope.spawn(|| t.run());
+        }
+        collect(&mut c, hosts, stop, &rx, obs);
+        if let Some(t) = &ticks {
+            t.finish();
+        }
+    });
+    c.emit_final(true, obs);
+    Ok(c.into_result(hosts, plans, preps, offsets, at_unix_ns))
+}
+
+/// Take the hosts' events until every host is done, stopping them all on
+/// an interrupt, an error, a lost host (as `on_loss` says) or a gated
+/// point's end.
+fn collect(
+    c: &mut Collector,
+    hosts: &mut [Box<dyn HostRunner>],
+    stop: &AtomicBool,
+    rx: &mpsc::Receiver<HostEvent>,
+    obs: &mut dyn Observer,
+) {
     loop {
         if stop.load(Ordering::Relaxed) && !c.interrupted {
             c.interrupted = true;
@@ -199,8 +221,6 @@ pub fn run_hosts(
             break;
         }
     }
-    c.emit_final(true, obs);
-    Ok(c.into_result(hosts, plans, preps, offsets, at_unix_ns))
 }
 
 /// Finishes every host when dropped (releases threads, the agents' runs).
@@ -270,7 +290,7 @@ fn all_or_errors<T>(results: Vec<Result<T, RunError>>) -> Result<Vec<T>, RunErro
 struct Collector<'a> {
     spec: &'a Spec,
     on_loss: HostLoss,
-    probe: Option<&'a dyn Probe>,
+    ticks: Option<&'a ProbeTicks<'a>>,
     interval_ns: u64,
     ramp_intervals: u32,
     total_intervals: u32,
@@ -299,14 +319,14 @@ impl<'a> Collector<'a> {
         spec: &'a Spec,
         host_names: Vec<String>,
         on_loss: HostLoss,
-        probe: Option<&'a dyn Probe>,
+        ticks: Option<&'a ProbeTicks<'a>>,
     ) -> Self {
         let n = host_names.len();
         Collector {
             host_names,
             spec,
             on_loss,
-            probe,
+            ticks,
             interval_ns: spec.interval.as_nanos() as u64,
             ramp_intervals: intervals_in(spec.ramp, spec.interval),
             total_intervals: total_intervals(spec),
@@ -482,8 +502,8 @@ impl<'a> Collector<'a> {
                 continue;
             }
             let mut rec = self.record(index, stats, end, cpu_of_hosts(&cpus));
-            if let Some(p) = self.probe {
-                rec.net = p.sample();
+            if let Some(t) = self.ticks {
+                rec.net = t.take(index);
             }
             self.gate_take(&rec, obs);
             obs.interval(self.spec, &rec, self.total_intervals);

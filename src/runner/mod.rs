@@ -16,6 +16,7 @@ mod local;
 mod merge;
 pub mod share;
 mod steady;
+mod ticks;
 
 pub use aggregate::{HostLoss, run_hosts};
 pub use local::LocalRunner;
@@ -55,9 +56,10 @@ pub struct RunOptions<'a> {
 ///
 /// Contract: `start` is called once when the point's hosts start and takes
 /// the first reading; each `sample` returns what the counters moved since the
-/// previous reading. A reading is taken when the interval is final (every
-/// host has shipped it), a few milliseconds after its own end, so a sample
-/// covers the span between two such moments. A probe that cannot read returns
+/// previous reading. Readings are taken on the point's own clock, at the
+/// start and at each interval's end (and once more when the point ends
+/// early), from a thread of their own, so a sample covers the same span as
+/// the interval's I/O however late a host's report arrives. A probe that cannot read returns
 /// nothing for that interval; it never fails the point.
 pub trait Probe: Send + Sync {
     /// The point starts: take the first reading.
