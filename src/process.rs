@@ -52,14 +52,13 @@ impl Proc {
         matches!(stat(self.pid), Some((start, false)) if start == self.start_time)
     }
 
-    /// Send `sig` if the process is still this one.
-    fn signal(&self, sig: libc::c_int) {
-        if self.alive() {
-            // SAFETY: kill(2) on a PID we verified a moment ago.
-            unsafe {
-                libc::kill(self.pid as libc::pid_t, sig);
-            }
+    /// Send `sig` if the process is still this one; whether it was sent.
+    pub fn signal(&self, sig: libc::c_int) -> bool {
+        if !self.alive() {
+            return false;
         }
+        // SAFETY: kill(2) on a PID we verified a moment ago.
+        unsafe { libc::kill(self.pid as libc::pid_t, sig) == 0 }
     }
 
     /// Wait up to `timeout` for the process to end.

@@ -194,7 +194,9 @@ fn hosts_on_a_shaped_1gbe_link_read_nbd_at_link_rate() {
     need_root_and_tools();
     let lab = LabGuard::new("labhosts-1gbe");
     let out = ok(
-        lab.lab(&["up", "--hosts", "2", "--link", "1gbe", "--size", "256m"]),
+        lab.lab(&[
+            "up", "--hosts", "2", "--link", "1gbe", "--size", "256m", "--media", "ram",
+        ]),
         "lab up --hosts 2 --link 1gbe",
     );
     assert!(out.contains("hosts:"), "{out}");
@@ -365,7 +367,8 @@ fn mtu_9000_on_every_interface_of_the_path() {
     let lab = LabGuard::new("labhosts-mtu");
     ok(
         lab.lab(&[
-            "up", "--hosts", "2", "--link", "10gbe", "--mtu", "9000", "--size", "32m",
+            "up", "--hosts", "2", "--link", "10gbe", "--mtu", "9000", "--size", "32m", "--media",
+            "ram",
         ]),
         "lab up --mtu 9000",
     );
@@ -434,7 +437,7 @@ fn down_after_a_crash_removes_unrecorded_hosts() {
     need_root_and_tools();
     let lab = LabGuard::new("labhosts-crash");
     ok(
-        lab.lab(&["up", "--hosts", "1", "--size", "16m"]),
+        lab.lab(&["up", "--hosts", "1", "--size", "16m", "--media", "ram"]),
         "lab up --hosts 1",
     );
     let st = lab.state();

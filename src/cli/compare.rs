@@ -20,8 +20,12 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     let jobs = session::jobs(&args.job)?;
     session::check_outputs(&args.out)?;
     let _temporary = if args.lab {
-        let dir = TemporaryLab::temp_dir("compare");
-        Some(TemporaryLab::up(lab::LabConfig::new(dir), args.out.quiet)?)
+        let mut cfg = lab::LabConfig::new(TemporaryLab::temp_dir("compare"));
+        if let Some(m) = &args.media {
+            cfg.media = m.clone();
+        }
+        cfg.media_file = args.media_file.clone();
+        Some(TemporaryLab::up(&cfg, args.out.quiet)?)
     } else {
         None
     };
@@ -33,8 +37,15 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             .unwrap_or_else(lab::default_state_dir),
     };
     let lab_state = lab::status(&state_dir).filter(|s| s.targets.is_some());
-    let contenders =
-        compare::resolve(&args.targets, lab_state.as_ref()).map_err(CliError::input)?;
+    let targets: Vec<String> = if args.targets.is_empty() {
+        compare::DEFAULT_LAB_TARGETS
+            .iter()
+            .map(|t| t.to_string())
+            .collect()
+    } else {
+        args.targets.clone()
+    };
+    let contenders = compare::resolve(&targets, lab_state.as_ref()).map_err(CliError::input)?;
     // Lab targets are storlab's; anything else written to needs --allow-overwrite.
     let others: Vec<_> = contenders
         .iter()
@@ -42,9 +53,11 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         .map(|c| c.target.clone())
         .collect();
     session::check_protocol_writes(&jobs, &others, args.out.allow_overwrite)?;
+    // A lab name (`fc8`) stands for its label too.
     let baseline = args
         .baseline
-        .clone()
+        .as_deref()
+        .map(compare::label)
         .unwrap_or_else(|| contenders[0].name.clone());
     check_baseline(&baseline, &contenders)?;
     let store = session::open_store(&args.out)?;
@@ -83,6 +96,8 @@ pub(super) struct Bench<'s> {
     opts: runner::RunOptions<'static>,
     info: CompareInfo,
     repeat: u32,
+    /// The lab's media layer, reset with every restore of its store.
+    media: Option<lab::media::MediaInfo>,
 }
 
 impl<'s> Bench<'s> {
@@ -124,6 +139,7 @@ impl<'s> Bench<'s> {
             opts,
             info,
             repeat: out.repeat,
+            media: lab_state.and_then(|l| l.media.clone()),
         })
     }
 
@@ -137,9 +153,16 @@ impl<'s> Bench<'s> {
         let mut go_on = true;
         'targets: for c in contenders {
             s.set_targets(vec![c.target.to_string()]);
+            // Every target starts on the medium as `lab up` left it.
+            if c.backing.is_some()
+                && let Some(m) = &self.media
+            {
+                m.reset()
+                    .map_err(|e| CliError::failed(format!("resetting the lab's medium: {e}")))?;
+            }
             for job in jobs {
                 if dirty {
-                    restore(c, s)?;
+                    restore(c, s, self.media.as_ref())?;
                     dirty = false;
                 }
                 s.begin_job(job, &job.name)?;
@@ -157,10 +180,12 @@ impl<'s> Bench<'s> {
                     let spec = &next.spec;
                     // A repetition is a test of its own: it starts from the initial store too.
                     if dirty && next.repetition {
-                        restore(c, s)?;
+                        restore(c, s, self.media.as_ref())?;
                         dirty = false;
                     }
                     let mut servers = Vec::new();
+                    // The lab's own store is the lab's to fill (see RunOptions::lab_store).
+                    self.opts.lab_store = c.backing.is_some();
                     let opts = &self.opts;
                     let point = s.measure(None, |obs| {
                         compare::run_measured(c, spec, &mut |spec, t| {
@@ -191,7 +216,7 @@ impl<'s> Bench<'s> {
             }
         }
         if dirty && let Some(c) = contenders.iter().find(|c| c.backing.is_some()) {
-            restore(c, s)?;
+            restore(c, s, self.media.as_ref())?;
         }
         Ok(go_on)
     }
@@ -224,14 +249,19 @@ impl TemporaryLab {
         std::env::temp_dir().join(format!("storlab-{what}-lab-{}", std::process::id()))
     }
 
-    /// Bring up the lab `cfg`, whose state directory is a [`TemporaryLab::temp_dir`].
-    pub fn up(cfg: lab::LabConfig, quiet: bool) -> Result<TemporaryLab, CliError> {
+    /// Bring up the lab `cfg`, whose state directory is a
+    /// [`TemporaryLab::temp_dir`]; Ctrl-C during it takes down what was made.
+    pub fn up(cfg: &lab::LabConfig, quiet: bool) -> Result<TemporaryLab, CliError> {
         let dir = cfg.state_dir.clone();
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)
             .map_err(|e| CliError::failed(format!("cannot create {}: {e}", dir.display())))?;
         let lab = TemporaryLab { dir };
-        lab::up(&cfg).map_err(|e| CliError::failed(format!("lab up: {e}")))?;
+        super::signals::install();
+        lab::up_until(cfg, &super::signals::STOP).map_err(|e| match e {
+            lab::LabError::BadConfig(_) => CliError::input(format!("lab up: {e}")),
+            _ => CliError::failed(format!("lab up: {e}")),
+        })?;
         if !quiet {
             eprintln!("storlab: lab up (state in {})", lab.dir.display());
         }
@@ -253,11 +283,20 @@ impl Drop for TemporaryLab {
     }
 }
 
-/// Reset the lab's backing store to its initial content (the studies' snapshot restore).
-fn restore(c: &Contender, s: &mut Session) -> Result<(), CliError> {
+/// Reset the lab's backing store to its initial content (the studies' snapshot
+/// restore), and its medium to its initial state.
+fn restore(
+    c: &Contender,
+    s: &mut Session,
+    media: Option<&lab::media::MediaInfo>,
+) -> Result<(), CliError> {
     if let Some(path) = &c.backing {
         let bytes = prepare::restore(path)
             .map_err(|e| CliError::failed(format!("restoring the backing store: {e}")))?;
+        if let Some(m) = media {
+            m.reset()
+                .map_err(|e| CliError::failed(format!("resetting the lab's medium: {e}")))?;
+        }
         crate::runner::Observer::note(
             &mut s.progress,
             &format!(

@@ -34,10 +34,8 @@ pub struct StudyArgs {
     /// Lab targets beside the baseline, instead of the study's own.
     #[arg(long, value_delimiter = ',', value_name = "T1,T2,...")]
     pub targets: Vec<String>,
-    /// Media presets, one lab run each, instead of the study's own.
-    #[arg(long, value_delimiter = ',', value_name = "M1,M2,...")]
-    pub media: Vec<String>,
-    /// How to build each lab (as `storlab lab up`).
+    /// How to build each lab (as `storlab lab up`); its `--media` may name
+    /// several media (M1,M2,...), one lab run each, instead of the study's own.
     #[command(flatten)]
     pub lab: LabUpArgs,
     /// Results database (default: $STORLAB_DB, else ~/.local/share/storlab/results.db).
@@ -121,7 +119,7 @@ pub fn run(a: StudyArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             break;
         }
     }
-    report(&plan, &a.baseline, runs, a.quiet)?;
+    report(&plan, &compare::label(&a.baseline), runs, a.quiet)?;
     outcome
 }
 
@@ -180,8 +178,15 @@ fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
     }
     // The lab options and media are checked once, before anything runs.
     let cfg = a.lab.config(TemporaryLab::temp_dir("study"))?;
-    let media: Vec<Option<String>> = if !a.media.is_empty() {
-        a.media.iter().cloned().map(Some).collect()
+    let asked: Vec<String> = a
+        .lab
+        .media
+        .iter()
+        .flat_map(|m| m.split(','))
+        .map(|m| m.trim().to_string())
+        .collect();
+    let media: Vec<Option<String>> = if !asked.is_empty() {
+        asked.iter().cloned().map(Some).collect()
     } else if study.media.is_empty() {
         vec![None]
     } else {
@@ -194,7 +199,7 @@ fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
                 m.as_deref().unwrap_or("")
             )));
         }
-        on_medium(cfg.clone(), m.as_deref(), study, !a.media.is_empty())?;
+        on_medium(cfg.clone(), m.as_deref())?;
     }
     let parts = study
         .parts
@@ -237,27 +242,16 @@ fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
     })
 }
 
-/// The lab `cfg` on `medium`: the one place a study's medium reaches the
-/// lab. The lab serves its store from RAM until `storlab lab up --media`
-/// exists; until then `ram` (or the lab's default) is the only medium.
-fn on_medium(
-    cfg: LabConfig,
-    medium: Option<&str>,
-    study: &Study,
-    asked: bool,
-) -> Result<LabConfig, CliError> {
-    match medium {
-        None | Some("ram") => Ok(cfg),
-        Some(m) if asked => Err(CliError::input(format!(
-            "invalid --media {m:?}: this lab cannot emulate media yet (allowed: ram)"
-        ))),
-        Some(_) => Err(CliError::input(format!(
-            "study {} runs on media {}, which this lab cannot emulate yet (allowed: ram): \
-             pass --media ram to run it on the lab's RAM store",
-            study.name,
-            study.media.join(", ")
-        ))),
+/// The lab `cfg` on `medium` (`None`: the lab's default medium): the one
+/// place a study's medium reaches the lab. An unknown medium is refused
+/// here, naming the media file when one was given, before any lab comes up.
+fn on_medium(mut cfg: LabConfig, medium: Option<&str>) -> Result<LabConfig, CliError> {
+    if let Some(m) = medium {
+        crate::media::presets::resolve(m, cfg.media_file.as_deref())
+            .map_err(|e| CliError::input(format!("invalid --media {m:?}: {e}")))?;
+        cfg.media = m.to_string();
     }
+    Ok(cfg)
 }
 
 /// One lab run: bring the lab up on `plan.media[i]`, measure every part
@@ -274,8 +268,8 @@ fn on_lab(
     let medium = &plan.media[i];
     let up = || -> Result<(TemporaryLab, lab::LabState), CliError> {
         let cfg = a.lab.config(TemporaryLab::temp_dir(&format!("study{i}")))?;
-        let cfg = on_medium(cfg, medium.as_deref(), plan.study, true)?;
-        let lab = TemporaryLab::up(cfg, a.quiet)?;
+        let cfg = on_medium(cfg, medium.as_deref())?;
+        let lab = TemporaryLab::up(&cfg, a.quiet)?;
         let state = lab::status(&lab.dir)
             .filter(|s| s.targets.is_some())
             .ok_or_else(|| CliError::failed("the study's lab came up without targets"))?;
@@ -300,10 +294,12 @@ fn on_lab(
         Ok(c) => c,
         Err(e) => return (None, Err(CliError::input(e))),
     };
-    if let Err(e) = check_baseline(&a.baseline, &contenders) {
+    // A lab name (`fc8`) goes by its label ("FC 8Gb (block)") in the run.
+    let baseline = compare::label(&a.baseline);
+    if let Err(e) = check_baseline(&baseline, &contenders) {
         return (None, Err(e));
     }
-    let mut bench = match Bench::new(out, store, argv, &contenders, Some(&state), &a.baseline) {
+    let mut bench = match Bench::new(out, store, argv, &contenders, Some(&state), &baseline) {
         Ok(b) => b,
         Err(e) => return (None, Err(e)),
     };
@@ -311,7 +307,7 @@ fn on_lab(
     for p in parts {
         let cs: Vec<_> = contenders
             .iter()
-            .filter(|c| p.targets.contains(&c.name))
+            .filter(|c| p.targets.iter().any(|t| compare::label(t) == c.name))
             .cloned()
             .collect();
         match bench.measure(&p.jobs, &cs) {

@@ -36,6 +36,8 @@ pub fn start(
         at.addr.to_string(),
         "-p".into(),
         port.to_string(),
+        "--threads".into(),
+        super::SERVER_IO_THREADS.to_string(),
         "-e".into(),
         EXPORT.into(),
         "file".into(),

@@ -29,6 +29,8 @@ pub fn start(
     args.extend([
         tools.tgtd.display().to_string(),
         "-f".into(),
+        "--nr_iothreads".into(),
+        super::SERVER_IO_THREADS.to_string(),
         "--iscsi".into(),
         format!("portal={}:{port}", at.addr),
     ]);

@@ -57,6 +57,12 @@ pub trait Medium: Send + Sync {
     /// When the operation `op`, arriving at `now_ns`, completes.
     fn schedule(&self, op: &MediaOp, now_ns: u64) -> u64;
 
+    /// Return to the initial state: idle devices, empty caches, nothing
+    /// dirty. The lab asks for it whenever the store is restored, so every
+    /// target of a comparison starts on the same medium (a write-back cache
+    /// left full by the previous target would slow the next one down).
+    fn reset(&self) {}
+
     /// Whether the store may be served through the kernel's page cache (the
     /// `ram` medium: no device to emulate); otherwise every operation must
     /// reach [`Medium::schedule`] (direct I/O).
@@ -82,5 +88,8 @@ impl Medium for Ram {
     }
 }
 
+pub mod fixed;
 pub mod fuse;
+pub mod model;
+pub mod presets;
 pub mod serve;

@@ -30,11 +30,11 @@ use crate::workload::Profile;
 use std::fmt::Write;
 
 /// The target every study's figures are relative to (= 100), unless
-/// `--baseline` says otherwise. The studies' baseline is Fibre Channel; this
-/// lab's block baseline in that role will be `fc8` (an O_DIRECT loop device
-/// capped at 8 Gb FC's payload rate). Until the lab has it, the baseline is
-/// the local file on the lab's backing store. Swapping is this one constant.
-pub const DEFAULT_BASELINE: &str = "local";
+/// `--baseline` says otherwise: the studies' baseline is Fibre Channel, and
+/// this lab's block baseline in that role is `fc8` (an O_DIRECT loop device
+/// over the store on its emulated medium, capped at 8 Gb FC's payload rate),
+/// shown as "FC 8Gb (block)".
+pub const DEFAULT_BASELINE: &str = "fc8";
 
 /// One part of a study: workloads run on targets.
 #[derive(Debug)]

@@ -123,6 +123,11 @@ impl LabBuilder {
         if !self.up_args.iter().any(|a| a == "--net") {
             args.extend(["--net", "netns"]);
         }
+        // Tests run on the RAM medium unless they name one: the lab's
+        // default emulates spindles, far slower than a test wants.
+        if !self.up_args.iter().any(|a| a == "--media") {
+            args.extend(["--media", "ram"]);
+        }
         let o = lab.cmd(&args);
         assert!(
             o.status.success(),
@@ -205,9 +210,10 @@ impl Lab {
         self.state["netns"]["host_if"].as_str().unwrap().to_string()
     }
 
-    /// The backing file of the local target.
+    /// The backing file itself (under the media layer: the `local` target
+    /// is the same file seen through the media mount).
     pub fn backing(&self) -> PathBuf {
-        PathBuf::from(self.url("local").strip_prefix("file:").unwrap())
+        PathBuf::from(self.state["backing"]["path"].as_str().unwrap())
     }
 
     /// Take the lab down and check that its servers and namespace are gone.

@@ -14,8 +14,6 @@
 //!    [`cleanup`]; a record of the server (pid, start time) is enough, so
 //!    `lab down` in another process can do it with [`MediaServer::from_proc`].
 
-pub mod fixed;
-
 use super::Medium;
 use super::fuse::{self, CacheMode, Options, Server};
 use crate::process::{self, Proc};
@@ -23,20 +21,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use fixed::FixedDelay;
+pub use super::fixed::FixedDelay;
 
-/// What `--media` takes besides the model's presets.
-pub const MEDIA_ALLOWED: &str = "ram, fixed:US or fixed:READ_US,WRITE_US[,FLUSH_US]";
-
-/// The medium named `spec`: `ram`, or `fixed:...` ([`FixedDelay`]).
+/// The medium named `spec`: a built-in preset, or `fixed:...`
+/// ([`FixedDelay`]); see [`crate::media::presets::resolve`], which also reads
+/// the user's preset file.
 pub fn medium(spec: &str) -> Result<Arc<dyn Medium>, String> {
-    match spec.split_once(':') {
-        None if spec == "ram" => Ok(Arc::new(super::Ram)),
-        Some(("fixed", rest)) => Ok(Arc::new(FixedDelay::parse(rest)?)),
-        _ => Err(format!(
-            "media {spec:?}: unknown (allowed: {MEDIA_ALLOWED})"
-        )),
-    }
+    super::presets::resolve(spec, None)
 }
 
 /// What `storlab media-serve` serves.
@@ -54,15 +45,15 @@ pub struct ServeConfig {
     pub ready_file: Option<PathBuf>,
 }
 
-/// Block SIGTERM, SIGINT and SIGHUP in this thread (and so in every thread it
-/// starts after) and return the set, for [`wait_signal`].
+/// Block SIGTERM, SIGINT, SIGHUP and [`RESET_SIGNAL`] in this thread (and so
+/// in every thread it starts after) and return the set, for [`wait_signal`].
 fn block_signals() -> libc::sigset_t {
     // SAFETY: an all-zero sigset_t is valid storage for sigemptyset to fill.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is ours; the calls only edit it and this thread's mask.
     unsafe {
         libc::sigemptyset(&mut set);
-        for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, RESET_SIGNAL] {
             libc::sigaddset(&mut set, sig);
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
@@ -78,7 +69,25 @@ fn wait_signal(set: &libc::sigset_t) -> i32 {
     sig
 }
 
-/// Serve in the foreground until SIGTERM, SIGINT or SIGHUP; then unmount.
+/// The signal that returns the served medium to its initial state
+/// ([`Medium::reset`]); the server then writes `resets N` into its ready file.
+pub const RESET_SIGNAL: libc::c_int = libc::SIGUSR1;
+
+/// The ready file's contents: the server's PID, then how many resets it did.
+fn ready_text(resets: u64) -> String {
+    format!("{}\nresets {resets}\n", std::process::id())
+}
+
+/// Write `text` into the ready file `f` at once (rename over it).
+fn write_ready(f: &Path, text: &str) -> Result<(), String> {
+    let tmp = f.with_extension("tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, f))
+        .map_err(|e| format!("cannot write ready file {}: {e}", f.display()))
+}
+
+/// Serve in the foreground until SIGTERM, SIGINT or SIGHUP (resetting the
+/// medium on each [`RESET_SIGNAL`]); then unmount.
 pub fn run(cfg: ServeConfig) -> Result<(), String> {
     let signals = block_signals();
     // The kernel applies the caller's umask before a create reaches us; ours
@@ -86,6 +95,7 @@ pub fn run(cfg: ServeConfig) -> Result<(), String> {
     // SAFETY: umask only sets this process's file mode mask.
     unsafe { libc::umask(0) };
     let name = cfg.medium.name().to_string();
+    let medium = cfg.medium.clone();
     let mut server = Server::mount(&cfg.backing, &cfg.mountpoint, cfg.medium, &cfg.options)?;
     println!(
         "storlab media: {name} ({} mode) serves {} at {} (pid {})",
@@ -95,12 +105,20 @@ pub fn run(cfg: ServeConfig) -> Result<(), String> {
         std::process::id()
     );
     if let Some(f) = &cfg.ready_file {
-        let tmp = f.with_extension("tmp");
-        std::fs::write(&tmp, format!("{}\n", std::process::id()))
-            .and_then(|()| std::fs::rename(&tmp, f))
-            .map_err(|e| format!("cannot write ready file {}: {e}", f.display()))?;
+        write_ready(f, &ready_text(0))?;
     }
-    let sig = wait_signal(&signals);
+    let mut resets = 0;
+    let sig = loop {
+        let sig = wait_signal(&signals);
+        if sig != RESET_SIGNAL {
+            break sig;
+        }
+        medium.reset();
+        resets += 1;
+        if let Some(f) = &cfg.ready_file {
+            write_ready(f, &ready_text(resets))?;
+        }
+    };
     println!(
         "storlab media: signal {sig}, unmounting; {}",
         server.timing_summary()
@@ -132,16 +150,18 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl MediaServer {
     /// Start `storlab media-serve` (this very binary) serving `backing_dir` at
-    /// `mountpoint` on media `media` (see [`medium`]), output to `log`.
+    /// `mountpoint` on media `media` (see [`medium`]; with `media_file`, a
+    /// preset of that file, passed as `--media-file`), output to `log`.
     pub fn start(
         backing_dir: &Path,
         mountpoint: &Path,
         media: &str,
+        media_file: Option<&Path>,
         log: &Path,
     ) -> Result<MediaServer, String> {
         let exe = std::env::current_exe()
             .map_err(|e| format!("cannot find the storlab binary for the media server: {e}"))?;
-        MediaServer::start_with(&exe, backing_dir, mountpoint, media, None, log)
+        MediaServer::start_with(&exe, backing_dir, mountpoint, media, media_file, None, log)
     }
 
     /// [`MediaServer::start`] with the binary and the cache mode given.
@@ -150,10 +170,12 @@ impl MediaServer {
         backing_dir: &Path,
         mountpoint: &Path,
         media: &str,
+        media_file: Option<&Path>,
         mode: Option<CacheMode>,
         log: &Path,
     ) -> Result<MediaServer, String> {
-        medium(media)?;
+        // Refused here, before anything is mounted, with the file's own errors.
+        super::presets::resolve(media, media_file)?;
         // Checked here, not only by the server: a failed start cleans up its
         // mount point, which must not take another server's mount with it.
         if !fuse::mount::mounted(mountpoint).is_empty() {
@@ -175,6 +197,9 @@ impl MediaServer {
             "--ready-file".into(),
             ready.display().to_string(),
         ];
+        if let Some(f) = media_file {
+            args.extend(["--media-file".into(), f.display().to_string()]);
+        }
         if let Some(m) = mode {
             args.extend(["--cache".into(), m.name().into()]);
         }
@@ -185,8 +210,8 @@ impl MediaServer {
         };
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
-            let pid = std::fs::read_to_string(&ready).unwrap_or_default();
-            if pid.trim() == server.proc.pid.to_string() {
+            let text = std::fs::read_to_string(&ready).unwrap_or_default();
+            if text.lines().next() == Some(&server.proc.pid.to_string()) {
                 let _ = std::fs::remove_file(&ready);
                 return Ok(server);
             }
@@ -232,6 +257,28 @@ impl MediaServer {
         self.proc.pid
     }
 
+    /// Return its medium to the initial state ([`RESET_SIGNAL`]) and wait
+    /// until the server says it has (it writes its ready file again).
+    pub fn reset(&self) -> Result<(), String> {
+        let ready = self.proc.log.with_extension("ready");
+        let _ = std::fs::remove_file(&ready);
+        if !self.proc.signal(RESET_SIGNAL) {
+            return Err(format!("media server pid {} is not running", self.proc.pid));
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !ready.exists() {
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "media server pid {} did not reset its medium within 5 s",
+                    self.proc.pid
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = std::fs::remove_file(&ready);
+        Ok(())
+    }
+
     /// Stop it (SIGTERM: it unmounts; SIGKILL after 10 s) and leave nothing
     /// mounted (see [`cleanup`]). Call after the servers using the mount have
     /// stopped. Idempotent.
@@ -257,9 +304,10 @@ mod tests {
         assert_eq!(medium("ram").unwrap().name(), "ram");
         assert!(medium("ram").unwrap().page_cache());
         assert_eq!(medium("fixed:50").unwrap().name(), "fixed:50,50,50");
+        assert_eq!(medium("array-15k").unwrap().name(), "array-15k");
         let e = medium("nvme-typo").err().unwrap();
         assert!(
-            e.contains("\"nvme-typo\"") && e.contains(MEDIA_ALLOWED),
+            e.contains("\"nvme-typo\"") && e.contains("nvme-ssd") && e.contains("fixed:US"),
             "{e}"
         );
         assert!(medium("fixed:x").is_err());
