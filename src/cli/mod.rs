@@ -4,6 +4,7 @@
 
 mod agent;
 mod compare;
+mod convert;
 mod curve;
 mod diff;
 pub mod lab;
@@ -112,6 +113,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Re-read what a `--verify` run wrote (or a `--journal`) and check every block.
     Verify(verify::VerifyArgs),
+    /// Print a fio job file (or an Iometer .icf) as the equivalent storlab TOML job file.
+    Convert(convert::ConvertArgs),
     /// The wire-efficiency model: user data each protocol and link carry (docs/wire-model.md).
     Wire(wire::WireArgs),
     /// Serve the emulated media's FUSE file system (started by the lab).
@@ -143,14 +146,17 @@ enum WorkloadsCmd {
 #[derive(clap::Args, Debug)]
 pub struct JobArgs {
     /// Built-in workload or suite (see `storlab workloads`).
-    #[arg(long, short = 'w', conflicts_with = "job")]
+    #[arg(long, short = 'w', conflicts_with_all = ["job", "fio"])]
     pub workload: Option<String>,
     /// A catalogue file of workloads and suites to add (repeatable).
     #[arg(long = "catalogue", value_name = "FILE", requires = "workload")]
     pub catalogue: Vec<PathBuf>,
     /// TOML job file (see examples/jobs/).
-    #[arg(long, short = 'j')]
+    #[arg(long, short = 'j', conflicts_with = "fio")]
     pub job: Option<PathBuf>,
+    /// fio job file (see examples/fio/): its jobs, and its target when --target is not given.
+    #[arg(long, value_name = "JOB.fio")]
+    pub fio: Option<PathBuf>,
     /// Profile of a built-in workload.
     #[arg(long, value_enum, default_value = "quick")]
     pub profile: ProfileArg,
@@ -282,6 +288,7 @@ pub fn main_with(args: Vec<String>) -> i32 {
         Command::Verify(a) => verify::run(a),
         Command::MediaServe(a) => media::run(a),
         Command::Wire(a) => wire::run(a),
+        Command::Convert(a) => convert::run(a),
         Command::Workloads { sub, catalogue } => Catalogue::user(&catalogue)
             .and_then(|cat| match sub {
                 None => Ok(cat.list_text()),

@@ -11,14 +11,19 @@ use crate::target::Target;
 
 /// Run `storlab run`.
 pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
-    let jobs = session::jobs(&args.job)?;
-    if args.targets.is_empty() {
+    let (jobs, imported_targets) = session::jobs_and_targets(&args.job)?;
+    // --target wins over the target an imported job file names.
+    let target_args = if args.targets.is_empty() {
+        &imported_targets
+    } else {
+        &args.targets
+    };
+    if target_args.is_empty() {
         return Err(CliError::input(
             "no target given: add --target file:DIR (a directory, file or block device), a protocol URL, or null:",
         ));
     }
-    let targets: Vec<Target> = args
-        .targets
+    let targets: Vec<Target> = target_args
         .iter()
         .map(|t| Target::parse(t).map_err(|e| CliError::input(e.to_string())))
         .collect::<Result<_, _>>()?;

@@ -12,7 +12,9 @@
 pub mod catalogue;
 pub mod content;
 pub mod curve;
+pub mod fio;
 pub mod flags;
+pub mod import;
 pub mod jobfile;
 pub mod pace;
 pub mod pattern;

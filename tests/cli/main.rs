@@ -5,6 +5,7 @@ mod catalogue;
 mod common;
 mod curve;
 mod exit_codes;
+mod imports;
 mod interrupt;
 mod results_diff;
 mod run_file;
