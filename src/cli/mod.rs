@@ -146,17 +146,20 @@ enum WorkloadsCmd {
 #[derive(clap::Args, Debug)]
 pub struct JobArgs {
     /// Built-in workload or suite (see `storlab workloads`).
-    #[arg(long, short = 'w', conflicts_with_all = ["job", "fio"])]
+    #[arg(long, short = 'w', conflicts_with_all = ["job", "fio", "icf"])]
     pub workload: Option<String>,
     /// A catalogue file of workloads and suites to add (repeatable).
     #[arg(long = "catalogue", value_name = "FILE", requires = "workload")]
     pub catalogue: Vec<PathBuf>,
     /// TOML job file (see examples/jobs/).
-    #[arg(long, short = 'j', conflicts_with = "fio")]
+    #[arg(long, short = 'j', conflicts_with_all = ["fio", "icf"])]
     pub job: Option<PathBuf>,
     /// fio job file (see examples/fio/): its jobs, and its target when --target is not given.
-    #[arg(long, value_name = "JOB.fio")]
+    #[arg(long, value_name = "JOB.fio", conflicts_with = "icf")]
     pub fio: Option<PathBuf>,
+    /// Iometer configuration file (see examples/iometer/): each access specification a load point.
+    #[arg(long, value_name = "FILE.icf")]
+    pub icf: Option<PathBuf>,
     /// Profile of a built-in workload.
     #[arg(long, value_enum, default_value = "quick")]
     pub profile: ProfileArg,

@@ -21,12 +21,16 @@ pub fn jobs(args: &JobArgs) -> Result<Vec<Job>, CliError> {
 }
 
 /// The jobs the arguments ask for, validated, and the targets an imported
-/// file (`--fio`) named (empty: none). Its notes go to stderr.
+/// file (`--fio`, `--icf`) named (empty: none). Its notes go to stderr.
 pub fn jobs_and_targets(args: &JobArgs) -> Result<(Vec<Job>, Vec<String>), CliError> {
     let input = |e: crate::workload::validate::SpecError| CliError::input(e.to_string());
     let mut targets = Vec::new();
-    let base: Vec<Job> = if let Some(path) = &args.fio {
-        let imported = crate::workload::fio::load(path).map_err(import_error)?;
+    let imported = match (&args.fio, &args.icf) {
+        (Some(path), _) => Some(crate::workload::fio::load(path).map_err(import_error)?),
+        (None, Some(path)) => Some(crate::workload::icf::load(path).map_err(import_error)?),
+        (None, None) => None,
+    };
+    let base: Vec<Job> = if let Some(imported) = imported {
         for n in &imported.notes {
             eprintln!("storlab: note: {n}");
         }

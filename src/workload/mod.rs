@@ -14,6 +14,7 @@ pub mod content;
 pub mod curve;
 pub mod fio;
 pub mod flags;
+pub mod icf;
 pub mod import;
 pub mod jobfile;
 pub mod pace;

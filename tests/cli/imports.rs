@@ -134,3 +134,62 @@ fn unsupported_fio_options_are_refused_one_line_each_and_nothing_runs() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stdout(&o).is_empty());
 }
+
+#[test]
+fn iometer_configuration_runs_each_access_specification_and_converts() {
+    let dir = TempDir::new("icf");
+    let icf = example("examples/iometer/study-004.icf");
+    let json = dir.join("out.json");
+    let o = storlab(&[
+        "run",
+        "--icf",
+        &icf,
+        "--target",
+        "null:",
+        "--runtime",
+        "0.1",
+        "--ramp_time",
+        "0",
+        "--size",
+        "4m",
+        "--json",
+        json.to_str().unwrap(),
+        "-q",
+        "--no-db",
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let doc = read_json(&json);
+    let pts = points(&doc);
+    assert_eq!(pts.len(), 17);
+    assert_eq!(pts[0]["label"], "ntfs-1");
+    assert_eq!(pts[16]["label"], "restore");
+    // restore is all writes, ntfs-1 all reads.
+    assert_eq!(u(&pts[16]["measured"]["read"]["ios"]), 0);
+    assert!(u(&pts[16]["measured"]["write"]["ios"]) > 0);
+    assert_eq!(u(&pts[0]["measured"]["write"]["ios"]), 0);
+
+    let o = storlab(&["convert", &icf]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let toml = dir.join("study-004.toml");
+    std::fs::write(&toml, stdout(&o)).unwrap();
+    let json2 = dir.join("toml.json");
+    let o = storlab(&[
+        "run",
+        "--job",
+        toml.to_str().unwrap(),
+        "--target",
+        "null:",
+        "--runtime",
+        "0.1",
+        "--ramp_time",
+        "0",
+        "--size",
+        "4m",
+        "--json",
+        json2.to_str().unwrap(),
+        "-q",
+        "--no-db",
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert_eq!(specs(&read_json(&json2)), specs(&doc));
+}
