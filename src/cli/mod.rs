@@ -232,6 +232,21 @@ pub struct RunArgs {
     /// What a lost agent does to the run: stop it, or go on with the others.
     #[arg(long, value_enum, default_value = "stop")]
     pub on_host_loss: crate::runner::HostLoss,
+    /// What stdout gets at the end: storlab's text summary, or a fio-compatible
+    /// JSON document (fio-jsonplus adds fio's latency bins).
+    #[arg(long, value_enum, default_value = "text")]
+    pub output_format: OutputFormat,
+}
+
+/// What `storlab run` prints on stdout when it ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// storlab's text summary.
+    Text,
+    /// fio's `--output-format=json` document.
+    FioJson,
+    /// fio's `--output-format=json+` document (with latency bins).
+    FioJsonplus,
 }
 
 /// Arguments of `storlab compare`.

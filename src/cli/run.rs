@@ -3,9 +3,10 @@
 
 use super::curve;
 use super::session::{self, Session};
-use super::{CliError, ExitCode, RunArgs};
+use super::{CliError, ExitCode, OutputFormat, RunArgs};
 use crate::fleet::controller::{self, FleetConfig};
 use crate::fleet::{auth, progress::FleetProgress};
+use crate::report::fiojson::{self, Flavor};
 use crate::runner;
 use crate::target::Target;
 
@@ -124,7 +125,19 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             }
         }
     }
-    s.finish(true)
+    let flavor = match args.output_format {
+        OutputFormat::Text => None,
+        OutputFormat::FioJson => Some(Flavor::Json),
+        OutputFormat::FioJsonplus => Some(Flavor::JsonPlus),
+    };
+    if let Some(flavor) = flavor {
+        let doc = fiojson::document(&s.record, flavor);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).expect("a JSON value always serialises")
+        );
+    }
+    s.finish(flavor.is_none())
 }
 
 /// What verify mode can do on a fleet. `--verify` and `--journal` need

@@ -3,6 +3,8 @@
 
 pub mod csv;
 pub mod diff;
+pub mod fiobins;
+pub mod fiojson;
 pub mod format;
 pub mod hosts;
 pub mod html;
