@@ -110,6 +110,17 @@ pub fn value(text: &str) -> Value {
     }
 }
 
+/// A byte count as a job file shows it: exact, in the largest binary unit
+/// that divides it ("50GiB", "64KiB", "1000").
+pub fn size_text(bytes: u64) -> String {
+    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
 /// Read a foreign file as text, or an error naming it and its `format`.
 pub fn read(path: &Path, format: &str) -> Result<String, SpecError> {
     std::fs::read_to_string(path).map_err(|e| {
@@ -138,6 +149,15 @@ mod tests {
         assert_eq!(value(" 32 "), Value::Integer(32));
         assert_eq!(value("true"), Value::Boolean(true));
         assert_eq!(value("4k"), Value::String("4k".into()));
+        assert_eq!(
+            (
+                size_text(50 << 30),
+                size_text(4096),
+                size_text(1536),
+                size_text(1000)
+            ),
+            ("50GiB".into(), "4KiB".into(), "1536".into(), "1000".into())
+        );
         assert!(
             check_key("bs", &value("4q"), "x.fio, line 3")
                 .unwrap_err()

@@ -100,7 +100,9 @@ fn bsrange(text: &str, o: &Opt, at: &str) -> Result<String, SpecError> {
             "LO-HI with 0 < LO <= HI <= 64 x LO (storlab lists each size of the range)",
         ));
     }
-    let parts: Vec<String> = (1..=hi / lo).map(|k| format!("{}/1", k * lo)).collect();
+    let parts: Vec<String> = (1..=hi / lo)
+        .map(|k| format!("{}/1", super::super::import::size_text(k * lo)))
+        .collect();
     Ok(parts.join(":"))
 }
 
@@ -122,6 +124,7 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
     let (mut time_based, mut runtime, mut size, mut io_size) = (false, None, None, None);
     let (mut engine, mut filename, mut directory, mut uri) = (None, None, None, None);
     let mut norandommap = false;
+    let mut invalidate_given = false;
     let mut group: Vec<(String, Value)> = Vec::new();
     let mut point: Vec<(String, Value, usize)> = Vec::new();
     for o in &job.opts {
@@ -271,7 +274,7 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
             }
             "stonewall" | "wait_for_previous" => flag(o, &at).map(|b| m.stonewall = b),
             "new_group" => flag(o, &at).map(|b| m.new_group = b.then_some(o.line)),
-            "invalidate" => match flag(o, &at) {
+            "invalidate" => match flag(o, &at).inspect(|_| invalidate_given = true) {
                 Ok(false) => Ok(()),
                 Ok(true) => Err(unsupported(
                     o,
@@ -423,6 +426,19 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
         m.notes.push(
             "storlab draws random offsets independently (fio's norandommap); fio's default \
              random map visits every block once per pass"
+                .into(),
+        );
+    }
+    let buffered = point
+        .iter()
+        .rev()
+        .find(|(k, _, _)| k == "direct")
+        .is_none_or(|(_, v, _)| v.as_bool() != Some(true));
+    if buffered && !invalidate_given && m.target.as_ref().is_some_and(|t| t.0.starts_with("file:"))
+    {
+        m.notes.push(
+            "fio drops a buffered job's file from the page cache before it starts (invalidate=1); \
+             storlab does not (its prepare step may have left the file cached)"
                 .into(),
         );
     }

@@ -113,6 +113,17 @@ fn engines_map_to_targets() {
         t("ioengine=libiscsi\nfilename=iscsi://h/iqn.x/0"),
         ["iscsi://h/iqn.x/0"]
     );
+    // A buffered file job: fio would drop the page cache first; storlab says it does not.
+    let cached = |extra: &str| {
+        job(&format!("[a]\nsize=1m\n{extra}\n"))
+            .notes
+            .iter()
+            .any(|n| n.contains("invalidate=1"))
+    };
+    assert!(cached("ioengine=libaio"));
+    assert!(!cached("ioengine=libaio\ndirect=1"));
+    assert!(!cached("ioengine=libaio\ninvalidate=0"));
+    assert!(!cached("ioengine=null"));
     // A sync engine keeps one I/O in flight, as fio does, and says so.
     let imp = job("[a]\nsize=1m\nioengine=psync\niodepth=8\n");
     assert_eq!(imp.job.points[0].groups[0].access.iodepth, 1);

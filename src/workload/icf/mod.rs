@@ -20,7 +20,7 @@
 mod lex;
 pub mod read;
 
-use super::import::{ImportErrors, Imported};
+use super::import::{ImportErrors, Imported, size_text, value};
 use super::validate::SpecError;
 use read::{AccessSpec, Config, Worker};
 use std::path::Path;
@@ -84,11 +84,11 @@ fn access(spec: &AccessSpec, origin: &str) -> Result<Vec<(String, Value)>, SpecE
     }
     let mut keys = Vec::new();
     if lines.len() == 1 {
-        keys.push(("bs".to_string(), Value::Integer(first.size as i64)));
+        keys.push(("bs".to_string(), value(&size_text(first.size))));
     } else {
         let mix: Vec<String> = lines
             .iter()
-            .map(|l| format!("{}/{}", l.size, l.share))
+            .map(|l| format!("{}/{}", size_text(l.size), l.share))
             .collect();
         keys.push(("bssplit".to_string(), Value::String(mix.join(":"))));
     }
@@ -98,7 +98,7 @@ fn access(spec: &AccessSpec, origin: &str) -> Result<Vec<(String, Value)>, SpecE
         Value::Integer(first.random.into()),
     ));
     let align = if first.align == 0 { 512 } else { first.align };
-    keys.push(("blockalign".into(), Value::Integer(align as i64)));
+    keys.push(("blockalign".into(), value(&size_text(align))));
     Ok(keys)
 }
 
@@ -217,7 +217,7 @@ fn to_table(c: &Config, origin: &str) -> Result<(toml::Table, Vec<String>), Vec<
     };
     table.insert("description".into(), Value::String(description));
     if f.max_sectors > 0 {
-        table.insert("size".into(), Value::Integer((f.max_sectors * 512) as i64));
+        table.insert("size".into(), value(&size_text(f.max_sectors * 512)));
     } else {
         notes.push("Disk maximum size 0 (the whole disk): storlab uses its default region (64 MiB); set --size".into());
     }
