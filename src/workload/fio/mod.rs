@@ -187,7 +187,9 @@ fn assemble(jobs: &[options::Mapped], origin: &str) -> Result<toml::Table, Impor
             .collect::<Vec<_>>()
             .join(" + ")
     };
-    if points.len() == 1 {
+    // A top-level label would read {KEY} as a swept value: braces go in a [[point]].
+    let listed = points.len() > 1 || label(&points[0]).contains(['{', '}']);
+    if !listed {
         table.insert("label".into(), Value::String(label(&points[0])));
         for (k, v, _) in &first.point {
             table.insert(k.clone(), v.clone());
@@ -206,7 +208,7 @@ fn assemble(jobs: &[options::Mapped], origin: &str) -> Result<toml::Table, Impor
         })
         .collect();
     table.insert("group".into(), Value::Array(groups));
-    if points.len() > 1 {
+    if listed {
         let pts = points
             .iter()
             .map(|p| {

@@ -241,3 +241,10 @@ fn jobs_beside_each_other_agree_on_the_point() {
         "{e:?}"
     );
 }
+
+#[test]
+fn names_with_braces_are_labels_not_templates() {
+    let imp = job("[a{b}]\nioengine=null\nsize=1m\n");
+    assert_eq!(imp.job.points[0].label, "a{b}");
+    round_trips(&imp);
+}

@@ -222,10 +222,7 @@ fn to_table(c: &Config, origin: &str) -> Result<(toml::Table, Vec<String>), Vec<
         notes.push("Disk maximum size 0 (the whole disk): storlab uses its default region (64 MiB); set --size".into());
     }
     if f.start_sector > 0 {
-        table.insert(
-            "offset".into(),
-            Value::Integer((f.start_sector * 512) as i64),
-        );
+        table.insert("offset".into(), value(&size_text(f.start_sector * 512)));
     }
     table.insert("ramp_time".into(), Value::Integer(c.ramp_s as i64));
     table.insert("runtime".into(), Value::Integer(c.run_s as i64));
@@ -275,7 +272,7 @@ fn to_table(c: &Config, origin: &str) -> Result<(toml::Table, Vec<String>), Vec<
             g.insert("disks".into(), Value::Integer(w.targets.into()));
             g.insert(
                 "iodepth".into(),
-                Value::Integer((w.oio.max(1) * w.targets).into()),
+                Value::Integer(w.oio.max(1).saturating_mul(w.targets).into()),
             );
             let keys = &groups_keys
                 .iter()
@@ -309,11 +306,13 @@ fn to_table(c: &Config, origin: &str) -> Result<(toml::Table, Vec<String>), Vec<
             (labels.join(" + "), names)
         })
         .collect();
-    if let [(label, _)] = points.as_slice() {
+    // A top-level label would read {KEY} as a swept value: braces go in a [[point]].
+    let listed = points.len() > 1 || points.iter().any(|(l, _)| l.contains(['{', '}']));
+    if let ([(label, _)], false) = (points.as_slice(), listed) {
         table.insert("label".into(), Value::String(label.clone()));
     }
     table.insert("group".into(), Value::Array(groups));
-    if points.len() > 1 {
+    if listed {
         let pts = points
             .into_iter()
             .map(|(label, names)| {

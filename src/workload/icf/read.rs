@@ -140,9 +140,17 @@ pub fn config(entries: &[Entry], origin: &str) -> Result<Config, Vec<SpecError>>
                 let allowed = "hours minutes seconds, e.g. 0 5 0";
                 if f.len() == 3 {
                     let h: Result<Vec<u64>, _> = f.iter().map(|x| num("Run Time", x, allowed, &at)).collect();
-                    h.map(|h| {
-                        c.run_s = h[0] * 3600 + h[1] * 60 + h[2];
+                    h.and_then(|h| {
+                        c.run_s = h[0]
+                            .checked_mul(3600)
+                            .and_then(|s| s.checked_add(h[1].checked_mul(60)?))
+                            .and_then(|s| s.checked_add(h[2]))
+                            .ok_or_else(|| {
+                                SpecError::invalid("Run Time", e.first(), "a run time below 2^64 seconds")
+                                    .context(&at)
+                            })?;
                         c.run_line = e.value_line();
+                        Ok(())
                     })
                 } else {
                     Err(SpecError::invalid("Run Time", e.first(), allowed).context(at))
@@ -243,6 +251,14 @@ fn disk(w: &mut Worker, e: &Entry, at: &str) -> Result<(), SpecError> {
     let sectors = "a number of 512-byte sectors";
     w.max_sectors = num("Disk maximum size", f[0], sectors, at)?;
     w.start_sector = num("starting sector", f.get(1).unwrap_or(&"0"), sectors, at)?;
+    for (name, v) in [
+        ("Disk maximum size", w.max_sectors),
+        ("starting sector", w.start_sector),
+    ] {
+        if v > u64::MAX / 512 {
+            return Err(SpecError::invalid(name, v, "below 2^55 sectors (2^64 bytes)").context(at));
+        }
+    }
     let patterns = "0 (repeating bytes), 1 (pseudo random), 2 (full random)";
     w.pattern = match f.get(2) {
         None => None,
