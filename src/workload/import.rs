@@ -75,6 +75,58 @@ impl Imported {
     }
 }
 
+/// One load point of an imported job.
+pub struct PointKeys {
+    /// Its label.
+    pub label: String,
+    /// The groups it runs.
+    pub groups: Vec<String>,
+    /// Its own per-point keys.
+    pub keys: Vec<(String, Value)>,
+}
+
+/// The job-file table of `head` (name, description, keys every point
+/// shares), the groups (name, keys) and the points. One point's label and
+/// keys go at the top level; several points, or a label with braces (the top
+/// level reads `{KEY}` as a swept value), are `[[point]]`s.
+pub fn job_table(
+    mut head: toml::Table,
+    groups: Vec<(String, Vec<(String, Value)>)>,
+    points: Vec<PointKeys>,
+) -> toml::Table {
+    let listed = points.len() > 1 || points.iter().any(|p| p.label.contains(['{', '}']));
+    let table = |pairs: Vec<(String, Value)>| Value::Table(pairs.into_iter().collect());
+    if let ([p], false) = (points.as_slice(), listed) {
+        head.insert("label".into(), Value::String(p.label.clone()));
+        head.extend(p.keys.iter().cloned());
+    }
+    let groups = groups
+        .into_iter()
+        .map(|(name, keys)| {
+            let mut pairs = vec![("name".to_string(), Value::String(name))];
+            pairs.extend(keys);
+            table(pairs)
+        })
+        .collect();
+    head.insert("group".into(), Value::Array(groups));
+    if listed {
+        let points = points
+            .into_iter()
+            .map(|p| {
+                let names = p.groups.into_iter().map(Value::String).collect();
+                let mut pairs = vec![
+                    ("label".to_string(), Value::String(p.label)),
+                    ("groups".to_string(), Value::Array(names)),
+                ];
+                pairs.extend(p.keys);
+                table(pairs)
+            })
+            .collect();
+        head.insert("point".into(), Value::Array(points));
+    }
+    head
+}
+
 /// Everything wrong with a foreign file, one [`SpecError`] (one line) each,
 /// so the user fixes them all in one pass; nothing runs half-configured.
 #[derive(Clone, Debug, PartialEq)]

@@ -22,7 +22,7 @@
 pub mod ini;
 mod options;
 
-use super::import::{ImportErrors, Imported, check_key, value};
+use super::import::{ImportErrors, Imported, PointKeys, check_key, job_table, value};
 use super::validate::SpecError;
 use options::{JobOpts, map_job};
 use std::path::Path;
@@ -181,52 +181,28 @@ fn assemble(jobs: &[options::Mapped], origin: &str) -> Result<toml::Table, Impor
         });
     table.insert("description".into(), Value::String(description));
     let names = unique_names(jobs);
-    let label = |p: &Vec<usize>| {
-        p.iter()
-            .map(|&i| names[i].as_str())
-            .collect::<Vec<_>>()
-            .join(" + ")
-    };
-    // A top-level label would read {KEY} as a swept value: braces go in a [[point]].
-    let listed = points.len() > 1 || label(&points[0]).contains(['{', '}']);
-    if !listed {
-        table.insert("label".into(), Value::String(label(&points[0])));
-        for (k, v, _) in &first.point {
-            table.insert(k.clone(), v.clone());
-        }
-    }
-    let groups: Vec<Value> = jobs
+    let groups = jobs
         .iter()
         .zip(&names)
-        .map(|(j, name)| {
-            let mut g = toml::Table::new();
-            g.insert("name".into(), Value::String(name.clone()));
-            for (k, v) in &j.group {
-                g.insert(k.clone(), v.clone());
-            }
-            Value::Table(g)
+        .map(|(j, name)| (name.clone(), j.group.clone()))
+        .collect();
+    let points = points
+        .iter()
+        .map(|p| PointKeys {
+            label: p
+                .iter()
+                .map(|&i| names[i].as_str())
+                .collect::<Vec<_>>()
+                .join(" + "),
+            groups: p.iter().map(|&i| names[i].clone()).collect(),
+            keys: jobs[p[0]]
+                .point
+                .iter()
+                .map(|(k, v, _)| (k.clone(), v.clone()))
+                .collect(),
         })
         .collect();
-    table.insert("group".into(), Value::Array(groups));
-    if listed {
-        let pts = points
-            .iter()
-            .map(|p| {
-                let mut t = toml::Table::new();
-                t.insert("label".into(), Value::String(label(p)));
-                t.insert(
-                    "groups".into(),
-                    Value::Array(p.iter().map(|&i| Value::String(names[i].clone())).collect()),
-                );
-                for (k, v, _) in &jobs[p[0]].point {
-                    t.insert(k.clone(), v.clone());
-                }
-                Value::Table(t)
-            })
-            .collect();
-        table.insert("point".into(), Value::Array(pts));
-    }
-    Ok(table)
+    Ok(job_table(table, groups, points))
 }
 
 /// A value as the user wrote it (no TOML quotes).

@@ -20,7 +20,7 @@
 mod lex;
 pub mod read;
 
-use super::import::{ImportErrors, Imported, size_text, value};
+use super::import::{ImportErrors, Imported, PointKeys, job_table, size_text, value};
 use super::validate::SpecError;
 use read::{AccessSpec, Config, Worker};
 use std::path::Path;
@@ -258,32 +258,22 @@ fn to_table(c: &Config, origin: &str) -> Result<(toml::Table, Vec<String>), Vec<
             format!("worker{}: {spec}", k + 1)
         }
     };
-    let mut groups: Vec<Value> = Vec::new();
-    let mut defined: Vec<String> = Vec::new();
+    let mut groups: Vec<(String, Vec<(String, Value)>)> = Vec::new();
     for (k, (w, n)) in classes.iter().enumerate() {
         for (spec, _) in &w.specs {
             let name = group_name(k, spec);
-            if defined.contains(&name) {
+            if groups.iter().any(|(g, _)| *g == name) {
                 continue;
             }
-            let mut g = toml::Table::new();
-            g.insert("name".into(), Value::String(name.clone()));
-            g.insert("vms".into(), Value::Integer((*n).into()));
-            g.insert("disks".into(), Value::Integer(w.targets.into()));
-            g.insert(
-                "iodepth".into(),
-                Value::Integer(w.oio.max(1).saturating_mul(w.targets).into()),
-            );
-            let keys = &groups_keys
-                .iter()
-                .find(|(s, _)| s == spec)
-                .expect("names checked")
-                .1;
-            for (key, v) in keys {
-                g.insert(key.clone(), v.clone());
-            }
-            groups.push(Value::Table(g));
-            defined.push(name);
+            let iodepth = w.oio.max(1).saturating_mul(w.targets);
+            let mut keys = vec![
+                ("vms".to_string(), Value::Integer((*n).into())),
+                ("disks".to_string(), Value::Integer(w.targets.into())),
+                ("iodepth".to_string(), Value::Integer(iodepth.into())),
+            ];
+            let access = groups_keys.iter().find(|(s, _)| s == spec);
+            keys.extend(access.expect("names checked").1.iter().cloned());
+            groups.push((name, keys));
         }
     }
     let steps = classes
@@ -291,7 +281,7 @@ fn to_table(c: &Config, origin: &str) -> Result<(toml::Table, Vec<String>), Vec<
         .map(|(w, _)| w.specs.len())
         .max()
         .unwrap_or(0);
-    let points: Vec<(String, Vec<String>)> = (0..steps)
+    let points = (0..steps)
         .map(|i| {
             let mut labels: Vec<&str> = Vec::new();
             let mut names = Vec::new();
@@ -303,31 +293,14 @@ fn to_table(c: &Config, origin: &str) -> Result<(toml::Table, Vec<String>), Vec<
                     names.push(group_name(k, spec));
                 }
             }
-            (labels.join(" + "), names)
+            PointKeys {
+                label: labels.join(" + "),
+                groups: names,
+                keys: Vec::new(),
+            }
         })
         .collect();
-    // A top-level label would read {KEY} as a swept value: braces go in a [[point]].
-    let listed = points.len() > 1 || points.iter().any(|(l, _)| l.contains(['{', '}']));
-    if let ([(label, _)], false) = (points.as_slice(), listed) {
-        table.insert("label".into(), Value::String(label.clone()));
-    }
-    table.insert("group".into(), Value::Array(groups));
-    if listed {
-        let pts = points
-            .into_iter()
-            .map(|(label, names)| {
-                let mut t = toml::Table::new();
-                t.insert("label".into(), Value::String(label));
-                t.insert(
-                    "groups".into(),
-                    Value::Array(names.into_iter().map(Value::String).collect()),
-                );
-                Value::Table(t)
-            })
-            .collect();
-        table.insert("point".into(), Value::Array(pts));
-    }
-    Ok((table, notes))
+    Ok((job_table(table, groups, points), notes))
 }
 
 #[cfg(test)]
