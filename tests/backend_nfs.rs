@@ -39,6 +39,7 @@ impl Server {
             export: self.export.clone(),
             path: file.into(),
             version,
+            nconnect: 1,
         }
     }
 
