@@ -13,6 +13,9 @@
 //! line and the option. Where storlab runs the same workload with a detail of
 //! its own, a note says so (`convert` prints them as comments).
 //!
+//! fio's steady-state options become storlab's gate over the period fio
+//! watches (`steady.rs`).
+//!
 //! Layout: with `filename` (one file or device) all of a job's `numjobs`
 //! clones share it, as in fio: one storlab VM with `numjobs` workers over one
 //! disk, `disk_layout = "shared"` (every job uses `[offset, offset+size)`).
@@ -21,6 +24,7 @@
 
 pub mod ini;
 mod options;
+mod steady;
 
 use super::import::{ImportErrors, Imported, PointKeys, check_key, job_table, value};
 use super::validate::SpecError;

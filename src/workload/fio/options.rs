@@ -6,6 +6,7 @@ use super::super::units::parse_size;
 use super::super::validate::SpecError;
 use super::checked;
 use super::ini::{Opt, Section};
+use super::steady::SteadyOpts;
 use toml::Value;
 
 /// Every option storlab reads, for the error on any other.
@@ -14,7 +15,8 @@ pub const SUPPORTED: &str = "name, description, bs, blocksize, bsrange, blocksiz
      offset, runtime, time_based, ramp_time, direct, buffered, sync, fsync (0), rate_iops, rate, \
      norandommap, randrepeat (1), randseed, random_distribution (random), invalidate (0), blockalign, filename, \
      directory, ioengine, uri (nbd), nfs_url (nfs), stonewall, wait_for_previous, new_group, \
-     group_reporting, thread";
+     group_reporting, thread, steadystate (ss), steadystate_duration (ss_dur), \
+     steadystate_ramp_time (ss_ramp)";
 
 /// Engines that keep one I/O in flight whatever `iodepth` says.
 const SYNC_ENGINES: &[&str] = &["psync", "sync", "pvsync", "pvsync2", "vsync"];
@@ -125,11 +127,18 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
     let (mut engine, mut filename, mut directory, mut uri) = (None, None, None, None);
     let mut norandommap = false;
     let mut invalidate_given = false;
+    let (mut ramp, mut steady) = (None, SteadyOpts::default());
     let mut group: Vec<(String, Value)> = Vec::new();
     let mut point: Vec<(String, Value, usize)> = Vec::new();
     for o in &job.opts {
         let at = format!("{origin}, line {}", o.line);
         let text = o.value.clone().unwrap_or_default();
+        if let Some(r) = steady.take(o, &at) {
+            if let Err(e) = r {
+                errors.push(e);
+            }
+            continue;
+        }
         let mut set_group = |key: &str, text: &str| match checked(key, text, &at) {
             Ok(v) => {
                 group.retain(|(k, _)| k != key && !(key.starts_with("bs") && k.starts_with("bs")));
@@ -207,8 +216,10 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
                 Ok(())
             }
             "time_based" => flag(o, &at).map(|b| time_based = b),
-            "ramp_time" => checked("ramp_time", &text, &at)
-                .map(|v| point.push(("ramp_time".into(), v, o.line))),
+            "ramp_time" => checked("ramp_time", &text, &at).map(|v| {
+                ramp = Some((text.clone(), o.line));
+                point.push(("ramp_time".into(), v, o.line));
+            }),
             "direct" | "buffered" => flag(o, &at).map(|b| {
                 let direct = if o.key == "direct" { b } else { !b };
                 point.push(("direct".into(), Value::Boolean(direct), o.line));
@@ -417,6 +428,13 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
                 Err(e) => errors.push(e),
             }
         }
+    }
+    match steady.keys(ramp.as_ref(), runtime.as_ref(), &header) {
+        Ok(k) => {
+            point.extend(k.point);
+            m.notes.extend(k.note);
+        }
+        Err(e) => errors.push(e),
     }
     let random = group.iter().any(|(k, v)| {
         (k == "rw" && v.as_str().is_some_and(|s| s.starts_with("rand")))

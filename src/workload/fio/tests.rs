@@ -248,3 +248,95 @@ fn names_with_braces_are_labels_not_templates() {
     assert_eq!(imp.job.points[0].label, "a{b}");
     round_trips(&imp);
 }
+
+#[test]
+fn steady_state_options_become_the_gate_over_fios_period() {
+    use crate::workload::steady::{SteadyCriterion, SteadyGate, SteadyMetric};
+    let base = "[ss]\nioengine=null\nsize=1g\ntime_based\nruntime=60\n";
+    // fio watches from ramp_time + ss_ramp to ramp_time + runtime.
+    let imp = job(&format!(
+        "{base}ramp_time=5\nsteadystate=iops:2%\nsteadystate_duration=30\nsteadystate_ramp_time=10\n"
+    ));
+    let p = &imp.job.points[0];
+    assert_eq!(
+        (p.ramp, p.runtime),
+        (Duration::from_secs(65), Duration::from_secs(60))
+    );
+    assert_eq!(
+        p.steady,
+        Some(SteadyGate {
+            metric: SteadyMetric::Iops,
+            criterion: SteadyCriterion::Band(2.0),
+            window: Duration::from_secs(30),
+            delay: Duration::from_secs(15),
+        })
+    );
+    assert!(
+        imp.notes.iter().any(|n| n.contains("fio stops the job")),
+        "{:?}",
+        imp.notes
+    );
+    round_trips(&imp);
+    // The short names; no ramp at all.
+    let p = &job(&format!("{base}ss=bw_slope:0.5%\nss_dur=20s\n"))
+        .job
+        .points[0];
+    let g = p.steady.expect("gate");
+    assert_eq!(p.ramp, Duration::from_secs(60));
+    assert_eq!(
+        (g.metric, g.criterion, g.window, g.delay),
+        (
+            SteadyMetric::Bw,
+            SteadyCriterion::Slope(0.5),
+            Duration::from_secs(20),
+            Duration::ZERO
+        )
+    );
+    // A window alone takes fio's default criterion.
+    let g = job(&format!("{base}ss_dur=1m\n")).job.points[0]
+        .steady
+        .unwrap();
+    assert_eq!(
+        (g.metric, g.criterion),
+        (SteadyMetric::Iops, SteadyCriterion::Slope(0.01))
+    );
+    // No window: fio detects nothing (its default is 0), nor does storlab.
+    let imp = job(&format!("{base}steadystate=iops:2%\n"));
+    assert_eq!(imp.job.points[0].steady, None);
+    assert!(
+        imp.notes
+            .iter()
+            .any(|n| n.contains("steadystate_duration is 0"))
+    );
+}
+
+#[test]
+fn steady_state_storlab_cannot_honour_is_refused_by_name() {
+    let base = "[ss]\nioengine=null\nsize=1g\n";
+    let e = errors(&format!(
+        "{base}time_based\nruntime=60\nss=iops:2\nss_dur=30\n"
+    ));
+    assert!(
+        e[0].starts_with("dir/x.fio, line 6: invalid ss = iops:2 (allowed: METRIC:P%"),
+        "{e:?}"
+    );
+    let e = errors(&format!("{base}ss=iops:2%\nss_dur=30\n"));
+    assert!(
+        e[0].starts_with("dir/x.fio, line 1 (job [ss]): invalid runtime = (none)"),
+        "{e:?}"
+    );
+    let e = errors(&format!("{base}steadystate=iops:x%\nss_dur=30\n"));
+    assert!(
+        e[0].starts_with("dir/x.fio, line 4: invalid steadystate = iops:x%"),
+        "{e:?}"
+    );
+    // The window must fit in the period fio watches.
+    let e = errors(&format!(
+        "{base}time_based\nruntime=60\nss=iops:2%\nss_dur=50\nss_ramp=20\n"
+    ));
+    assert!(
+        e[0].contains("invalid steadystate_duration = 50 s")
+            && e[0].contains("less steadystate_ramp_time 20 s"),
+        "{e:?}"
+    );
+}
