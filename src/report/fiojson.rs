@@ -17,6 +17,8 @@
 //! - `fio-jsonplus` adds `clat_ns.bins` in fio's bin layout ([`super::fiobins`]).
 //! - `usr_cpu`/`sys_cpu`: the process's user and system time over the
 //!   measured time, %; `ctx`: its context switches then.
+//! - `steadystate` (a point run under the steady-state gate): the gate and
+//!   the window it judged, as fio writes it ([`super::fiosteady`]).
 //! - `fio version` names storlab ("storlab-VERSION"): the writer is not fio.
 //!
 //! fio keys left out because storlab does not measure them: [`NOT_MEASURED`].
@@ -133,7 +135,7 @@ fn job(p: &PointResult, name: &str, groupid: usize, flavor: Flavor) -> Value {
     let cpu = &p.summary.cpu;
     let ctx: u64 = measured.iter().map(|r| r.cpu.ctx).sum();
     let failed = p.error.is_some() || p.measured.total_errors() > 0;
-    json!({
+    let mut job = json!({
         "jobname": name,
         "groupid": groupid,
         "error": u8::from(failed),
@@ -154,7 +156,11 @@ fn job(p: &PointResult, name: &str, groupid: usize, flavor: Flavor) -> Value {
             "latency_from": if p.spec.latency_from_schedule() { "scheduled time" } else { "submission" },
             "not_measured": NOT_MEASURED,
         },
-    })
+    });
+    if let (Some(g), Value::Object(o)) = (&p.spec.steady, &mut job) {
+        o.insert("steadystate".into(), super::fiosteady::object(p, g));
+    }
+    job
 }
 
 fn r_secs(s: f64) -> f64 {

@@ -11,7 +11,7 @@ use crate::workload::steady::{SteadyCriterion, SteadyGate, SteadyMetric};
 
 /// The watched figure of one interval; none when it did no I/O (latency)
 /// or lasted no time.
-pub(super) fn figure(m: SteadyMetric, s: &Snapshot, seconds: f64) -> Option<f64> {
+pub fn figure(m: SteadyMetric, s: &Snapshot, seconds: f64) -> Option<f64> {
     if seconds <= 0.0 {
         return None;
     }
@@ -34,12 +34,13 @@ fn show(m: SteadyMetric, v: f64) -> String {
     }
 }
 
-fn mean(pts: &[(f64, f64)]) -> f64 {
+/// Mean of the values of (time, value) points.
+pub fn mean(pts: &[(f64, f64)]) -> f64 {
     pts.iter().map(|p| p.1).sum::<f64>() / pts.len().max(1) as f64
 }
 
 /// Least-squares slope of the values over time (per second).
-fn slope(pts: &[(f64, f64)]) -> f64 {
+pub fn slope(pts: &[(f64, f64)]) -> f64 {
     let n = pts.len() as f64;
     let mt = pts.iter().map(|p| p.0).sum::<f64>() / n;
     let mv = mean(pts);

@@ -24,10 +24,15 @@ fn need(tool: &str) -> String {
     path
 }
 
-/// storlab's fio-jsonplus document of `job` (a fio job file).
+/// storlab's fio-jsonplus document of `JOB`.
 fn storlab_doc(dir: &TempDir, format: &str) -> Value {
+    storlab_doc_of(dir, JOB, format)
+}
+
+/// storlab's document of `text` (a fio job file) in `format`.
+fn storlab_doc_of(dir: &TempDir, text: &str, format: &str) -> Value {
     let job = dir.join("job.fio");
-    std::fs::write(&job, JOB).unwrap();
+    std::fs::write(&job, text).unwrap();
     let o = storlab(&[
         "run",
         "--fio",
@@ -91,16 +96,15 @@ fn differences(fio: &Value, ours: &Value, path: &str, out: &mut Vec<String>) {
     }
 }
 
-#[test]
-fn fio_jsonplus_has_fios_keys_and_types() {
+/// Debian fio's document of `text` (a fio job file) in `format`.
+fn fio_doc(dir: &TempDir, text: &str, format: &str) -> Value {
     let fio = need("fio");
-    let dir = TempDir::new("fio-json");
-    let job = dir.join("job.fio");
-    std::fs::write(&job, JOB).unwrap();
+    let job = dir.join("fio-job.fio");
+    std::fs::write(&job, text).unwrap();
     let out = dir.join("fio.json");
     let o = Command::new(&fio)
         .args([
-            "--output-format=json+",
+            &format!("--output-format={format}"),
             &format!("--output={}", out.display()),
             job.to_str().unwrap(),
         ])
@@ -112,7 +116,13 @@ fn fio_jsonplus_has_fios_keys_and_types() {
         "fio: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let theirs = read_json(&out);
+    read_json(&out)
+}
+
+#[test]
+fn fio_jsonplus_has_fios_keys_and_types() {
+    let dir = TempDir::new("fio-json");
+    let theirs = fio_doc(&dir, JOB, "json+");
     let ours = storlab_doc(&dir, "fio-jsonplus");
     let mut diff = Vec::new();
     differences(&theirs, &ours, "", &mut diff);
@@ -199,4 +209,37 @@ fn fios_clat2csv_reads_storlabs_jsonplus() {
     assert!(lines.count() > 10);
     // Its own check: the CSV's counts equal the document's bins.
     assert!(run(&["--validate"]).contains("lat_job0.csv validated"));
+}
+
+#[test]
+fn a_steady_state_job_has_fios_steadystate_object() {
+    let job = "[global]\nioengine=null\nsize=64m\ntime_based\nruntime=3\n\n\
+               [steady]\nrw=randread\nbs=4k\nss=iops:90%\nss_dur=2\n";
+    let dir = TempDir::new("fio-json-ss");
+    let theirs = fio_doc(&dir, job, "json");
+    let ours = storlab_doc_of(&dir, job, "fio-json");
+    let mut diff = Vec::new();
+    differences(&theirs, &ours, "", &mut diff);
+    assert!(diff.is_empty(), "{diff:#?}");
+    let (t, o) = (
+        &theirs["jobs"][0]["steadystate"],
+        &ours["jobs"][0]["steadystate"],
+    );
+    assert_eq!(o["ss"], t["ss"]);
+    assert_eq!((u(&o["duration"]), u(&o["attained"])), (2, 1), "{o}");
+    let iops: Vec<u64> = o["data"]["iops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(u)
+        .collect();
+    assert_eq!(iops.len(), 2, "{o}");
+    assert!(iops.iter().all(|&v| v > 0), "{o}");
+    let mean = u(&o["data"]["iops_mean"]);
+    assert_eq!(mean, iops.iter().sum::<u64>() / 2);
+    // Within the band it was judged on.
+    let dev = o["max_deviation"].as_f64().unwrap();
+    assert!(dev <= 0.9 * mean as f64 + 1.0, "{o}");
+    let bw = u(&o["data"]["bw_mean"]);
+    assert!(bw.abs_diff(4096 * mean) <= 4096, "4 KiB I/Os: {o}");
 }
