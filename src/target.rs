@@ -10,8 +10,8 @@
 //! `null:` completes every I/O at once. The protocol schemes reach servers
 //! from user space:
 //!
-//! * `nfs://HOST[:PORT]/EXPORT/PATH?version=3|4` — a file on an NFS export;
-//!   without `version`, 3. The export is the first path component unless
+//! * `nfs://HOST[:PORT]/EXPORT/PATH?version=3|4|4.0|4.1` — a file on an NFS
+//!   export; without `version`, 3 (`4` is 4.0; `4.1` uses sessions). The export is the first path component unless
 //!   `export=/A/B` is given (`nfs://h/ignored?export=/a/b&file=f` is not
 //!   supported: the path after the export is the file).
 //! * `iscsi://HOST[:PORT]/IQN/LUN` — a LUN of an iSCSI target.
@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 /// The schemes a target may use, for error messages.
 pub const ALLOWED_SCHEMES: &str = "file:PATH[?fc=1gfc..32gfc], null:, \
-     nfs://HOST[:PORT]/EXPORT/FILE?version=3|4[&nconnect=1..16], \
+     nfs://HOST[:PORT]/EXPORT/FILE?version=3|4|4.0|4.1[&nconnect=1..16], \
      iscsi://HOST[:PORT]/IQN/LUN[?nconnect=1..16], \
      nbd://HOST[:PORT]/EXPORT[?replies=simple|structured][&nconnect=1..16], \
      nbd+unix:///EXPORT?socket=PATH";
@@ -88,6 +88,8 @@ pub enum Target {
         path: String,
         /// 3 or 4.
         version: u8,
+        /// The NFSv4 minor version: 0 or 1 (0 for v3).
+        minor: u8,
         /// TCP connections the requests are spread over (`?nconnect=N`).
         nconnect: u8,
     },
@@ -355,16 +357,20 @@ impl Target {
     fn parse_nfs(authority: &str, path: &str, query: &[(&str, &str)]) -> Result<Target, String> {
         let (host, port) = host_port(authority, NFS_PORT)?;
         let mut version = 3u8;
+        let mut minor = 0u8;
         let mut mount_port = None;
         let mut export_override = None;
         let mut nconnect = 1;
         for (k, v) in query {
             match *k {
                 "version" => {
-                    version = match *v {
-                        "3" => 3,
-                        "4" => 4,
-                        _ => return Err(format!("invalid version={v:?} (allowed: 3, 4)")),
+                    (version, minor) = match *v {
+                        "3" => (3, 0),
+                        "4" | "4.0" => (4, 0),
+                        "4.1" => (4, 1),
+                        _ => {
+                            return Err(format!("invalid version={v:?} (allowed: 3, 4, 4.0, 4.1)"));
+                        }
                     }
                 }
                 "mountport" => {
@@ -416,6 +422,7 @@ impl Target {
             export,
             path: file,
             version,
+            minor,
             nconnect,
         })
     }
@@ -521,6 +528,7 @@ impl fmt::Display for Target {
                 export,
                 path,
                 version,
+                minor,
                 nconnect,
             } => {
                 write!(
@@ -528,6 +536,9 @@ impl fmt::Display for Target {
                     "nfs://{}:{port}{export}/{path}?version={version}",
                     fmt_host(host)
                 )?;
+                if *minor > 0 {
+                    write!(f, ".{minor}")?;
+                }
                 if let Some(m) = mount_port {
                     write!(f, "&mountport={m}")?;
                 }
@@ -631,6 +642,7 @@ mod tests {
                 export: "/export".into(),
                 path: "data/disk.img".into(),
                 version: 4,
+                minor: 0,
                 nconnect: 1,
             }
         );
@@ -682,6 +694,7 @@ mod tests {
             ":x",
             "nfs://h/export",
             "nfs://h/e/f?version=5",
+            "nfs://h/e/f?version=4.2",
             "nfs://h:0/e/f",
             "nfs://h/e/../f",
             "iscsi://h/notaname/1",
@@ -718,6 +731,8 @@ mod tests {
             "nbd+unix:///e?socket=/run/s.sock&replies=structured",
             "nbd+unix:///e?socket=/s",
             "nfs://h:2049/e/f?version=4&nconnect=4",
+            "nfs://h:2049/e/f?version=4.1&nconnect=4",
+            "nfs://h:2049/e/f?version=4.1",
             "nfs://h:2049/a/b/f?version=3&export=/a/b&nconnect=16",
             "nbd://h:10809/e?nconnect=2",
             "nbd://h:10809/e?replies=structured&nconnect=8",
@@ -759,5 +774,29 @@ mod tests {
         );
         let t = Target::parse("nfs://h/e/f?nconnect=16").unwrap();
         assert!(matches!(t, Target::Nfs { nconnect: 16, .. }));
+    }
+
+    #[test]
+    fn nfs_versions_and_their_errors() {
+        for (v, version, minor) in [("3", 3, 0), ("4", 4, 0), ("4.0", 4, 0), ("4.1", 4, 1)] {
+            let t = Target::parse(&format!("nfs://h/e/f?version={v}")).unwrap();
+            assert!(
+                matches!(t, Target::Nfs { version: a, minor: b, .. } if a == version && b == minor),
+                "{v}: {t:?}"
+            );
+        }
+        let t = Target::parse("nfs://h/e/f?version=4.0").unwrap();
+        assert_eq!(t.to_string(), "nfs://h:2049/e/f?version=4");
+        for bad in ["4.2", "5", "41", "4.", ""] {
+            let e = Target::parse(&format!("nfs://h/e/f?version={bad}"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!(
+                    "invalid version={bad:?} (allowed: 3, 4, 4.0, 4.1)"
+                )),
+                "{e}"
+            );
+        }
     }
 }

@@ -31,7 +31,7 @@ struct Server {
 }
 
 impl Server {
-    fn target(&self, file: &str, version: u8) -> Target {
+    fn target(&self, file: &str, version: u8, minor: u8) -> Target {
         Target::Nfs {
             host: self.host.clone(),
             port: self.port,
@@ -39,6 +39,7 @@ impl Server {
             export: self.export.clone(),
             path: file.into(),
             version,
+            minor,
             nconnect: 1,
         }
     }
@@ -107,6 +108,11 @@ fn null_probe(host: &str, port: u16, vers: u32) -> Result<(), String> {
 /// ganesha serving NFSv4 only on 127.0.0.1 in the root namespace, exporting
 /// a fresh directory under `under` as /export.
 fn start_v4(under: &str) -> Server {
+    start_v4_with(under, "")
+}
+
+/// [`start_v4`] with `nfsv4` added to ganesha's NFSV4 block.
+fn start_v4_with(under: &str, nfsv4: &str) -> Server {
     let bin = need_ganesha();
     let base = temp_base(under);
     let (port, mport) = (free_port(), free_port());
@@ -118,7 +124,7 @@ fn start_v4(under: &str) -> Server {
 NFS_Port = {port}; MNT_Port = {mport}; Protocols = 4; Bind_Addr = 127.0.0.1;
 Enable_NLM = false; Enable_RQUOTA = false;
 }}
-NFSV4 {{ Graceless = true; RecoveryBackend = fs; RecoveryRoot = "{b}/recovery"; }}
+NFSV4 {{ Graceless = true; RecoveryBackend = fs; RecoveryRoot = "{b}/recovery"; {nfsv4} }}
 EXPORT {{
 Export_Id = 1; Path = "{b}/export"; Pseudo = "/export"; Access_Type = RW;
 Squash = No_Root_Squash; Protocols = 4; Transports = TCP; SecType = sys;
@@ -293,11 +299,11 @@ fn shuffled(n: u64) -> Vec<u64> {
     v
 }
 
-/// Everything the NFS tests check, against `s` with NFS `version`.
-fn scenario(s: &mut Server, version: u8) {
+/// Everything the NFS tests check, against `s` with NFS `version`.`minor`.
+fn scenario(s: &mut Server, version: u8, minor: u8) {
     const MIB: u64 = 1 << 20;
     let file = "data.img";
-    let t = s.target(file, version);
+    let t = s.target(file, version, minor);
     let url = t.to_string();
     let backing = s.dir.join(file);
     let mut pool = BufferPool::new(16, 3 * MIB as usize);
@@ -316,11 +322,11 @@ fn scenario(s: &mut Server, version: u8) {
     let mut b = NfsBackend::open(std::slice::from_ref(&t), &opts(true, 16)).unwrap();
     assert_eq!(b.name(), "nfs");
     assert_eq!(b.size(0), 0);
-    assert!(
-        b.features().contains(&format!("NFSv{version}")),
-        "{}",
-        b.features()
-    );
+    let v = match minor {
+        0 => format!("NFSv{version} "),
+        m => format!("NFSv{version}.{m} "),
+    };
+    assert!(b.features().contains(&v), "{}", b.features());
     println!("{}", b.features());
     let writes: Vec<_> = shuffled(1024)
         .into_iter()
@@ -519,12 +525,12 @@ fn bench_4k_randread_qd32() {
     let secs = 10;
     let s4 = start_v4("/dev/shm");
     fill(&s4.dir.join("bench.img"), SIZE);
-    let v4_lo = randread_iops(&s4.target("bench.img", 4), SIZE, secs);
+    let v4_lo = randread_iops(&s4.target("bench.img", 4, 0), SIZE, secs);
     drop(s4);
     let lab = start_lab("/dev/shm");
     fill(&lab.dir.join("bench.img"), SIZE);
-    let v3_ns = randread_iops(&lab.target("bench.img", 3), SIZE, secs);
-    let v4_ns = randread_iops(&lab.target("bench.img", 4), SIZE, secs);
+    let v3_ns = randread_iops(&lab.target("bench.img", 3, 0), SIZE, secs);
+    let v4_ns = randread_iops(&lab.target("bench.img", 4, 0), SIZE, secs);
     drop(lab);
     println!("4k randread QD32, {secs} s each, export on /dev/shm:");
     println!("  NFSv4 over loopback (127.0.0.1):       {v4_lo:>9.0} IOPS");
@@ -535,11 +541,52 @@ fn bench_4k_randread_qd32() {
 #[test]
 fn nfs4_against_ganesha() {
     let mut s = start_v4("/tmp");
-    scenario(&mut s, 4);
+    scenario(&mut s, 4, 0);
+}
+
+/// NFSv4.1: the scenario of 4.0 and 3, and a session of one slot (the
+/// queue depth) carrying a 3 MiB request's three RPCs one after another.
+#[test]
+fn nfs41_against_ganesha() {
+    const MIB: u64 = 1 << 20;
+    let mut s = start_v4("/tmp");
+    let t = s.target("one-slot.img", 4, 1);
+    let mut pool = BufferPool::new(1, 3 * MIB as usize);
+    let mut b = NfsBackend::open(std::slice::from_ref(&t), &opts(true, 1)).unwrap();
+    assert!(
+        b.features().contains("NFSv4.1 (session of 1 slots)"),
+        "{}",
+        b.features()
+    );
+    let one = [(Dir::Write, 0, 3 * MIB as u32)];
+    run(&mut b, &mut pool, &one, 1);
+    drop(b);
+    check_backing(&s.dir.join("one-slot.img"), 0..3 * MIB);
+    let mut b = NfsBackend::open(std::slice::from_ref(&t), &opts(false, 1)).unwrap();
+    run(&mut b, &mut pool, &[(Dir::Read, 0, 3 * MIB as u32)], 1);
+    drop(b);
+    scenario(&mut s, 4, 1);
+}
+
+/// A server that offers NFSv4.0 only: one line naming the server and 4.1.
+#[test]
+fn nfs41_refused_by_a_server_without_it() {
+    let s = start_v4_with("/tmp", "Minor_Versions = 0;");
+    let t = s.target("data.img", 4, 1);
+    let msg = NfsBackend::open(std::slice::from_ref(&t), &opts(true, 4))
+        .err()
+        .unwrap()
+        .to_string();
+    let server = format!("server 127.0.0.1:{} does not offer NFSv4.1", s.port);
+    assert!(msg.contains(&server) && !msg.contains('\n'), "{msg}");
+    assert!(msg.contains("NFS4ERR_MINOR_VERS_MISMATCH"), "{msg}");
+    // 4.0 on the same server works.
+    let t = s.target("data.img", 4, 0);
+    drop(NfsBackend::open(std::slice::from_ref(&t), &opts(true, 4)).unwrap());
 }
 
 #[test]
 fn nfs3_against_ganesha() {
     let mut s = start_lab("/tmp");
-    scenario(&mut s, 3);
+    scenario(&mut s, 3, 0);
 }

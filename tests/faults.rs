@@ -841,7 +841,7 @@ fn nfs_backing_file_replaced_and_ganesha_restarted_mid_run() {
     v3::commit(&mut c3, &f3, t).expect("COMMIT with the handle before");
     let mut c4 = Conn::connect(&host, port, t).unwrap();
     let f4 = v4::open(&mut c4, &export, &file, true, false).unwrap();
-    v4::commit(&mut c4, &f4, t).expect("COMMIT with the handle before");
+    v4::commit(&mut c4, &f4, None, t).expect("COMMIT with the handle before");
     drop((c3, c4));
 
     // Runs over both versions; the backing file is removed on the storage
@@ -888,7 +888,8 @@ fn nfs_backing_file_replaced_and_ganesha_restarted_mid_run() {
     let mut c3 = Conn::connect(&host, port, t).unwrap();
     v3::commit(&mut c3, &f3, t).expect("COMMIT with the handle before, through the media mount");
     let mut c4 = Conn::connect(&host, port, t).unwrap();
-    v4::commit(&mut c4, &f4, t).expect("COMMIT with the handle before, through the media mount");
+    v4::commit(&mut c4, &f4, None, t)
+        .expect("COMMIT with the handle before, through the media mount");
     let root = v3::mount(&host, mport, &export).unwrap();
     let new = v3::open(&mut c3, &root, &export, &file, false).unwrap();
     assert_ne!(new.fh, f3.fh, "a new handle for the new file");

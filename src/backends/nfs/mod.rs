@@ -61,15 +61,19 @@
 //! * The client binds no privileged source port: servers that insist on one
 //!   (the Linux kernel server's `secure` default) need `insecure` on the export.
 
+pub mod compound;
 pub mod rpc;
 pub mod v3;
 pub mod v4;
+pub mod v41;
 pub mod xdr;
 
 use crate::io::{Backend, BackendError, Completion, OpenOptions, QueueError, Request};
 use crate::target::Target;
 use crate::workload::{Dir, SyncMode};
+use compound::{Seq, Session};
 use rpc::{Conn, NFS_PROG, RpcError, SYNC_TAG};
+use std::collections::VecDeque;
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -126,7 +130,19 @@ fn status_name(version: u8, status: u32) -> String {
         10024 => "OLD_STATEID",
         10025 => "BAD_STATEID",
         10026 => "BAD_SEQID",
+        10036 => "BADXDR",
         10038 => "OPENMODE",
+        10021 => "MINOR_VERS_MISMATCH",
+        10052 => "BADSESSION",
+        10053 => "BADSLOT",
+        10054 => "COMPLETE_ALREADY",
+        10055 => "CONN_NOT_BOUND_TO_SESSION",
+        10063 => "SEQ_MISORDERED",
+        10068 => "TOO_MANY_OPS",
+        10071 => "OP_NOT_IN_SESSION",
+        10076 => "SEQ_FALSE_RETRY",
+        10077 => "BAD_HIGH_SLOT",
+        10078 => "DEADSESSION",
         n => return format!("NFS{version} status {n}"),
     };
     format!("NFS{version}ERR_{name}")
@@ -187,6 +203,39 @@ struct Disk {
     verf: Option<[u8; 8]>,
     /// A later WRITE returned another verifier.
     verf_changed: bool,
+    /// The NFSv4.1 session (None for v3 and v4.0).
+    session: Option<Session>,
+    /// NFSv4.1: the RPC parts waiting for a free session slot.
+    waiting: VecDeque<Part>,
+}
+
+/// One READ or WRITE RPC of a request (a request larger than the transfer
+/// size is several).
+#[derive(Clone, Copy, Debug)]
+struct Part {
+    /// The engine slot of its request.
+    slot: u32,
+    write: bool,
+    offset: u64,
+    len: u32,
+    /// Its part of the request's buffer.
+    buf: *mut u8,
+}
+
+// SAFETY: `buf` is a part of an engine request's buffer, valid until the
+// request's completion is reaped; the backend is used by one thread at a time.
+unsafe impl Send for Part {}
+
+/// The RPC tag of a part: the engine slot in the low 32 bits, the session
+/// slot + 1 (0 for none) in the high ones.
+fn tag_of(slot: u32, seq: Option<&Seq>) -> u64 {
+    slot as u64 | seq.map_or(0, |q| q.slot as u64 + 1) << 32
+}
+
+/// The (engine slot, session slot) of an RPC tag.
+fn untag(tag: u64) -> (usize, Option<u32>) {
+    let s = (tag >> 32) as u32;
+    (tag as u32 as usize, s.checked_sub(1))
 }
 
 /// Per engine slot: the parts of a request still in flight.
@@ -240,6 +289,7 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
         export,
         path,
         version,
+        minor,
         nconnect,
     } = t
     else {
@@ -248,8 +298,9 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
     let err = |m: String| BackendError::new(&url, m);
     let mut conn = Conn::connect(host, *port, SETUP_TIMEOUT)
         .map_err(|e| err(connect_error(host, *port, &e)))?;
-    let (proto, size, rsize, wsize) = match version {
-        3 => {
+    let mut session = None;
+    let (proto, size, rsize, wsize) = match (version, minor) {
+        (3, _) => {
             let mport = match mount_port {
                 Some(p) => *p,
                 None => v3::mount_port(host).map_err(err)?,
@@ -261,16 +312,22 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
                 (Proto::V3(f), size, r, w)
             }
         }
-        4 => {
+        (4, 0) => {
             let f = v4::open(&mut conn, export, path, opts.write, opts.write).map_err(err)?;
             {
                 let (size, r, w) = (f.size, f.rsize, f.wsize);
                 (Proto::V4(f), size, r, w)
             }
         }
-        v => {
+        (4, 1) => {
+            let (f, s) = open41(&mut conn, host, *port, export, path, opts).map_err(err)?;
+            let (size, r, w) = (f.size, f.rsize, f.wsize);
+            session = Some(s);
+            (Proto::V4(f), size, r, w)
+        }
+        (v, m) => {
             return Err(err(format!(
-                "NFS version {v} is not supported (allowed: 3, 4)"
+                "NFS version {v}.{m} is not supported (allowed: 3, 4, 4.0, 4.1)"
             )));
         }
     };
@@ -281,15 +338,19 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
             opts.size_needed
         )));
     }
-    let head = match proto {
-        Proto::V3(_) => v3::read_head,
-        Proto::V4(_) => v4::read_head,
+    let head = match (&proto, &session) {
+        (Proto::V3(_), _) => v3::read_head,
+        (Proto::V4(_), None) => v4::read_head,
+        (Proto::V4(_), Some(_)) => v4::read_head41,
     };
     let mut conns = vec![conn];
     for _ in 1..*nconnect {
         let mut c = Conn::connect(host, *port, SETUP_TIMEOUT)
             .map_err(|e| err(connect_error(host, *port, &e)))?;
         c.set_read_head(head);
+        if let Some(s) = &session {
+            v41::bind(&mut c, s, SETUP_TIMEOUT).map_err(err)?;
+        }
         conns.push(c);
     }
     Ok(Disk {
@@ -303,7 +364,128 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
         unstable: false,
         verf: None,
         verf_changed: false,
+        session,
+        waiting: VecDeque::new(),
     })
+}
+
+/// NFSv4.1: a client and a session whose slot table is the queue depth (or
+/// fewer slots, if the server grants fewer), then the OPEN. The transfer
+/// sizes are capped to what the session's largest request and reply allow.
+/// When the OPEN fails, the session and client are destroyed.
+fn open41(
+    conn: &mut Conn,
+    host: &str,
+    port: u16,
+    export: &str,
+    path: &str,
+    opts: &OpenOptions,
+) -> Result<(v4::File, Session), String> {
+    let server = format!("{host}:{port}");
+    let want = v41::Channel::for_depth(opts.depth.max(1), MAX_TRANSFER);
+    let (clientid, mut s) = v41::establish(conn, &server, &want, SETUP_TIMEOUT)?;
+    conn.set_read_head(v4::read_head41);
+    let opened = v4::open_in(
+        conn,
+        Some(&mut s),
+        clientid,
+        export,
+        path,
+        opts.write,
+        opts.write,
+    );
+    let mut f = match opened {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = v41::destroy(conn, clientid, &s, SETUP_TIMEOUT);
+            return Err(e);
+        }
+    };
+    let fit = |max: u32| max.saturating_sub(v41::OVERHEAD) & !4095;
+    let (r, w) = (fit(s.max_response), fit(s.max_request));
+    if r < 4096 || w < 4096 {
+        let _ = v4::close(conn, &f, Some(&mut s), SETUP_TIMEOUT);
+        let _ = v41::destroy(conn, clientid, &s, SETUP_TIMEOUT);
+        return Err(format!(
+            "server {server} allows NFSv4.1 requests of {} bytes and replies of {} bytes;              storlab needs at least {} for 4 KiB transfers",
+            s.max_request,
+            s.max_response,
+            4096 + v41::OVERHEAD
+        ));
+    }
+    f.rsize = f.rsize.min(r);
+    f.wsize = f.wsize.min(w);
+    Ok((f, s))
+}
+
+/// Send `part` on the next connection of `disk` (after SEQUENCE on a free
+/// session slot in NFSv4.1; with no slot free, it waits in `disk.waiting`).
+fn send(disk: &mut Disk, stable: u32, p: Part) {
+    let Disk {
+        conns,
+        next,
+        proto,
+        session,
+        waiting,
+        ..
+    } = disk;
+    let seq = match session {
+        None => None,
+        Some(s) => match s.take() {
+            Some(q) => Some(q),
+            None => {
+                waiting.push_back(p);
+                return;
+            }
+        },
+    };
+    let seq = seq.as_ref();
+    let (vers, read_proc, write_proc) = match proto {
+        Proto::V3(_) => (v3::VERS, v3::READ, v3::WRITE),
+        Proto::V4(_) => (v4::VERS, v4::COMPOUND, v4::COMPOUND),
+    };
+    let c = *next;
+    *next = (c + 1) % conns.len();
+    let conn = &mut conns[c];
+    let tag = tag_of(p.slot, seq);
+    let (off, n) = (p.offset, p.len);
+    if p.write {
+        conn.start(
+            NFS_PROG,
+            vers,
+            write_proc,
+            tag,
+            None,
+            Some((p.buf as *const u8, n as usize)),
+            |e| match proto {
+                Proto::V3(f) => v3::encode_write(e, f, off, n, stable),
+                Proto::V4(f) => v4::encode_write(e, f, seq, off, n, stable),
+            },
+        );
+    } else {
+        conn.start(
+            NFS_PROG,
+            vers,
+            read_proc,
+            tag,
+            Some((p.buf, n)),
+            None,
+            |e| match proto {
+                Proto::V3(f) => v3::encode_read(e, f, off, n),
+                Proto::V4(f) => v4::encode_read(e, f, seq, off, n),
+            },
+        );
+    }
+}
+
+/// Send the parts waiting for a session slot while slots are free.
+fn send_waiting(disk: &mut Disk, stable: u32) {
+    while disk.session.as_ref().is_some_and(|s| s.free_slots() > 0) {
+        let Some(p) = disk.waiting.pop_front() else {
+            return;
+        };
+        send(disk, stable, p);
+    }
 }
 
 fn fmt_bytes(n: u32) -> String {
@@ -379,6 +561,14 @@ impl NfsBackend {
                     return Err(self.fail(i, what, e));
                 }
             }
+            if !self.disks[i].waiting.is_empty() {
+                send_waiting(&mut self.disks[i], self.stable);
+                for j in 0..self.disks[i].conns.len() {
+                    if let Err(e) = self.disks[i].conns[j].flush() {
+                        return Err(self.fail(i, "sending to the server failed", e));
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -397,6 +587,7 @@ impl NfsBackend {
             proto,
             verf,
             verf_changed,
+            session,
             ..
         } = &mut disks[i];
         let conn = &mut conns[j];
@@ -407,8 +598,21 @@ impl NfsBackend {
                     if tag == SYNC_TAG {
                         return;
                     }
-                    let slot = &mut slots[tag as usize];
+                    let (engine_slot, session_slot) = untag(tag);
+                    let in_session = session_slot.is_some();
+                    if let (Some(s), Some(q)) = (session.as_mut(), session_slot) {
+                        let sequenced = r.as_ref().is_ok_and(|b| compound::sequenced(b.body));
+                        s.release(q, sequenced);
+                    }
+                    let slot = &mut slots[engine_slot];
                     let op = if slot.write { "WRITE" } else { "READ" };
+                    // A reply that failed at SEQUENCE: its status.
+                    let seq_failed = match &r {
+                        Ok(b) if in_session && !compound::sequenced(b.body) => {
+                            compound::results(b.body).ok().map(|x| x.0)
+                        }
+                        _ => None,
+                    };
                     let res = match r {
                         Err(e) => {
                             *last_error = Some(format!("{op}: {e}"));
@@ -417,7 +621,7 @@ impl NfsBackend {
                         Ok(b) if slot.write => {
                             let w = match proto {
                                 Proto::V3(_) => v3::write_result(b.body),
-                                Proto::V4(_) => v4::write_result(b.body),
+                                Proto::V4(_) => v4::write_result(b.body, in_session),
                             };
                             w.map(|(n, v)| {
                                 match verf {
@@ -441,6 +645,9 @@ impl NfsBackend {
                              holds an impossible value)"
                         ));
                     }
+                    if let Some(st) = seq_failed {
+                        *last_error = Some(format!("{op}: {}", compound::sequence_error(st)));
+                    }
                     match res {
                         Ok(n) => slot.bytes += n,
                         Err(e) if slot.err == 0 => slot.err = e,
@@ -450,7 +657,7 @@ impl NfsBackend {
                     if slot.parts == 0 {
                         slot.active = false;
                         done.push(Completion {
-                            slot: tag as u32,
+                            slot: engine_slot as u32,
                             result: if slot.err != 0 {
                                 Err(slot.err)
                             } else {
@@ -506,7 +713,9 @@ impl NfsBackend {
             if d.unstable {
                 let r = match &d.proto {
                     Proto::V3(f) => v3::commit(&mut d.conns[0], f, DROP_TIMEOUT),
-                    Proto::V4(f) => v4::commit(&mut d.conns[0], f, DROP_TIMEOUT),
+                    Proto::V4(f) => {
+                        v4::commit(&mut d.conns[0], f, d.session.as_mut(), DROP_TIMEOUT)
+                    }
                 };
                 match r {
                     Err(e) => {
@@ -521,9 +730,14 @@ impl NfsBackend {
                 }
             }
             if let Proto::V4(f) = &d.proto
-                && let Err(e) = v4::close(&mut d.conns[0], f, DROP_TIMEOUT)
+                && let Err(e) = v4::close(&mut d.conns[0], f, d.session.as_mut(), DROP_TIMEOUT)
             {
                 eprintln!("storlab: {}: CLOSE failed: {e}", d.url);
+            }
+            if let (Proto::V4(f), Some(s)) = (&d.proto, &d.session)
+                && let Err(e) = v41::destroy(&mut d.conns[0], f.clientid, s, DROP_TIMEOUT)
+            {
+                eprintln!("storlab: {}: ending the NFSv4.1 session failed: {e}", d.url);
             }
         }
     }
@@ -546,9 +760,10 @@ impl Backend for NfsBackend {
 
     fn features(&self) -> String {
         let d = &self.disks[0];
-        let v = match d.proto {
-            Proto::V3(_) => 3,
-            Proto::V4(_) => 4,
+        let v = match (&d.proto, &d.session) {
+            (Proto::V3(_), _) => "3".to_string(),
+            (Proto::V4(_), None) => "4".to_string(),
+            (Proto::V4(_), Some(s)) => format!("4.1 (session of {} slots)", s.slots()),
         };
         let writes = if self.stable == FILE_SYNC {
             "FILE_SYNC writes"
@@ -606,54 +821,18 @@ impl Backend for NfsBackend {
             bytes: 0,
             err: 0,
         };
-        let Disk {
-            conns,
-            next,
-            proto,
-            unstable,
-            ..
-        } = disk;
-        let (vers, read_proc, write_proc) = match proto {
-            Proto::V3(_) => (v3::VERS, v3::READ, v3::WRITE),
-            Proto::V4(_) => (v4::VERS, v4::COMPOUND, v4::COMPOUND),
-        };
         let stable = self.stable;
+        disk.unstable |= write && stable == UNSTABLE;
         for p in 0..parts {
             let at = p * max;
-            let n = max.min(req.len - at);
-            let off = req.offset + at as u64;
-            let ptr = req.buf.wrapping_add(at as usize);
-            let c = *next;
-            *next = (c + 1) % conns.len();
-            let conn = &mut conns[c];
-            if write {
-                *unstable |= stable == UNSTABLE;
-                conn.start(
-                    NFS_PROG,
-                    vers,
-                    write_proc,
-                    req.slot as u64,
-                    None,
-                    Some((ptr as *const u8, n as usize)),
-                    |e| match proto {
-                        Proto::V3(f) => v3::encode_write(e, f, off, n, stable),
-                        Proto::V4(f) => v4::encode_write(e, f, off, n, stable),
-                    },
-                );
-            } else {
-                conn.start(
-                    NFS_PROG,
-                    vers,
-                    read_proc,
-                    req.slot as u64,
-                    Some((ptr, n)),
-                    None,
-                    |e| match proto {
-                        Proto::V3(f) => v3::encode_read(e, f, off, n),
-                        Proto::V4(f) => v4::encode_read(e, f, off, n),
-                    },
-                );
-            }
+            let part = Part {
+                slot: req.slot,
+                write,
+                offset: req.offset + at as u64,
+                len: max.min(req.len - at),
+                buf: req.buf.wrapping_add(at as usize),
+            };
+            send(disk, stable, part);
         }
         Ok(())
     }

@@ -1,23 +1,25 @@
-//! NFSv4.0 (RFC 7530) COMPOUNDs: SETCLIENTID + SETCLIENTID_CONFIRM, PUTROOTFH
+//! NFSv4 file COMPOUNDs (RFC 7530 for 4.0, RFC 8881 for 4.1): SETCLIENTID +
+//! SETCLIENTID_CONFIRM (4.0; 4.1's session is [`super::v41`]'s), PUTROOTFH
 //! and LOOKUP of the export's components (no MOUNT), OPEN (+ OPEN_CONFIRM when
-//! the server asks) with GETFH and GETATTR, then PUTFH + READ / WRITE per
-//! request, COMMIT and CLOSE at the end.
+//! a 4.0 server asks) with GETFH and GETATTR, then PUTFH + READ / WRITE per
+//! request, COMMIT and CLOSE at the end. In 4.1 each COMPOUND starts with
+//! SEQUENCE (given as a [`Seq`] or a [`Session`] to take a slot of), and
+//! READ and WRITE carry the open stateid with seqid 0 ("the current one",
+//! RFC 8881 §8.2.2).
 //!
 //! The callback address given to SETCLIENTID is a dummy: storlab runs no
 //! callback service, so the server grants no delegations. READ and WRITE use
 //! the open stateid, which renews the client's lease (RFC 7530 §9.6), so a
 //! run that keeps doing I/O needs no RENEW; [`renew`] exists for idle times.
 
-use super::rpc::{Conn, Head, NFS_PROG};
+use super::compound::{self, Reply, Seq, Session, begin, op, results, sequence, short};
+pub use super::compound::{COMPOUND, VERS};
+use super::rpc::{Conn, Head};
 use super::xdr::{Dec, Enc, Short};
 use super::{SETUP_TIMEOUT, status_name};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-/// NFS version 4.
-pub const VERS: u32 = 4;
-/// The COMPOUND procedure.
-pub const COMPOUND: u32 = 1;
 const OP_CLOSE: u32 = 4;
 const OP_COMMIT: u32 = 5;
 const OP_GETATTR: u32 = 9;
@@ -63,39 +65,17 @@ pub struct File {
     pub wsize: u32,
 }
 
-fn short(_: Short) -> String {
-    "malformed COMPOUND reply (XDR data ends early)".into()
-}
-
-/// A COMPOUND4args header with `numops` operations.
-fn compound(e: &mut Enc, numops: u32) {
-    e.string("").u32(0).u32(numops);
-}
-
-/// A COMPOUND reply: the overall status, how many results it holds, and a
-/// decoder at the first result.
-fn results(body: &[u8]) -> Result<(u32, u32, Dec<'_>), Short> {
-    let mut d = Dec::new(body);
-    let status = d.u32()?;
-    d.opaque()?; // tag
-    let n = d.u32()?;
-    Ok((status, n, d))
-}
-
-/// Read an op result header: Ok(status) for op `op`.
-fn op(d: &mut Dec, op: u32) -> Result<u32, String> {
-    let got = d.u32().map_err(short)?;
-    if got != op {
-        return Err(format!(
-            "COMPOUND reply has op {got} where {op} was expected"
-        ));
-    }
-    d.u32().map_err(short)
-}
-
-fn call(c: &mut Conn, timeout: Duration, args: impl FnOnce(&mut Enc)) -> Result<Vec<u8>, String> {
-    c.call(NFS_PROG, VERS, COMPOUND, timeout, args)
-        .map_err(|e| e.to_string())
+/// A set-up or tear-down COMPOUND of `numops` ops (after SEQUENCE when in a
+/// session: NFSv4.1; else NFSv4.0).
+fn call(
+    c: &mut Conn,
+    session: Option<&mut Session>,
+    timeout: Duration,
+    numops: u32,
+    args: impl Fn(&mut Enc),
+) -> Result<Reply, String> {
+    let minor = session.is_some() as u32;
+    compound::call(c, minor, session, timeout, numops, args)
 }
 
 fn denied_or(what: &str, status: u32) -> String {
@@ -123,8 +103,7 @@ fn set_client_id(c: &mut Conn) -> Result<u64, String> {
     let mut verf = [0u8; 8];
     verf[..4].copy_from_slice(&pid.to_be_bytes());
     verf[4..].copy_from_slice(&(nanos as u32 ^ n).to_be_bytes());
-    let body = call(c, SETUP_TIMEOUT, |e| {
-        compound(e, 1);
+    let r = call(c, None, SETUP_TIMEOUT, 1, |e| {
         e.u32(OP_SETCLIENTID).fixed(&verf).string(&id);
         // cb_client4: a program and an address nobody serves.
         e.u32(0x4000_0000)
@@ -132,18 +111,17 @@ fn set_client_id(c: &mut Conn) -> Result<u64, String> {
             .string("0.0.0.0.0.0")
             .u32(1);
     })?;
-    let (_, _, mut d) = results(&body).map_err(short)?;
+    let (_, mut d) = r.results()?;
     let status = op(&mut d, OP_SETCLIENTID)?;
     if status != 0 {
         return Err(denied_or("SETCLIENTID", status));
     }
     let clientid = d.u64().map_err(short)?;
     let confirm: [u8; 8] = d.fixed(8).map_err(short)?.try_into().unwrap();
-    let body = call(c, SETUP_TIMEOUT, |e| {
-        compound(e, 1);
+    let r = call(c, None, SETUP_TIMEOUT, 1, |e| {
         e.u32(OP_SETCLIENTID_CONFIRM).u64(clientid).fixed(&confirm);
     })?;
-    let (status, _, _) = results(&body).map_err(short)?;
+    let (status, _) = r.results()?;
     if status != 0 {
         return Err(denied_or("SETCLIENTID_CONFIRM", status));
     }
@@ -151,17 +129,16 @@ fn set_client_id(c: &mut Conn) -> Result<u64, String> {
 }
 
 /// PUTROOTFH + LOOKUP of each export component + GETFH: the export's handle.
-fn export_fh(c: &mut Conn, export: &str) -> Result<Vec<u8>, String> {
+fn export_fh(c: &mut Conn, session: Option<&mut Session>, export: &str) -> Result<Vec<u8>, String> {
     let comps: Vec<&str> = export.split('/').filter(|s| !s.is_empty()).collect();
-    let body = call(c, SETUP_TIMEOUT, |e| {
-        compound(e, comps.len() as u32 + 2);
+    let r = call(c, session, SETUP_TIMEOUT, comps.len() as u32 + 2, |e| {
         e.u32(OP_PUTROOTFH);
         for comp in &comps {
             e.u32(OP_LOOKUP).string(comp);
         }
         e.u32(OP_GETFH);
     })?;
-    let (_, _, mut d) = results(&body).map_err(short)?;
+    let (_, mut d) = r.results()?;
     let status = op(&mut d, OP_PUTROOTFH)?;
     if status != 0 {
         return Err(denied_or("PUTROOTFH", status));
@@ -211,6 +188,12 @@ fn skip_delegation(d: &mut Dec) -> Result<(), Short> {
             }
             skip_ace(d)
         }
+        // OPEN_DELEGATE_NONE_EXT (4.1): why none, and for contention or
+        // lack of resources a bool.
+        3 => match d.u32()? {
+            7 | 8 => d.skip(4),
+            _ => Ok(()),
+        },
         _ => Ok(()),
     }
 }
@@ -243,8 +226,8 @@ fn parse_attrs(d: &mut Dec) -> Result<(u32, u64, u64, u64), Short> {
     Ok((ftype, size, rmax, wmax))
 }
 
-/// Set up the client, find the export and OPEN `path` in it (creating it,
-/// UNCHECKED, when `create_missing`), read-write when `write`.
+/// NFSv4.0: set up the client, find the export and OPEN `path` in it
+/// (creating it, UNCHECKED, when `create_missing`), read-write when `write`.
 pub fn open(
     c: &mut Conn,
     export: &str,
@@ -254,13 +237,28 @@ pub fn open(
 ) -> Result<File, String> {
     c.set_read_head(read_head);
     let clientid = set_client_id(c)?;
-    let root = export_fh(c, export)?;
+    open_in(c, None, clientid, export, path, write, create_missing)
+}
+
+/// Find the export and OPEN `path` in it for client `clientid`, in
+/// `session` (NFSv4.1, whose client and session are set up) or not (4.0).
+pub fn open_in(
+    c: &mut Conn,
+    mut session: Option<&mut Session>,
+    clientid: u64,
+    export: &str,
+    path: &str,
+    write: bool,
+    create_missing: bool,
+) -> Result<File, String> {
+    let root = export_fh(c, session.as_deref_mut(), export)?;
+    let in_session = session.is_some();
     let comps: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let (name, dirs) = comps.split_last().ok_or("no file name")?;
     let owner = format!("storlab-open-{}", std::process::id());
-    let mut seqid = 1u32;
-    let body = call(c, SETUP_TIMEOUT, |e| {
-        compound(e, dirs.len() as u32 + 4);
+    // NFSv4.1 ignores the open-owner's seqid (sessions order the requests).
+    let mut seqid = !in_session as u32;
+    let r = call(c, session, SETUP_TIMEOUT, dirs.len() as u32 + 4, |e| {
         e.u32(OP_PUTFH).opaque(&root);
         for dir in dirs {
             e.u32(OP_LOOKUP).string(dir);
@@ -279,7 +277,7 @@ pub fn open(
         let mask = 1 << FATTR4_TYPE | 1 << FATTR4_SIZE | 1 << FATTR4_MAXREAD | 1 << FATTR4_MAXWRITE;
         e.u32(OP_GETATTR).u32(1).u32(mask);
     })?;
-    let (_, _, mut d) = results(&body).map_err(short)?;
+    let (_, mut d) = r.results()?;
     let status = op(&mut d, OP_PUTFH)?;
     if status != 0 {
         return Err(denied_or("PUTFH of the export", status));
@@ -311,7 +309,9 @@ pub fn open(
     let n = d.u32().map_err(short)?; // attrset
     d.skip(4 * n as usize).map_err(short)?;
     skip_delegation(&mut d).map_err(short)?;
-    seqid += 1;
+    if !in_session {
+        seqid += 1;
+    }
     if op(&mut d, OP_GETFH)? != 0 {
         return Err("GETFH after OPEN failed".into());
     }
@@ -324,13 +324,13 @@ pub fn open(
     if ftype != NF4REG {
         return Err(format!("{path} is not a regular file (NFSv4 type {ftype})"));
     }
-    if rflags & OPEN4_RESULT_CONFIRM != 0 {
-        let body = call(c, SETUP_TIMEOUT, |e| {
-            compound(e, 2);
+    // NFSv4.1 has no OPEN_CONFIRM (RFC 8881 §18.16.4: servers do not ask).
+    if rflags & OPEN4_RESULT_CONFIRM != 0 && !in_session {
+        let r = call(c, None, SETUP_TIMEOUT, 2, |e| {
             e.u32(OP_PUTFH).opaque(&fh);
             e.u32(OP_OPEN_CONFIRM).fixed(&stateid).u32(seqid);
         })?;
-        let (status, _, mut d) = results(&body).map_err(short)?;
+        let (status, mut d) = r.results()?;
         if status != 0 {
             return Err(denied_or("OPEN_CONFIRM", status));
         }
@@ -351,19 +351,39 @@ pub fn open(
     })
 }
 
-/// PUTFH + READ.
-pub fn encode_read(e: &mut Enc, f: &File, offset: u64, count: u32) {
-    compound(e, 2);
-    e.u32(OP_PUTFH).opaque(&f.fh);
-    e.u32(OP_READ).fixed(&f.stateid).u64(offset).u32(count);
+/// The stateid READ and WRITE carry: in a session (4.1) with seqid 0.
+fn io_stateid(f: &File, seq: Option<&Seq>) -> [u8; 16] {
+    let mut s = f.stateid;
+    if seq.is_some() {
+        s[..4].fill(0);
+    }
+    s
 }
 
-/// PUTFH + WRITE up to the data's length word (the data follows as payload).
-pub fn encode_write(e: &mut Enc, f: &File, offset: u64, count: u32, stable: u32) {
-    compound(e, 2);
+/// PUTFH + READ (after SEQUENCE when `seq` is given: NFSv4.1).
+pub fn encode_read(e: &mut Enc, f: &File, seq: Option<&Seq>, offset: u64, count: u32) {
+    begin(e, seq.is_some() as u32, seq, 2);
+    e.u32(OP_PUTFH).opaque(&f.fh);
+    e.u32(OP_READ)
+        .fixed(&io_stateid(f, seq))
+        .u64(offset)
+        .u32(count);
+}
+
+/// PUTFH + WRITE up to the data's length word (the data follows as
+/// payload), after SEQUENCE when `seq` is given (NFSv4.1).
+pub fn encode_write(
+    e: &mut Enc,
+    f: &File,
+    seq: Option<&Seq>,
+    offset: u64,
+    count: u32,
+    stable: u32,
+) {
+    begin(e, seq.is_some() as u32, seq, 2);
     e.u32(OP_PUTFH).opaque(&f.fh);
     e.u32(OP_WRITE)
-        .fixed(&f.stateid)
+        .fixed(&io_stateid(f, seq))
         .u64(offset)
         .u32(stable)
         .u32(count);
@@ -386,8 +406,23 @@ fn failed_status(d: &mut Dec, second: u32) -> Result<Option<u32>, Short> {
 
 /// Where the data of a PUTFH + READ reply starts.
 pub fn read_head(b: &[u8]) -> Head {
+    read_head_after(b, false)
+}
+
+/// Where the data of a SEQUENCE + PUTFH + READ reply (NFSv4.1) starts.
+pub fn read_head41(b: &[u8]) -> Head {
+    read_head_after(b, true)
+}
+
+fn read_head_after(b: &[u8], seq: bool) -> Head {
     let parse = || -> Result<Head, Short> {
-        let (_, n, mut d) = results(b)?;
+        let (_, mut n, mut d) = results(b)?;
+        if seq {
+            if n == 0 || sequence(&mut d)? != 0 {
+                return Ok(Head::NoData);
+            }
+            n -= 1;
+        }
         if n < 2 || failed_status(&mut d, OP_READ)?.is_some() {
             return Ok(Head::NoData);
         }
@@ -412,12 +447,16 @@ pub fn read_result(body: &[u8], data: Option<u32>) -> Result<u32, u32> {
     }
 }
 
-/// A WRITE reply: Ok((count, verifier)) or Err(status; `u32::MAX` if malformed).
-pub fn write_result(body: &[u8]) -> Result<(u32, [u8; 8]), u32> {
+/// A WRITE reply (after SEQUENCE when `seq`): Ok((count, verifier)) or
+/// Err(status; `u32::MAX` if malformed).
+pub fn write_result(body: &[u8], seq: bool) -> Result<(u32, [u8; 8]), u32> {
     let parse = || -> Result<Result<(u32, [u8; 8]), u32>, Short> {
         let (status, _, mut d) = results(body)?;
         if status != 0 {
             return Ok(Err(status));
+        }
+        if seq {
+            sequence(&mut d)?;
         }
         if let Some(s) = failed_status(&mut d, OP_WRITE)? {
             return Ok(Err(s));
@@ -429,14 +468,18 @@ pub fn write_result(body: &[u8]) -> Result<(u32, [u8; 8]), u32> {
     parse().unwrap_or(Err(u32::MAX))
 }
 
-/// PUTFH + COMMIT of the whole file: the write verifier.
-pub fn commit(c: &mut Conn, f: &File, timeout: Duration) -> Result<[u8; 8], String> {
-    let body = call(c, timeout, |e| {
-        compound(e, 2);
+/// PUTFH + COMMIT of the whole file (in `session` for 4.1): the write verifier.
+pub fn commit(
+    c: &mut Conn,
+    f: &File,
+    session: Option<&mut Session>,
+    timeout: Duration,
+) -> Result<[u8; 8], String> {
+    let r = call(c, session, timeout, 2, |e| {
         e.u32(OP_PUTFH).opaque(&f.fh);
         e.u32(OP_COMMIT).u64(0).u32(0);
     })?;
-    let (status, _, mut d) = results(&body).map_err(short)?;
+    let (status, mut d) = r.results()?;
     if status != 0 {
         return Err(status_name(4, status));
     }
@@ -445,28 +488,31 @@ pub fn commit(c: &mut Conn, f: &File, timeout: Duration) -> Result<[u8; 8], Stri
     Ok(d.fixed(8).map_err(short)?.try_into().unwrap())
 }
 
-/// PUTFH + CLOSE of the open state.
-pub fn close(c: &mut Conn, f: &File, timeout: Duration) -> Result<(), String> {
-    let body = call(c, timeout, |e| {
-        compound(e, 2);
+/// PUTFH + CLOSE of the open state (in `session` for 4.1).
+pub fn close(
+    c: &mut Conn,
+    f: &File,
+    session: Option<&mut Session>,
+    timeout: Duration,
+) -> Result<(), String> {
+    let r = call(c, session, timeout, 2, |e| {
         e.u32(OP_PUTFH).opaque(&f.fh);
         e.u32(OP_CLOSE).u32(f.seqid).fixed(&f.stateid);
     })?;
-    match results(&body).map_err(short)? {
-        (0, _, _) => Ok(()),
-        (s, _, _) => Err(status_name(4, s)),
+    match r.results()? {
+        (0, _) => Ok(()),
+        (s, _) => Err(status_name(4, s)),
     }
 }
 
 /// RENEW the client's lease.
 pub fn renew(c: &mut Conn, f: &File, timeout: Duration) -> Result<(), String> {
-    let body = call(c, timeout, |e| {
-        compound(e, 1);
+    let r = call(c, None, timeout, 1, |e| {
         e.u32(OP_RENEW).u64(f.clientid);
     })?;
-    match results(&body).map_err(short)? {
-        (0, _, _) => Ok(()),
-        (s, _, _) => Err(status_name(4, s)),
+    match r.results()? {
+        (0, _) => Ok(()),
+        (s, _) => Err(status_name(4, s)),
     }
 }
 
@@ -514,9 +560,9 @@ mod tests {
         let mut rest = Vec::new();
         Enc::new(&mut rest).u32(512).u32(2).fixed(&[8; 8]);
         let b = reply(&[(OP_PUTFH, 0), (OP_WRITE, 0)], &rest);
-        assert_eq!(write_result(&b), Ok((512, [8; 8])));
+        assert_eq!(write_result(&b, false), Ok((512, [8; 8])));
         assert_eq!(
-            write_result(&reply(&[(OP_PUTFH, 0), (OP_WRITE, 28)], &[])),
+            write_result(&reply(&[(OP_PUTFH, 0), (OP_WRITE, 28)], &[]), false),
             Err(28)
         );
         let f = File {
@@ -529,7 +575,7 @@ mod tests {
             wsize: 4096,
         };
         let mut a = Vec::new();
-        encode_write(&mut Enc::new(&mut a), &f, 4096, 512, 2);
+        encode_write(&mut Enc::new(&mut a), &f, None, 4096, 512, 2);
         let mut d = Dec::new(&a);
         assert_eq!(d.opaque().unwrap(), b"");
         assert_eq!((d.u32(), d.u32(), d.u32()), (Ok(0), Ok(2), Ok(OP_PUTFH)));
