@@ -41,7 +41,7 @@ pub struct Contender {
 /// (uncapped, then at each FC link's payload rate), the store file itself
 /// through the media mount, then the protocols.
 pub const LAB_TARGETS: &[&str] = &[
-    "block", "fc2", "fc4", "fc8", "fc16", "fc32", "local", "nfs3", "nfs4", "iscsi", "nbd",
+    "block", "fc2", "fc4", "fc8", "fc16", "fc32", "local", "nfs3", "nfs4", "nfs41", "iscsi", "nbd",
 ];
 
 /// What `compare --lab` runs without `--targets`: the block baseline in the
@@ -110,7 +110,7 @@ fn lab_contender(name: &str, lab: Option<&LabState>) -> Result<Contender, String
         .map(|(_, u)| u.to_string())
         .unwrap_or_default();
     let server = match name {
-        "nfs3" | "nfs4" => Some("ganesha"),
+        "nfs3" | "nfs4" | "nfs41" => Some("ganesha"),
         "iscsi" => Some("tgtd"),
         "nbd" => Some("nbdkit"),
         _ => None,
@@ -191,7 +191,8 @@ mod tests {
         assert!(e.contains("storlab lab up"), "{e}");
         let e = resolve(&["nfs5".into()], None).unwrap_err();
         assert!(
-            e.contains("nfs5") && e.contains("fc8, fc16, fc32, local, nfs3, nfs4, iscsi, nbd"),
+            e.contains("nfs5")
+                && e.contains("fc8, fc16, fc32, local, nfs3, nfs4, nfs41, iscsi, nbd"),
             "{e}"
         );
         let e = resolve(&["null:".into(), "null:".into()], None).unwrap_err();

@@ -265,7 +265,7 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub job: JobArgs,
     /// Targets in order: lab names (block, fc2, fc4, fc8, fc16, fc32, local,
-    /// nfs3, nfs4, iscsi, nbd), NAME=URL, or URLs. With --lab, default
+    /// nfs3, nfs4, nfs41, iscsi, nbd), NAME=URL, or URLs. With --lab, default
     /// fc8,nfs3,nfs4,iscsi,nbd: the block baseline on 8 Gb FC = 100.
     #[arg(
         long,

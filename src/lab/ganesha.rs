@@ -136,16 +136,16 @@ pub fn wait_ready(
     })
 }
 
-/// The target URL of the backing file over NFS `version` (3 or 4). In
+/// The target URL of the backing file over NFS `version` ("3", "4" or "4.1"). In
 /// `loopback` mode the NFSv3 URL names the MOUNT port (`&mountport=`): no
 /// portmapper listens on 127.0.0.1 (rpcbind stays in the lab's namespace).
-pub fn url(at: Listen, nfs_port: u16, mountd_port: u16, version: u8) -> String {
+pub fn url(at: Listen, nfs_port: u16, mountd_port: u16, version: &str) -> String {
     let mut url = format!(
         "nfs://{}:{nfs_port}{EXPORT}/{}?version={version}",
         at.addr,
         super::backing::FILE
     );
-    if at.net == NetMode::Loopback && version == 3 {
+    if at.net == NetMode::Loopback && version == "3" {
         url.push_str(&format!("&mountport={mountd_port}"));
     }
     url
@@ -175,17 +175,21 @@ mod tests {
         let ns = Netns::for_slot(3);
         let at = Listen::of(NetMode::Netns, &ns);
         assert_eq!(
-            url(at, 12049, 12050, 3),
+            url(at, 12049, 12050, "3"),
             "nfs://10.99.3.2:12049/storlab/disk.img?version=3"
         );
         let at = Listen::of(NetMode::Loopback, &ns);
         assert_eq!(
-            url(at, 12049, 12050, 3),
+            url(at, 12049, 12050, "3"),
             "nfs://127.0.0.1:12049/storlab/disk.img?version=3&mountport=12050"
         );
         assert_eq!(
-            url(at, 12049, 12050, 4),
+            url(at, 12049, 12050, "4"),
             "nfs://127.0.0.1:12049/storlab/disk.img?version=4"
+        );
+        assert_eq!(
+            url(at, 12049, 12050, "4.1"),
+            "nfs://127.0.0.1:12049/storlab/disk.img?version=4.1"
         );
     }
 }

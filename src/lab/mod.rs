@@ -512,8 +512,9 @@ fn build(
 
     st.targets = Some(Targets {
         local: format!("file:{}", store.display()),
-        nfs3: ganesha::url(at, p.nfs, p.mountd, 3),
-        nfs4: ganesha::url(at, p.nfs, p.mountd, 4),
+        nfs3: ganesha::url(at, p.nfs, p.mountd, "3"),
+        nfs4: ganesha::url(at, p.nfs, p.mountd, "4"),
+        nfs41: Some(ganesha::url(at, p.nfs, p.mountd, "4.1")),
         iscsi: tgt::url(at, p.iscsi),
         nbd: nbdkit::url(at, p.nbd),
         block: Some(loopdev::url(&dev, None)),

@@ -52,6 +52,10 @@ pub struct Targets {
     pub nfs3: String,
     /// `nfs://ADDR:PORT/EXPORT/FILE?version=4`.
     pub nfs4: String,
+    /// `nfs://ADDR:PORT/EXPORT/FILE?version=4.1` (labs recorded before
+    /// storlab spoke NFSv4.1 have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nfs41: Option<String>,
     /// `iscsi://ADDR:PORT/IQN/1`.
     pub iscsi: String,
     /// `nbd://ADDR:PORT/EXPORT`.
@@ -83,15 +87,14 @@ impl Targets {
                 out.push((*name, format!("{b}?fc={link}")));
             }
         }
-        for (name, url) in [
-            ("local", &self.local),
-            ("nfs3", &self.nfs3),
-            ("nfs4", &self.nfs4),
-            ("iscsi", &self.iscsi),
-            ("nbd", &self.nbd),
-        ] {
-            out.push((name, url.clone()));
+        out.push(("local", self.local.clone()));
+        out.push(("nfs3", self.nfs3.clone()));
+        out.push(("nfs4", self.nfs4.clone()));
+        if let Some(u) = &self.nfs41 {
+            out.push(("nfs41", u.clone()));
         }
+        out.push(("iscsi", self.iscsi.clone()));
+        out.push(("nbd", self.nbd.clone()));
         out
     }
 }

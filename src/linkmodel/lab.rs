@@ -9,11 +9,12 @@ use crate::target::{NbdAddr, NbdReplies, Target};
 
 /// The protocol a target's I/O crosses a link in: `None` for `file:` and
 /// `null:` (no wire; a `file:` capped at an FC link crosses no lab link) and NBD over a Unix socket (no link). storlab's NFSv4
-/// client speaks 4.0.
+/// client speaks 4.0, and 4.1 with `version=4.1`.
 pub fn protocol_of(target: &Target) -> Option<Protocol> {
     match target {
         Target::Null | Target::File(_) | Target::Fc { .. } => None,
         Target::Nfs { version: 3, .. } => Some(Protocol::Nfs3),
+        Target::Nfs { minor: 1, .. } => Some(Protocol::Nfs41),
         Target::Nfs { .. } => Some(Protocol::Nfs4),
         Target::Iscsi { .. } => Some(Protocol::Iscsi),
         Target::Nbd {
@@ -180,6 +181,7 @@ mod tests {
         let p = |url: &str| protocol_of(&Target::parse(url).unwrap());
         assert_eq!(p("nfs://h/e/f?version=3"), Some(Protocol::Nfs3));
         assert_eq!(p("nfs://h/e/f?version=4"), Some(Protocol::Nfs4));
+        assert_eq!(p("nfs://h/e/f?version=4.1"), Some(Protocol::Nfs41));
         assert_eq!(p("iscsi://h/iqn.2025-01.x:y/1"), Some(Protocol::Iscsi));
         assert_eq!(p("nbd://h/x"), Some(Protocol::Nbd));
         assert_eq!(
