@@ -32,6 +32,13 @@ pub const NFS4ERR_SEQ_MISORDERED: u32 = 10063;
 pub const DELAY_RETRIES: u32 = 10;
 /// The wait before the first retry after NFS4ERR_DELAY (doubled each time, at most 1 s).
 const DELAY_WAIT: Duration = Duration::from_millis(20);
+
+/// How long to wait before retry `attempt` (0 = the first) after NFS4ERR_DELAY.
+pub fn delay_wait(attempt: u32) -> Duration {
+    DELAY_WAIT
+        .saturating_mul(1 << attempt.min(16))
+        .min(Duration::from_secs(1))
+}
 /// Bytes of a successful SEQUENCE result after its status: sessionid,
 /// sequenceid, slotid, highest_slotid, target_highest_slotid, status_flags.
 const SEQUENCE_RESOK: usize = 16 + 5 * 4;
@@ -221,7 +228,6 @@ pub fn call(
     numops: u32,
     args: impl Fn(&mut Enc),
 ) -> Result<Reply, String> {
-    let mut wait = DELAY_WAIT;
     for attempt in 0.. {
         let seq = match session.as_deref_mut() {
             None => None,
@@ -255,8 +261,7 @@ pub fn call(
             failed = if st != 0 { st } else { status };
         }
         if failed == NFS4ERR_DELAY && attempt < DELAY_RETRIES {
-            std::thread::sleep(wait);
-            wait = (wait * 2).min(Duration::from_secs(1));
+            std::thread::sleep(delay_wait(attempt));
             continue;
         }
         return Ok(Reply {
@@ -289,6 +294,14 @@ mod tests {
         assert_eq!(s.free_slots(), 2);
         assert_eq!(s.take().map(|q| (q.slot, q.seqid)), Some((0, 3)));
         assert_eq!(Session::new([0; 16], 0, 0, 0).slots(), 1);
+    }
+
+    #[test]
+    fn delay_waits_grow_to_a_second() {
+        assert_eq!(delay_wait(0), DELAY_WAIT);
+        assert_eq!(delay_wait(1), DELAY_WAIT * 2);
+        assert_eq!(delay_wait(9), Duration::from_secs(1));
+        assert_eq!(delay_wait(u32::MAX), Duration::from_secs(1));
     }
 
     #[test]

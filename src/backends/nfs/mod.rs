@@ -205,8 +205,11 @@ struct Disk {
     verf_changed: bool,
     /// The NFSv4.1 session (None for v3 and v4.0).
     session: Option<Session>,
-    /// NFSv4.1: the RPC parts waiting for a free session slot.
+    /// NFSv4.1: the RPC parts waiting for a free session slot (or, after
+    /// NFS4ERR_DELAY, for their time to be sent again).
     waiting: VecDeque<Part>,
+    /// NFSv4.1: the part in flight on each session slot.
+    sent: Vec<Option<Part>>,
 }
 
 /// One READ or WRITE RPC of a request (a request larger than the transfer
@@ -220,6 +223,10 @@ struct Part {
     len: u32,
     /// Its part of the request's buffer.
     buf: *mut u8,
+    /// Times it was sent again after NFS4ERR_DELAY.
+    tries: u32,
+    /// Not to be sent before this (after NFS4ERR_DELAY).
+    due: Option<Instant>,
 }
 
 // SAFETY: `buf` is a part of an engine request's buffer, valid until the
@@ -364,6 +371,7 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
         unstable: false,
         verf: None,
         verf_changed: false,
+        sent: vec![None; session.as_ref().map_or(0, Session::slots)],
         session,
         waiting: VecDeque::new(),
     })
@@ -427,12 +435,16 @@ fn send(disk: &mut Disk, stable: u32, p: Part) {
         proto,
         session,
         waiting,
+        sent,
         ..
     } = disk;
     let seq = match session {
         None => None,
         Some(s) => match s.take() {
-            Some(q) => Some(q),
+            Some(q) => {
+                sent[q.slot as usize] = Some(p);
+                Some(q)
+            }
             None => {
                 waiting.push_back(p);
                 return;
@@ -478,13 +490,18 @@ fn send(disk: &mut Disk, stable: u32, p: Part) {
     }
 }
 
-/// Send the parts waiting for a session slot while slots are free.
+/// Send the parts waiting for a session slot (those due) while slots are free.
 fn send_waiting(disk: &mut Disk, stable: u32) {
-    while disk.session.as_ref().is_some_and(|s| s.free_slots() > 0) {
-        let Some(p) = disk.waiting.pop_front() else {
-            return;
-        };
-        send(disk, stable, p);
+    let now = Instant::now();
+    let mut i = 0;
+    while i < disk.waiting.len() && disk.session.as_ref().is_some_and(|s| s.free_slots() > 0) {
+        if disk.waiting[i].due.is_some_and(|d| d > now) {
+            i += 1;
+            continue;
+        }
+        if let Some(p) = disk.waiting.remove(i) {
+            send(disk, stable, Part { due: None, ..p });
+        }
     }
 }
 
@@ -588,6 +605,8 @@ impl NfsBackend {
             verf,
             verf_changed,
             session,
+            sent,
+            waiting,
             ..
         } = &mut disks[i];
         let conn = &mut conns[j];
@@ -604,8 +623,33 @@ impl NfsBackend {
                         let sequenced = r.as_ref().is_ok_and(|b| compound::sequenced(b.body));
                         s.release(q, sequenced);
                     }
+                    let part = session_slot
+                        .and_then(|q| sent.get_mut(q as usize))
+                        .and_then(Option::take);
+                    let delayed = r.as_ref().is_ok_and(|b| {
+                        compound::results(b.body).is_ok_and(|x| x.0 == compound::NFS4ERR_DELAY)
+                    });
                     let slot = &mut slots[engine_slot];
                     let op = if slot.write { "WRITE" } else { "READ" };
+                    // NFSv4.1: NFS4ERR_DELAY (at SEQUENCE or at the op) sends
+                    // the part again later, a bounded number of times.
+                    if let Some(p) = part
+                        && delayed
+                    {
+                        if p.tries < compound::DELAY_RETRIES {
+                            waiting.push_back(Part {
+                                tries: p.tries + 1,
+                                due: Some(Instant::now() + compound::delay_wait(p.tries)),
+                                ..p
+                            });
+                            return;
+                        }
+                        *last_error = Some(format!(
+                            "{op}: the server answered NFS4ERR_DELAY {} times in a row \
+                             (it stayed busy)",
+                            p.tries + 1
+                        ));
+                    }
                     // A reply that failed at SEQUENCE: its status.
                     let seq_failed = match &r {
                         Ok(b) if in_session && !compound::sequenced(b.body) => {
@@ -645,7 +689,9 @@ impl NfsBackend {
                              holds an impossible value)"
                         ));
                     }
-                    if let Some(st) = seq_failed {
+                    if let Some(st) = seq_failed
+                        && !delayed
+                    {
                         *last_error = Some(format!("{op}: {}", compound::sequence_error(st)));
                     }
                     match res {
@@ -831,6 +877,8 @@ impl Backend for NfsBackend {
                 offset: req.offset + at as u64,
                 len: max.min(req.len - at),
                 buf: req.buf.wrapping_add(at as usize),
+                tries: 0,
+                due: None,
             };
             send(disk, stable, part);
         }
@@ -913,6 +961,19 @@ impl Backend for NfsBackend {
                     }
                     Some(left)
                 }
+            };
+            // Wake when a part sent again after NFS4ERR_DELAY is due.
+            let due = self
+                .disks
+                .iter()
+                .filter(|d| d.session.as_ref().is_some_and(|s| s.free_slots() > 0))
+                .flat_map(|d| &d.waiting)
+                .filter_map(|p| p.due)
+                .min()
+                .map(|d| d.saturating_duration_since(Instant::now()));
+            let left = match (left, due) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
             };
             self.wait(left)?;
         }
