@@ -1,4 +1,4 @@
-//! The NFS backend: storlab's own NFSv3 and NFSv4.0 client over ONC RPC.
+//! The NFS backend: storlab's own NFSv3, NFSv4.0 and NFSv4.1 client over ONC RPC.
 //!
 //! # Why our own client
 //!
@@ -14,7 +14,9 @@
 //!
 //! * [`xdr`] encodes and decodes XDR; [`rpc`] frames calls (record marking),
 //!   adds AUTH_SYS credentials (uid 0, gid 0), matches replies by XID and does
-//!   the non-blocking socket I/O; [`v3`] and [`v4`] know the procedures.
+//!   the non-blocking socket I/O; [`v3`] and [`v4`] know the procedures,
+//!   [`compound`] NFSv4's COMPOUND framing and the 4.1 slot table, [`v41`]
+//!   the 4.1 client and session.
 //! * Each queued request becomes one READ or WRITE RPC (or several, see
 //!   below) encoded into the connection's send buffer; `commit` sends what the
 //!   socket takes, `reap` sends the rest, reads replies without blocking and
@@ -46,6 +48,17 @@
 //!   writes; OPEN_CONFIRM when the server asks). READ and WRITE carry the open
 //!   stateid, which renews the lease, so a busy run needs no RENEW. The file is
 //!   CLOSEd on drop.
+//! * **NFSv4.1** (`version=4.1`): EXCHANGE_ID (an owner unique per open,
+//!   SP4_NONE), CREATE_SESSION whose fore channel asks for as many slots as
+//!   the queue depth and requests and replies of [`MAX_TRANSFER`] plus
+//!   headers (the server's grant is used: never more slots, rsize / wsize
+//!   cut to its sizes), RECLAIM_COMPLETE, then the 4.0 steps with SEQUENCE
+//!   first in every COMPOUND and no OPEN_CONFIRM. Each READ / WRITE RPC takes
+//!   a free slot (its id + 1 for a new request; a failure at SEQUENCE leaves
+//!   it) and carries the open stateid with seqid 0; RPCs beyond the free
+//!   slots wait in the disk's queue. NFS4ERR_DELAY sends an RPC again after a
+//!   growing wait, at most [`compound::DELAY_RETRIES`] times. On drop: COMMIT,
+//!   CLOSE, DESTROY_SESSION, DESTROY_CLIENTID.
 //! * **Errors.** Set-up errors are one line naming the URL and what to do
 //!   (connection refused, export not found, file missing on a read-only run,
 //!   permission denied, file smaller than the run needs). An NFS error status
@@ -57,7 +70,8 @@
 //!   go round robin over them, one RPC per connection in turn, as the Linux
 //!   client's mount option of that name. NFSv3 is stateless and an NFSv4.0
 //!   stateid belongs to the client, not to a connection, so every connection
-//!   may carry any request.
+//!   may carry any request. In NFSv4.1 each further connection is bound to
+//!   the session (BIND_CONN_TO_SESSION, fore channel) before it carries any.
 //! * The client binds no privileged source port: servers that insist on one
 //!   (the Linux kernel server's `secure` default) need `insecure` on the export.
 
