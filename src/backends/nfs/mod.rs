@@ -82,6 +82,9 @@ pub mod v4;
 pub mod v41;
 pub mod xdr;
 
+#[cfg(test)]
+mod tests41;
+
 use crate::io::{Backend, BackendError, Completion, OpenOptions, QueueError, Request};
 use crate::target::Target;
 use crate::workload::{Dir, SyncMode};
