@@ -1,6 +1,8 @@
 //! The unsafe/FFI boundary of the file backend: a thin io_uring ring wrapper
-//! and the block-device size ioctl. Everything `unsafe` in the file backend
-//! and in prepare lives here; the rest of the crate sees safe functions.
+//! and the block-device size ioctl. Every system call of the file backend and
+//! of prepare is here; the one that hands the kernel a buffer it keeps
+//! ([`Ring::push_rw`]) is an `unsafe fn`, called from the backend's `queue`
+//! (docs/unsafe.md).
 
 use crate::io::{BufferPool, Completion, IoBuf};
 use io_uring::{IoUring, opcode, types};

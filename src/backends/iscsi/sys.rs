@@ -1,6 +1,8 @@
 //! The unsafe/FFI boundary of the iSCSI backend: hand-written declarations of
-//! the few libiscsi functions it uses and a safe [`Session`] around one
-//! `iscsi_context`. Everything `unsafe` in the iSCSI backend lives here.
+//! the few libiscsi functions it uses and a [`Session`] around one
+//! `iscsi_context`, safe except for the two calls that keep a buffer
+//! (`read16`, `write16`: `unsafe fn`s, see docs/unsafe.md). Every FFI call of
+//! the iSCSI backend is here.
 //!
 //! Ownership rules the wrapper keeps:
 //!

@@ -1,5 +1,7 @@
-//! The only unsafe code of the NBD backend: hand-written declarations of the
-//! few libnbd functions it uses, and a safe [`Handle`] around them.
+//! Every FFI call of the NBD backend: hand-written declarations of the few
+//! libnbd functions it uses, and a [`Handle`] around them, safe except for the
+//! two calls that keep a buffer (`pread`, `pwrite`: `unsafe fn`s, see
+//! docs/unsafe.md).
 //!
 //! Completion callbacks never own memory: their `user_data` points at a
 //! [`Token`] in an array owned by the [`Handle`], and their free function is

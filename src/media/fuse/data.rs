@@ -2,7 +2,7 @@
 //! medium when it completes (at its arrival time), then does the real I/O on
 //! the backing file, and is answered no earlier than the medium's time.
 
-use super::abi::{self, BackingMap, fopen};
+use super::abi::{self, fopen};
 use super::fs::{Answer, CacheMode, Fs, OpenFile};
 use super::reply::Reply;
 use super::sys::{self, Errno, Sys};
@@ -55,11 +55,7 @@ impl Fs {
             CacheMode::Direct => (fopen::DIRECT_IO | fopen::PARALLEL_DIRECT_WRITES, None),
             CacheMode::PageCache => (fopen::KEEP_CACHE, None),
             CacheMode::Passthrough => {
-                let mut map = BackingMap {
-                    fd: fd.as_raw_fd(),
-                    ..Default::default()
-                };
-                match sys::ioctl(chan.as_fd(), abi::DEV_IOC_BACKING_OPEN, &mut map) {
+                match sys::backing_open(chan.as_fd(), fd.as_raw_fd()) {
                     Ok(id) => (fopen::PASSTHROUGH, Some(id)),
                     Err(e) => {
                         // Not for this file (the kernel may refuse one it
@@ -90,8 +86,8 @@ impl Fs {
     pub(super) fn release(&self, fh: u64, chan: &OwnedFd) {
         if let Some(f) = self.files.remove(fh) {
             self.nodes.count_open(f.node, -1);
-            if let Some(mut id) = f.backing_id {
-                let _ = sys::ioctl(chan.as_fd(), abi::DEV_IOC_BACKING_CLOSE, &mut id);
+            if let Some(id) = f.backing_id {
+                let _ = sys::backing_close(chan.as_fd(), id);
             }
         }
     }
