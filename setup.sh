@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 # libsqlite3-dev: the results database (rusqlite links the system SQLite). chromium: the HTML report test.
 # libssl-dev + pkg-config: the agent's optional TLS (system OpenSSL); openssl: the TLS test makes a
 # certificate. g++: libFuzzer (the fuzz targets' runtime, built by tests/fuzz_targets.rs).
-PACKAGES=(fio time nfs-ganesha nfs-ganesha-vfs libiscsi-dev libiscsi-bin tgt libnbd-dev nbdkit rpcbind iproute2 util-linux qemu-utils libnfs-utils libsqlite3-dev chromium libssl-dev pkg-config openssl g++)
+PACKAGES=(fio time nfs-ganesha nfs-ganesha-vfs libiscsi-dev libiscsi-bin tgt libnbd-dev nbdkit rpcbind iproute2 util-linux qemu-utils nbd-server istgt libnfs-utils libsqlite3-dev chromium libssl-dev pkg-config openssl g++)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

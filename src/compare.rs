@@ -37,8 +37,25 @@ pub struct Contender {
     pub backing: Option<PathBuf>,
 }
 
-/// The lab target names, in the studies' usual order.
-pub const LAB_TARGETS: &[&str] = &["local", "nfs3", "nfs4", "iscsi", "nbd"];
+/// The lab target names, in the studies' usual order: the block baseline
+/// (uncapped, then at each FC link's payload rate), the store file itself
+/// through the media mount, then the protocols.
+pub const LAB_TARGETS: &[&str] = &[
+    "block", "fc2", "fc4", "fc8", "fc16", "fc32", "local", "nfs3", "nfs4", "iscsi", "nbd",
+];
+
+/// What `compare --lab` runs without `--targets`: the block baseline in the
+/// FC role on 8 Gb FC (the studies' baseline = 100), then every protocol.
+pub const DEFAULT_LAB_TARGETS: &[&str] = &["fc8", "nfs3", "nfs4", "iscsi", "nbd"];
+
+/// The name a lab target goes by in tables, as the studies name their
+/// baseline: `fc8` is "FC 8Gb (block)"; other names are their own.
+pub fn label(name: &str) -> String {
+    match name.strip_prefix("fc").filter(|g| g.parse::<u32>().is_ok()) {
+        Some(gb) if LAB_TARGETS.contains(&name) => format!("FC {gb}Gb (block)"),
+        _ => name.to_string(),
+    }
+}
 
 /// Resolve `--targets` entries: a lab target name, `NAME=URL`, or a URL (named
 /// by itself). Lab names need a lab that is up.
@@ -107,8 +124,15 @@ fn lab_contender(name: &str, lab: Option<&LabState>) -> Result<Contender, String
             }]
         })
         .unwrap_or_default();
+    if url.is_empty() {
+        return Err(format!(
+            "the lab in {} has no {name:?} target (it was brought up before the block baseline: \
+             run `storlab lab down`, then `storlab lab up`)",
+            lab.state_dir.display()
+        ));
+    }
     Ok(Contender {
-        name: name.to_string(),
+        name: label(name),
         target: Target::parse(&url).map_err(|e| e.to_string())?,
         servers,
         backing: lab.backing.as_ref().map(|b| b.path.clone()),
@@ -167,10 +191,21 @@ mod tests {
         assert!(e.contains("storlab lab up"), "{e}");
         let e = resolve(&["nfs5".into()], None).unwrap_err();
         assert!(
-            e.contains("nfs5") && e.contains("local, nfs3, nfs4, iscsi, nbd"),
+            e.contains("nfs5") && e.contains("fc8, fc16, fc32, local, nfs3, nfs4, iscsi, nbd"),
             "{e}"
         );
         let e = resolve(&["null:".into(), "null:".into()], None).unwrap_err();
         assert!(e.contains("twice"), "{e}");
+    }
+
+    #[test]
+    fn fc_targets_read_like_the_studies_baseline() {
+        assert_eq!(label("fc8"), "FC 8Gb (block)");
+        assert_eq!(label("fc32"), "FC 32Gb (block)");
+        assert_eq!(label("nfs3"), "nfs3");
+        assert_eq!(label("fc7"), "fc7");
+        for t in DEFAULT_LAB_TARGETS {
+            assert!(LAB_TARGETS.contains(t));
+        }
     }
 }

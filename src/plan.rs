@@ -127,7 +127,7 @@ pub enum TargetKind {
 pub fn target_kind(target: &Target) -> TargetKind {
     match target {
         Target::Null => TargetKind::Null,
-        Target::File(p) => {
+        Target::File(p) | Target::Fc { path: p, .. } => {
             if p.is_dir() {
                 TargetKind::Directory
             } else {
@@ -162,12 +162,9 @@ pub fn build(spec: &Spec, targets: &[(Target, TargetKind)], max_threads: usize) 
             for d in 0..group.disks_per_vm {
                 let t = (vm as usize * group.disks_per_vm as usize + d as usize) % targets.len();
                 let (target, kind) = &targets[t];
-                let path = match (target, kind) {
-                    (Target::File(dir), TargetKind::Directory) => {
-                        Some(dir.join(disk_file_name(vm, d)))
-                    }
-                    (Target::File(p), _) => Some(p.clone()),
-                    _ => None,
+                let path = match (target.local_path(), kind) {
+                    (Some(dir), TargetKind::Directory) => Some(dir.join(disk_file_name(vm, d))),
+                    (p, _) => p.map(|p| p.to_path_buf()),
                 };
                 let slice = next_slice[t];
                 next_slice[t] += 1;

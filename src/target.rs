@@ -3,8 +3,12 @@
 //! `file:PATH` is a directory (storlab creates one file per VM disk in it), a
 //! regular file, or a block device; kernel-attached storage of any protocol (FC,
 //! FCoE, a kernel iSCSI LUN, an NFS mount, NVMe-oF) is reached this way through
-//! its device or mount path. `null:` completes every I/O at once. The protocol
-//! schemes reach servers from user space:
+//! its device or mount path. `file:PATH?fc=8gfc` is the same path reached as
+//! over a Fibre Channel link: the lab's block baseline in the FC role, capped
+//! at the link's payload rate (`1gfc` .. `32gfc`, [`FC_LINKS`]; the wire model
+//! gives the rate). A `?` anywhere else in a `file:` path is part of the path.
+//! `null:` completes every I/O at once. The protocol schemes reach servers
+//! from user space:
 //!
 //! * `nfs://HOST[:PORT]/EXPORT/PATH?version=3|4` — a file on an NFS export;
 //!   without `version`, 3. The export is the first path component unless
@@ -14,14 +18,38 @@
 //! * `nbd://HOST[:PORT][/EXPORT]` and `nbd+unix:///EXPORT?socket=PATH` — an
 //!   NBD export over TCP or a Unix socket (the NBD URI standard). Both take
 //!   `replies=simple|structured` (default simple: see [`NbdReplies`]).
+//!
+//! `nfs://`, `iscsi://` and `nbd://` take `nconnect=N` (1..=[`MAX_NCONNECT`],
+//! default 1): one backend's requests go round robin over N TCP connections
+//! to the target (Linux's NFS mount option of that name; for iSCSI, N
+//! sessions; for NBD, the server must advertise multi-conn).
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The schemes a target may use, for error messages.
-pub const ALLOWED_SCHEMES: &str = "file:PATH, null:, nfs://HOST[:PORT]/EXPORT/FILE?version=3|4, \
-     iscsi://HOST[:PORT]/IQN/LUN, nbd://HOST[:PORT]/EXPORT[?replies=simple|structured], \
+pub const ALLOWED_SCHEMES: &str = "file:PATH[?fc=1gfc..32gfc], null:, \
+     nfs://HOST[:PORT]/EXPORT/FILE?version=3|4[&nconnect=1..16], \
+     iscsi://HOST[:PORT]/IQN/LUN[?nconnect=1..16], \
+     nbd://HOST[:PORT]/EXPORT[?replies=simple|structured][&nconnect=1..16], \
      nbd+unix:///EXPORT?socket=PATH";
+
+/// The most connections `nconnect=N` may ask for (Linux's NFS client caps
+/// its mount option at 16 too).
+pub const MAX_NCONNECT: u8 = 16;
+
+/// Parse `nconnect=N`; the error names the option and its allowed values.
+fn parse_nconnect(v: &str) -> Result<u8, String> {
+    v.parse::<u8>()
+        .ok()
+        .filter(|n| (1..=MAX_NCONNECT).contains(n))
+        .ok_or(format!(
+            "invalid nconnect={v:?} (allowed: 1..={MAX_NCONNECT})"
+        ))
+}
+/// The Fibre Channel links a `file:PATH?fc=LINK` target may name (the wire
+/// model's FC links, `crate::linkmodel`).
+pub const FC_LINKS: &[&str] = &["1gfc", "2gfc", "4gfc", "8gfc", "16gfc", "32gfc"];
 
 /// Default ports of the protocols.
 pub const NFS_PORT: u16 = 2049;
@@ -37,6 +65,14 @@ pub enum Target {
     Null,
     /// A local path: directory, regular file or block device, through io_uring.
     File(PathBuf),
+    /// A local path (normally a block device) reached as over a Fibre Channel
+    /// link: the file backend, its bandwidth capped at the link's payload rate.
+    Fc {
+        /// The directory, file or device.
+        path: PathBuf,
+        /// The FC link, one of [`FC_LINKS`].
+        link: String,
+    },
     /// A file on an NFS export.
     Nfs {
         /// Server host name or address.
@@ -52,6 +88,8 @@ pub enum Target {
         path: String,
         /// 3 or 4.
         version: u8,
+        /// TCP connections the requests are spread over (`?nconnect=N`).
+        nconnect: u8,
     },
     /// A LUN of an iSCSI target.
     Iscsi {
@@ -63,6 +101,8 @@ pub enum Target {
         iqn: String,
         /// Logical unit number.
         lun: u32,
+        /// Sessions the requests are spread over (`?nconnect=N`).
+        nconnect: u8,
     },
     /// An NBD export.
     Nbd {
@@ -72,6 +112,8 @@ pub enum Target {
         export: String,
         /// Which replies to ask the server for.
         replies: NbdReplies,
+        /// Connections the requests are spread over (`?nconnect=N`, multi-conn).
+        nconnect: u8,
     },
 }
 
@@ -221,6 +263,21 @@ impl Target {
             }
             "file" => {
                 let path = rest.strip_prefix("//").unwrap_or(rest);
+                if let Some((p, link)) = path.rsplit_once("?fc=") {
+                    if p.is_empty() {
+                        return Err(err("file: needs a path"));
+                    }
+                    if !FC_LINKS.contains(&link) {
+                        return Err(err(&format!(
+                            "invalid fc={link:?} (allowed: {})",
+                            FC_LINKS.join(", ")
+                        )));
+                    }
+                    return Ok(Target::Fc {
+                        path: PathBuf::from(p),
+                        link: link.to_string(),
+                    });
+                }
                 if path.is_empty() {
                     return Err(err("file: needs a path"));
                 }
@@ -237,12 +294,14 @@ impl Target {
                     "nbd" => {
                         let (host, port) = host_port(authority, NBD_PORT).map_err(|r| err(&r))?;
                         let mut replies = NbdReplies::default();
+                        let mut nconnect = 1;
                         for (k, v) in &query {
                             match *k {
                                 "replies" => replies = NbdReplies::parse(v).map_err(|r| err(&r))?,
+                                "nconnect" => nconnect = parse_nconnect(v).map_err(|r| err(&r))?,
                                 other => {
                                     return Err(err(&format!(
-                                        "unknown query parameter {other:?} (allowed: replies)"
+                                        "unknown query parameter {other:?} (allowed: replies, nconnect)"
                                     )));
                                 }
                             }
@@ -252,6 +311,7 @@ impl Target {
                             addr: NbdAddr::Tcp { host, port },
                             export,
                             replies,
+                            nconnect,
                         })
                     }
                     _ => {
@@ -262,13 +322,16 @@ impl Target {
                         }
                         let mut socket = None;
                         let mut replies = NbdReplies::default();
+                        let mut nconnect = 1;
                         for (k, v) in &query {
                             match *k {
                                 "socket" if !v.is_empty() => socket = Some(PathBuf::from(v)),
                                 "replies" => replies = NbdReplies::parse(v).map_err(|r| err(&r))?,
+                                "nconnect" => nconnect = parse_nconnect(v).map_err(|r| err(&r))?,
                                 other => {
                                     return Err(err(&format!(
-                                        "unknown query parameter {other:?} (allowed: socket, replies)"
+                                        "unknown query parameter {other:?} \
+                                         (allowed: socket, replies, nconnect)"
                                     )));
                                 }
                             }
@@ -279,6 +342,7 @@ impl Target {
                             addr: NbdAddr::Unix(socket),
                             export,
                             replies,
+                            nconnect,
                         })
                     }
                 }
@@ -293,6 +357,7 @@ impl Target {
         let mut version = 3u8;
         let mut mount_port = None;
         let mut export_override = None;
+        let mut nconnect = 1;
         for (k, v) in query {
             match *k {
                 "version" => {
@@ -311,9 +376,11 @@ impl Target {
                     )
                 }
                 "export" => export_override = Some(v.to_string()),
+                "nconnect" => nconnect = parse_nconnect(v)?,
                 other => {
                     return Err(format!(
-                        "unknown query parameter {other:?} (allowed: version, mountport, export)"
+                        "unknown query parameter {other:?} \
+                         (allowed: version, mountport, export, nconnect)"
                     ));
                 }
             }
@@ -349,12 +416,23 @@ impl Target {
             export,
             path: file,
             version,
+            nconnect,
         })
     }
 
     fn parse_iscsi(authority: &str, path: &str, query: &[(&str, &str)]) -> Result<Target, String> {
         let (host, port) = host_port(authority, ISCSI_PORT)?;
-        no_query(query)?;
+        let mut nconnect = 1;
+        for (k, v) in query {
+            match *k {
+                "nconnect" => nconnect = parse_nconnect(v)?,
+                other => {
+                    return Err(format!(
+                        "unknown query parameter {other:?} (allowed: nconnect)"
+                    ));
+                }
+            }
+        }
         let trimmed = path.trim_start_matches('/');
         let (iqn, lun) = trimmed.rsplit_once('/').ok_or("iscsi:// needs /IQN/LUN")?;
         if !(iqn.starts_with("iqn.") || iqn.starts_with("eui.") || iqn.starts_with("naa.")) {
@@ -370,14 +448,42 @@ impl Target {
             port,
             iqn: iqn.to_string(),
             lun,
+            nconnect,
         })
+    }
+
+    /// The storage this target names, without how it is reached: the same
+    /// target with one connection and the default NBD replies. Two URLs of
+    /// one file, LUN or export compare equal this way.
+    pub fn storage(&self) -> Target {
+        let mut t = self.clone();
+        match &mut t {
+            Target::Nfs { nconnect, .. } | Target::Iscsi { nconnect, .. } => *nconnect = 1,
+            Target::Nbd {
+                nconnect, replies, ..
+            } => {
+                *nconnect = 1;
+                *replies = NbdReplies::default();
+            }
+            Target::Fc { path, .. } => return Target::File(path.clone()),
+            _ => {}
+        }
+        t
+    }
+
+    /// The local path of a `file:` target (capped at an FC link or not).
+    pub fn local_path(&self) -> Option<&Path> {
+        match self {
+            Target::File(p) | Target::Fc { path: p, .. } => Some(p),
+            _ => None,
+        }
     }
 
     /// The backend that serves this target.
     pub fn backend_name(&self) -> &'static str {
         match self {
             Target::Null => "null",
-            Target::File(_) => "file",
+            Target::File(_) | Target::Fc { .. } => "file",
             Target::Nfs { .. } => "nfs",
             Target::Iscsi { .. } => "iscsi",
             Target::Nbd { .. } => "nbd",
@@ -385,10 +491,12 @@ impl Target {
     }
 }
 
-fn no_query(query: &[(&str, &str)]) -> Result<(), String> {
-    match query.first() {
-        Some((k, _)) => Err(format!("unknown query parameter {k:?} (allowed: none)")),
-        None => Ok(()),
+/// The URL query part of `nconnect=N` ("" for the default of one connection).
+fn nconnect_query(n: u8, first: bool) -> String {
+    match (n, first) {
+        (1, _) => String::new(),
+        (n, true) => format!("?nconnect={n}"),
+        (n, false) => format!("&nconnect={n}"),
     }
 }
 
@@ -405,6 +513,7 @@ impl fmt::Display for Target {
         match self {
             Target::Null => write!(f, "null:"),
             Target::File(p) => write!(f, "file:{}", p.display()),
+            Target::Fc { path, link } => write!(f, "file:{}?fc={link}", path.display()),
             Target::Nfs {
                 host,
                 port,
@@ -412,6 +521,7 @@ impl fmt::Display for Target {
                 export,
                 path,
                 version,
+                nconnect,
             } => {
                 write!(
                     f,
@@ -428,29 +538,37 @@ impl fmt::Display for Target {
                 if e.is_empty() || e.contains('/') {
                     write!(f, "&export={export}")?;
                 }
-                Ok(())
+                write!(f, "{}", nconnect_query(*nconnect, false))
             }
             Target::Iscsi {
                 host,
                 port,
                 iqn,
                 lun,
-            } => write!(f, "iscsi://{}:{port}/{iqn}/{lun}", fmt_host(host)),
+                nconnect,
+            } => {
+                let n = nconnect_query(*nconnect, true);
+                write!(f, "iscsi://{}:{port}/{iqn}/{lun}{n}", fmt_host(host))
+            }
             Target::Nbd {
                 addr: NbdAddr::Tcp { host, port },
                 export,
                 replies,
+                nconnect,
             } => {
                 let q = replies.query(true);
-                write!(f, "nbd://{}:{port}/{export}{q}", fmt_host(host))
+                let n = nconnect_query(*nconnect, q.is_empty());
+                write!(f, "nbd://{}:{port}/{export}{q}{n}", fmt_host(host))
             }
             Target::Nbd {
                 addr: NbdAddr::Unix(p),
                 export,
                 replies,
+                nconnect,
             } => {
                 let q = replies.query(false);
-                write!(f, "nbd+unix:///{export}?socket={}{q}", p.display())
+                let n = nconnect_query(*nconnect, false);
+                write!(f, "nbd+unix:///{export}?socket={}{q}{n}", p.display())
             }
         }
     }
@@ -478,6 +596,31 @@ mod tests {
     }
 
     #[test]
+    fn a_file_capped_at_an_fc_link_round_trips_and_bad_links_are_named() {
+        let t = Target::parse("file:/dev/loop3?fc=8gfc").unwrap();
+        assert_eq!(
+            t,
+            Target::Fc {
+                path: "/dev/loop3".into(),
+                link: "8gfc".into()
+            }
+        );
+        assert_eq!(t.to_string(), "file:/dev/loop3?fc=8gfc");
+        assert_eq!(t.local_path(), Some(Path::new("/dev/loop3")));
+        assert_eq!(t.backend_name(), "file");
+        // Any other `?` stays part of the path.
+        assert_eq!(
+            Target::parse("file:/tmp/a?b").unwrap(),
+            Target::File("/tmp/a?b".into())
+        );
+        let e = Target::parse("file:/dev/loop3?fc=10gfc")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"10gfc\"") && e.contains("32gfc"), "{e}");
+        assert!(Target::parse("file:?fc=8gfc").is_err());
+    }
+
+    #[test]
     fn parses_protocol_urls() {
         assert_eq!(
             Target::parse("nfs://127.0.0.1:12049/export/data/disk.img?version=4").unwrap(),
@@ -487,7 +630,8 @@ mod tests {
                 mount_port: None,
                 export: "/export".into(),
                 path: "data/disk.img".into(),
-                version: 4
+                version: 4,
+                nconnect: 1,
             }
         );
         let t = Target::parse("nfs://h/a/b/f?export=/a/b&mountport=20048").unwrap();
@@ -501,7 +645,8 @@ mod tests {
                 host: "::1".into(),
                 port: 3261,
                 iqn: "iqn.2026-11.lab.storlab:store".into(),
-                lun: 1
+                lun: 1,
+                nconnect: 1,
             }
         );
         assert_eq!(
@@ -513,6 +658,7 @@ mod tests {
                 },
                 export: "store".into(),
                 replies: NbdReplies::Simple,
+                nconnect: 1,
             }
         );
         assert_eq!(
@@ -521,6 +667,7 @@ mod tests {
                 addr: NbdAddr::Unix("/run/x.sock".into()),
                 export: "store".into(),
                 replies: NbdReplies::Simple,
+                nconnect: 1,
             }
         );
     }
@@ -544,10 +691,17 @@ mod tests {
             "nbd://h/e?replies=fast",
             "nbd+unix:///e?socket=/s&replies=",
             "nbd:/h",
+            "nfs://h/e/f?nconnect=0",
+            "nfs://h/e/f?nconnect=17",
+            "nbd://h/e?nconnect=x",
+            "nbd+unix:///e?socket=/s&nconnect=",
         ] {
             let e = Target::parse(bad).unwrap_err().to_string();
             assert!(e.contains(&format!("{bad:?}")), "{e}");
-            assert!(e.contains("allowed: file:PATH, null:"), "{e}");
+            assert!(
+                e.contains("allowed: file:PATH[?fc=1gfc..32gfc], null:"),
+                "{e}"
+            );
         }
     }
 
@@ -563,8 +717,47 @@ mod tests {
             "nbd://h:10809/e?replies=structured",
             "nbd+unix:///e?socket=/run/s.sock&replies=structured",
             "nbd+unix:///e?socket=/s",
+            "nfs://h:2049/e/f?version=4&nconnect=4",
+            "nfs://h:2049/a/b/f?version=3&export=/a/b&nconnect=16",
+            "nbd://h:10809/e?nconnect=2",
+            "nbd://h:10809/e?replies=structured&nconnect=8",
+            "nbd+unix:///e?socket=/s&nconnect=3",
+            "iscsi://h:3260/iqn.2026-11.lab.storlab:store/1?nconnect=2",
         ] {
             assert_eq!(Target::parse(s).unwrap().to_string(), s);
         }
+    }
+
+    #[test]
+    fn storage_ignores_how_it_is_reached() {
+        let a = Target::parse("nbd://h/e?replies=structured&nconnect=4").unwrap();
+        let b = Target::parse("nbd://h/e").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a.storage(), b);
+        let a = Target::parse("nfs://h/e/f?nconnect=2").unwrap();
+        assert_eq!(a.storage(), Target::parse("nfs://h/e/f").unwrap());
+        assert_ne!(a.storage(), Target::parse("nfs://h/e/g").unwrap());
+    }
+
+    #[test]
+    fn nconnect_errors_name_the_option_and_its_range() {
+        for bad in ["0", "17", "256", "-1", "four", ""] {
+            let e = Target::parse(&format!("nfs://h/e/f?nconnect={bad}"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("invalid nconnect={bad:?} (allowed: 1..=16)")),
+                "{e}"
+            );
+        }
+        let e = Target::parse("nfs://h/e/f?nconnects=2")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown query parameter \"nconnects\" (allowed: version, mountport, export, nconnect)"),
+            "{e}"
+        );
+        let t = Target::parse("nfs://h/e/f?nconnect=16").unwrap();
+        assert!(matches!(t, Target::Nfs { nconnect: 16, .. }));
     }
 }

@@ -1,7 +1,9 @@
 //! The backend contract (`storlab::io::Backend`'s docs), checked against every
-//! backend: null, file, NFSv3 and NFSv4 (nfs-ganesha), iSCSI (tgt) and NBD
-//! (nbdkit). Each line of the table at the bottom is one backend; a new
-//! backend gets every check by adding its line.
+//! backend: null, file, a file capped at an FC link, NFSv3 and NFSv4
+//! (nfs-ganesha), iSCSI (tgt) and NBD (nbdkit), the protocols also with
+//! `nconnect=2` (two connections or sessions per target). Each line of the
+//! table at the bottom is one backend; a new backend gets every check by
+//! adding its line.
 //!
 //! The protocol backends run against a lab of their own (`storlab lab up
 //! --net loopback`, 64 MiB, servers started, restarted and stopped by PID by
@@ -36,7 +38,8 @@ static LABS: Mutex<()> = Mutex::new(());
 
 /// One backend, and what its storage does where the contract leaves a choice.
 struct Row {
-    /// `null`, `file`, or the lab's target name (`nfs3`, `nfs4`, `iscsi`, `nbd`).
+    /// `null`, `file`, or the lab's target name (`nfs3`, `nfs4`, `iscsi`, `nbd`),
+    /// with `?query` to add to its URL (`nbd?nconnect=2`, `file?fc=8gfc`).
     target: &'static str,
     /// The lab server behind it, to stall and restart.
     server: Option<&'static str>,
@@ -76,26 +79,41 @@ struct Fixture {
 
 impl Fixture {
     fn new(row: &'static Row) -> Fixture {
-        let (place, url) = match row.target {
+        // `kind?query`: the query (nconnect=N, fc=LINK) goes on the URL.
+        let (kind, query) = match row.target.split_once('?') {
+            Some((k, q)) => (k, format!("?{q}")),
+            None => (row.target, String::new()),
+        };
+        let tag = row.target.replace(['?', '='], "-");
+        let (place, url) = match kind {
             "null" => (Place::Null, "null:".to_string()),
             "file" => {
                 let p = std::env::temp_dir()
-                    .join(format!("storlab-contract-{}.img", std::process::id()));
+                    .join(format!("storlab-contract-{}-{tag}.img", std::process::id()));
                 std::fs::File::create(&p)
                     .and_then(|f| f.set_len(SIZE))
                     .unwrap();
-                let url = format!("file:{}", p.display());
+                let url = format!("file:{}{query}", p.display());
                 (Place::File(p), url)
             }
             name => {
-                let lab = Lab::builder(&format!("contract-{name}"), "64m")
+                let lab = Lab::builder(&format!("contract-{tag}"), "64m")
                     .loopback()
                     .up();
                 let url = lab.url(name);
+                let url = match (url.contains('?'), query.strip_prefix('?')) {
+                    (true, Some(q)) => format!("{url}&{q}"),
+                    _ => format!("{url}{query}"),
+                };
                 (Place::Lab(lab), url)
             }
         };
-        let target = Target::parse(&url).unwrap();
+        let target = Target::parse(&url).unwrap_or_else(|e| panic!("{url}: {e}"));
+        let printed = target.to_string();
+        assert!(
+            printed.contains(&query[query.len().min(1)..]),
+            "{printed} lost {query}"
+        );
         Fixture { row, place, target }
     }
 
@@ -110,10 +128,7 @@ impl Fixture {
         sync: Option<SyncMode>,
         size_needed: u64,
     ) -> Result<Box<dyn Backend>, BackendError> {
-        let path = match &self.target {
-            Target::File(p) => Some(p.clone()),
-            _ => None,
-        };
+        let path = self.target.local_path().map(|p| p.to_path_buf());
         let disk = Disk {
             target: self.url(),
             path,
@@ -395,13 +410,10 @@ fn broken(l: &mut Lane) -> BackendError {
 /// propagation); a new one reads what was written before.
 fn restart(f: &Fixture) {
     let Some(server) = f.row.server else {
-        if f.row.target == "file" {
+        if let Some(p) = f.target.local_path() {
             // A file has no server; what can vanish is the file itself: the
             // backend says so naming it, and a new file opens again.
             let mut l = f.lane(false, 4, None);
-            let Target::File(p) = &f.target else {
-                unreachable!()
-            };
             std::fs::remove_file(p).unwrap();
             let e = l.check().unwrap_err().to_string();
             assert!(e.starts_with(&f.url()), "{e}");
@@ -415,7 +427,10 @@ fn restart(f: &Fixture) {
                 4,
                 false,
             );
-            println!("file: restart: no server; the file's removal was checked instead");
+            println!(
+                "{}: restart: no server; the file's removal was checked instead",
+                f.row.target
+            );
         } else {
             println!("{}: restart: no server to restart", f.row.target);
         }
@@ -479,4 +494,9 @@ backends! {
     nfs4: Row { target: "nfs4", server: Some("ganesha"), moves_data: true, knows_size: true, unaligned_ok: true, sync_says: &["FILE_SYNC"] };
     iscsi: Row { target: "iscsi", server: Some("tgtd"), moves_data: true, knows_size: true, unaligned_ok: false, sync_says: &["FUA", "SYNCHRONIZE CACHE"] };
     nbd: Row { target: "nbd", server: Some("nbdkit"), moves_data: true, knows_size: true, unaligned_ok: true, sync_says: &["FUA", "flush"] };
+    fc: Row { target: "file?fc=8gfc", server: None, moves_data: true, knows_size: false, unaligned_ok: false, sync_says: &[] };
+    nfs3_nconnect: Row { target: "nfs3?nconnect=2", server: Some("ganesha"), moves_data: true, knows_size: true, unaligned_ok: true, sync_says: &["FILE_SYNC"] };
+    nfs4_nconnect: Row { target: "nfs4?nconnect=2", server: Some("ganesha"), moves_data: true, knows_size: true, unaligned_ok: true, sync_says: &["FILE_SYNC"] };
+    iscsi_nconnect: Row { target: "iscsi?nconnect=2", server: Some("tgtd"), moves_data: true, knows_size: true, unaligned_ok: false, sync_says: &["FUA", "SYNCHRONIZE CACHE"] };
+    nbd_nconnect: Row { target: "nbd?nconnect=2", server: Some("nbdkit"), moves_data: true, knows_size: true, unaligned_ok: true, sync_says: &["FUA", "flush"] };
 }

@@ -38,6 +38,7 @@ impl Server {
             export: self.export.clone(),
             path: file.into(),
             version,
+            nconnect: 1,
         }
     }
 

@@ -12,52 +12,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use storlab::media::fuse::mount::mounted;
 use storlab::media::serve::{MediaServer, cleanup};
+use support::media::Dirs;
 use support::{alive, text};
 
 fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_storlab"))
-}
-
-/// A backing directory with a 16 MiB store file, a mount point and a log,
-/// under /dev/shm; whatever is mounted at the mount point is cleaned up and
-/// the directory removed on drop.
-struct Dirs(PathBuf);
-
-impl Dirs {
-    fn new(tag: &str) -> Dirs {
-        support::assert_root("the media server tests need root (mount(2), /dev/fuse)");
-        let d = PathBuf::from(format!(
-            "/dev/shm/storlab-media-{tag}-{}",
-            std::process::id()
-        ));
-        let _ = cleanup(&d.join("mnt"));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(d.join("back")).unwrap();
-        fs::create_dir_all(d.join("mnt")).unwrap();
-        let data: Vec<u8> = (0..16u32 << 20).map(|i| (i % 251) as u8).collect();
-        fs::write(d.join("back/disk.img"), data).unwrap();
-        Dirs(d)
-    }
-    fn back(&self) -> PathBuf {
-        self.0.join("back")
-    }
-    fn mnt(&self) -> PathBuf {
-        self.0.join("mnt")
-    }
-    fn log(&self) -> PathBuf {
-        self.0.join("media.log")
-    }
-    fn start(&self, media: &str) -> MediaServer {
-        MediaServer::start_with(bin(), &self.back(), &self.mnt(), media, None, &self.log())
-            .unwrap_or_else(|e| panic!("start: {e}"))
-    }
-}
-
-impl Drop for Dirs {
-    fn drop(&mut self) {
-        let _ = cleanup(&self.mnt());
-        let _ = fs::remove_dir_all(&self.0);
-    }
 }
 
 fn signal(pid: u32, sig: i32) {
@@ -127,13 +86,14 @@ fn cleanup_aborts_a_stopped_server_and_its_waiting_io_fails() {
 fn a_start_that_fails_says_why_and_leaves_nothing() {
     let d = Dirs::new("fail");
     let missing = d.0.join("no-such-dir");
-    let e = MediaServer::start_with(bin(), &missing, &d.mnt(), "ram", None, &d.log()).unwrap_err();
+    let e = MediaServer::start_with(bin(), &missing, &d.mnt(), "ram", None, None, &d.log())
+        .unwrap_err();
     assert!(
         e.contains("exited") && e.contains("--backing") && e.contains("not a directory"),
         "{e}"
     );
     assert!(mounted(&d.mnt()).is_empty());
-    let e = MediaServer::start_with(bin(), &d.back(), &d.mnt(), "ssd-typo", None, &d.log())
+    let e = MediaServer::start_with(bin(), &d.back(), &d.mnt(), "ssd-typo", None, None, &d.log())
         .unwrap_err();
     assert!(e.contains("\"ssd-typo\"") && e.contains("allowed"), "{e}");
     // A mount point inside the backing directory would serve itself.
@@ -144,13 +104,15 @@ fn a_start_that_fails_says_why_and_leaves_nothing() {
         &d.back().join("inner"),
         "ram",
         None,
+        None,
         &d.log(),
     )
     .unwrap_err();
     assert!(e.contains("one holds the other"), "{e}");
     // The same mount point twice: the second server refuses and says so.
     let s = d.start("ram");
-    let e = MediaServer::start_with(bin(), &d.back(), &d.mnt(), "ram", None, &d.log()).unwrap_err();
+    let e = MediaServer::start_with(bin(), &d.back(), &d.mnt(), "ram", None, None, &d.log())
+        .unwrap_err();
     assert!(e.contains("already has storlab's media file system"), "{e}");
     assert_eq!(mounted(&d.mnt()).len(), 1, "the first server's mount stays");
     s.stop().unwrap();

@@ -1,6 +1,7 @@
 //! Backends: where bytes go. Each implements [`crate::io::Backend`]; this
 //! module maps a [`crate::target::Target`] to the backend that serves it.
 
+pub mod fc;
 pub mod file;
 pub mod iscsi;
 pub mod nbd;
@@ -19,17 +20,19 @@ pub fn open(
 ) -> Result<Box<dyn Backend>, BackendError> {
     match target {
         Target::Null => Ok(Box::new(null::NullBackend::new(opts.depth as usize))),
-        Target::File(_) => {
-            let paths: Vec<_> = disks
-                .iter()
-                .map(|d| {
-                    d.path
-                        .clone()
-                        .ok_or_else(|| BackendError::new(d.name(), "file disk without a path"))
-                })
-                .collect::<Result<_, _>>()?;
-            Ok(Box::new(file::FileBackend::open(&paths, opts)?))
-        }
+        Target::File(_) => Ok(Box::new(open_files(disks, opts)?)),
+        // The FC role: a LUN the host does not cache, whatever the workload says.
+        Target::Fc { link, .. } => Ok(Box::new(fc::FcCapped::new(
+            Box::new(open_files(
+                disks,
+                &OpenOptions {
+                    direct: true,
+                    ..*opts
+                },
+            )?),
+            &target.to_string(),
+            link,
+        )?)),
         Target::Nbd { .. } => Ok(Box::new(nbd::NbdBackend::open(
             &disk_targets(disks)?,
             opts,
@@ -44,6 +47,19 @@ pub fn open(
             &iscsi::default_initiator(),
         )?)),
     }
+}
+
+/// The file backend over the disks' paths.
+fn open_files(disks: &[&Disk], opts: &OpenOptions) -> Result<file::FileBackend, BackendError> {
+    let paths: Vec<_> = disks
+        .iter()
+        .map(|d| {
+            d.path
+                .clone()
+                .ok_or_else(|| BackendError::new(d.name(), "file disk without a path"))
+        })
+        .collect::<Result<_, _>>()?;
+    file::FileBackend::open(&paths, opts)
 }
 
 /// The target of each disk, in the disks' order (protocol backends open one

@@ -19,7 +19,12 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     let jobs = session::jobs(&args.job)?;
     session::check_outputs(&args.out)?;
     let _temporary = if args.lab {
-        Some(TemporaryLab::up(args.out.quiet)?)
+        let mut cfg = lab::LabConfig::new(TemporaryLab::dir());
+        if let Some(m) = &args.media {
+            cfg.media = m.clone();
+        }
+        cfg.media_file = args.media_file.clone();
+        Some(TemporaryLab::up(&cfg, args.out.quiet)?)
     } else {
         None
     };
@@ -31,8 +36,15 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             .unwrap_or_else(lab::default_state_dir),
     };
     let lab_state = lab::status(&state_dir).filter(|s| s.targets.is_some());
-    let contenders =
-        compare::resolve(&args.targets, lab_state.as_ref()).map_err(CliError::input)?;
+    let targets: Vec<String> = if args.targets.is_empty() {
+        compare::DEFAULT_LAB_TARGETS
+            .iter()
+            .map(|t| t.to_string())
+            .collect()
+    } else {
+        args.targets.clone()
+    };
+    let contenders = compare::resolve(&targets, lab_state.as_ref()).map_err(CliError::input)?;
     // Lab targets are storlab's; anything else written to needs --allow-overwrite.
     let others: Vec<_> = contenders
         .iter()
@@ -40,9 +52,11 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         .map(|c| c.target.clone())
         .collect();
     session::check_protocol_writes(&jobs, &others, args.out.allow_overwrite)?;
+    // A lab name (`fc8`) stands for its label too.
     let baseline = args
         .baseline
-        .clone()
+        .as_deref()
+        .map(compare::label)
         .unwrap_or_else(|| contenders[0].name.clone());
     if !contenders.iter().any(|c| c.name == baseline) {
         let names: Vec<&str> = contenders.iter().map(|c| c.name.as_str()).collect();
@@ -105,6 +119,8 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
                     dirty = false;
                 }
                 let mut servers = Vec::new();
+                // The lab's own store is the lab's to fill (see RunOptions::lab_store).
+                opts.lab_store = c.backing.is_some();
                 let point = s.measure(None, |obs| {
                     compare::run_measured(c, spec, &mut |spec, t| {
                         runner::run_point(spec, t, &opts, obs)
@@ -148,14 +164,24 @@ struct TemporaryLab {
 }
 
 impl TemporaryLab {
-    fn up(quiet: bool) -> Result<TemporaryLab, CliError> {
-        let dir = std::env::temp_dir().join(format!("storlab-compare-lab-{}", std::process::id()));
+    /// This process's temporary lab's state directory.
+    fn dir() -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("storlab-compare-lab-{}", std::process::id()))
+    }
+
+    /// Bring up the lab `cfg` describes in [`TemporaryLab::dir`]; Ctrl-C
+    /// during it takes down what was made.
+    fn up(cfg: &lab::LabConfig, quiet: bool) -> Result<TemporaryLab, CliError> {
+        let dir = cfg.state_dir.clone();
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)
             .map_err(|e| CliError::failed(format!("cannot create {}: {e}", dir.display())))?;
         let lab = TemporaryLab { dir };
-        lab::up(&lab::LabConfig::new(&lab.dir))
-            .map_err(|e| CliError::failed(format!("lab up: {e}")))?;
+        super::signals::install();
+        lab::up_until(cfg, &super::signals::STOP).map_err(|e| match e {
+            lab::LabError::BadConfig(_) => CliError::input(format!("lab up: {e}")),
+            _ => CliError::failed(format!("lab up: {e}")),
+        })?;
         if !quiet {
             eprintln!(
                 "storlab: lab up for this comparison (state in {})",

@@ -22,7 +22,7 @@ pub struct Next {
 #[derive(Debug)]
 pub enum Step {
     /// Measure this point.
-    Run(Next),
+    Run(Box<Next>),
     /// The job has no more points.
     JobDone,
     /// Stop measuring: the session is stopping, or the curve failed (the
@@ -112,7 +112,7 @@ impl<'j> Points<'j> {
     pub fn step(&mut self, s: &mut Session) -> Step {
         match self.next() {
             Ok(Some(_)) if s.stopping() => Step::Stop,
-            Ok(Some(n)) => Step::Run(n),
+            Ok(Some(n)) => Step::Run(Box::new(n)),
             Ok(None) => Step::JobDone,
             Err(e) => {
                 (s.record.error, s.code) = (Some(e), ExitCode::Failed);

@@ -63,6 +63,13 @@ pub enum LabCmd {
         /// storage host's namespace, over a veth link; the default with them).
         #[arg(long, value_name = "loopback|netns", value_parser = NetMode::parse)]
         net: Option<NetMode>,
+        /// The emulated medium under the store, which every path (the block
+        /// baseline, NFS, iSCSI, NBD) goes through: ram, fixed:US, or a preset.
+        #[arg(long, default_value = lab::media::LAB_DEFAULT_MEDIA)]
+        media: String,
+        /// A media file (TOML) whose preset --media names.
+        #[arg(long, value_name = "FILE")]
+        media_file: Option<PathBuf>,
     },
     /// Show the lab: servers, PIDs, versions, addresses and target URLs.
     Status {
@@ -167,6 +174,41 @@ fn status_text(st: &LabState) -> String {
             format_size(b.size)
         ));
     }
+    if let Some(m) = &st.media {
+        let file = m
+            .file
+            .as_ref()
+            .map(|f| format!(" from {}", f.display()))
+            .unwrap_or_default();
+        let server = match &m.server {
+            Some(p) => format!(
+                "media server pid {} {}",
+                p.pid,
+                if st.media_running() == Some(true) {
+                    "running"
+                } else {
+                    "DEAD"
+                }
+            ),
+            None => "no media server".into(),
+        };
+        out.push_str(&format!(
+            "media: {}{file} mounted at {} ({server})\n",
+            m.spec,
+            m.mountpoint.display()
+        ));
+        if let Some(l) = &m.loop_dev {
+            let dio = match &l.note {
+                None => "direct I/O".to_string(),
+                Some(n) => format!("no direct I/O: {n}"),
+            };
+            out.push_str(&format!(
+                "block baseline: {} over {} ({dio})\n",
+                l.name,
+                m.store_path().display()
+            ));
+        }
+    }
     out.push_str("servers:\n");
     for s in &st.servers {
         let ports: Vec<String> = s.ports.iter().map(|p| p.to_string()).collect();
@@ -230,6 +272,8 @@ pub fn run(cmd: LabCmd) -> Result<ExitCode, CliError> {
             mtu,
             agent_port,
             net,
+            media,
+            media_file,
         } => {
             let networked = hosts > 0 || link.is_some() || mtu.is_some();
             let net = net.unwrap_or(if networked {
@@ -262,8 +306,12 @@ pub fn run(cmd: LabCmd) -> Result<ExitCode, CliError> {
                 mtu: mtu.unwrap_or(1500),
                 agent_port,
                 net,
+                media,
+                media_file,
             };
-            let st = lab::up(&cfg).map_err(failed)?;
+            // Ctrl-C: `up` stops between steps and takes down what it made.
+            super::signals::install();
+            let st = lab::up_until(&cfg, &super::signals::STOP).map_err(failed)?;
             print!("{}", status_text(&st));
             Ok(ExitCode::Ok)
         }
@@ -287,7 +335,10 @@ pub fn run(cmd: LabCmd) -> Result<ExitCode, CliError> {
             if !json {
                 print!("{}", status_text(&st));
             }
-            let healthy = st.phase == lab::Phase::Up && st.servers.iter().all(|s| st.running(s));
+            // The media server too: every path goes through it.
+            let healthy = st.phase == lab::Phase::Up
+                && st.media_running() != Some(false)
+                && st.servers.iter().all(|s| st.running(s));
             Ok(if healthy {
                 ExitCode::Ok
             } else {

@@ -114,6 +114,8 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// The wire-efficiency model: user data each protocol and link carry (docs/wire-model.md).
     Wire(wire::WireArgs),
+    /// The emulated media presets: list them, or the model's prediction for one (docs/media.md).
+    Media(media::MediaArgs),
     /// Serve the emulated media's FUSE file system (started by the lab).
     #[command(name = "media-serve", hide = true)]
     MediaServe(media::MediaServeArgs),
@@ -235,11 +237,13 @@ pub struct CompareArgs {
     /// What to run on every target.
     #[command(flatten)]
     pub job: JobArgs,
-    /// Targets in order: lab names (local, nfs3, nfs4, iscsi, nbd), NAME=URL, or URLs.
+    /// Targets in order: lab names (block, fc2, fc4, fc8, fc16, fc32, local,
+    /// nfs3, nfs4, iscsi, nbd), NAME=URL, or URLs. With --lab, default
+    /// fc8,nfs3,nfs4,iscsi,nbd: the block baseline on 8 Gb FC = 100.
     #[arg(
         long,
         value_delimiter = ',',
-        required_unless_present = "runs",
+        required_unless_present_any = ["runs", "lab"],
         value_name = "T1,T2,..."
     )]
     pub targets: Vec<String>,
@@ -249,10 +253,16 @@ pub struct CompareArgs {
     /// The lab's state directory (for lab target names).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
-    /// Bring up a temporary lab (RAM backing, 1 GiB) for this comparison and take
-    /// it down afterwards, whatever happens.
+    /// Bring up a temporary lab (RAM backing, 1 GiB, on --media) for this
+    /// comparison and take it down afterwards, whatever happens.
     #[arg(long, conflicts_with = "state_dir")]
     pub lab: bool,
+    /// The temporary lab's media (see `storlab lab up --media`; default ram).
+    #[arg(long, requires = "lab")]
+    pub media: Option<String>,
+    /// The temporary lab's media file (see `storlab lab up --media-file`).
+    #[arg(long, requires = "lab", value_name = "FILE")]
+    pub media_file: Option<PathBuf>,
     /// Outputs and run options.
     #[command(flatten)]
     pub out: OutArgs,
@@ -281,6 +291,7 @@ pub fn main_with(args: Vec<String>) -> i32 {
         Command::Report(a) => report::run(a),
         Command::Verify(a) => verify::run(a),
         Command::MediaServe(a) => media::run(a),
+        Command::Media(a) => media::media(a),
         Command::Wire(a) => wire::run(a),
         Command::Workloads { sub, catalogue } => Catalogue::user(&catalogue)
             .and_then(|cat| match sub {

@@ -24,7 +24,7 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         .collect::<Result<_, _>>()?;
     // On a fleet the agents check their own paths.
     for t in targets.iter().filter(|_| args.hosts.is_none()) {
-        if let Target::File(p) = t
+        if let Some(p) = t.local_path()
             && let Some(parent) = p.parent().filter(|p| !p.as_os_str().is_empty())
             && !p.exists()
             && !parent.is_dir()
@@ -38,6 +38,9 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     session::check_outputs(&args.out)?;
     session::check_protocol_writes(&jobs, &targets, args.out.allow_overwrite)?;
     let mut opts = session::run_options(&args.out);
+    // A running lab's own store (its block baseline, its file in the media
+    // mount) is the lab's to fill, as its protocol targets are.
+    opts.lab_store = targets.iter().all(crate::lab::registry::owned_by_a_lab);
     let fleet = match &args.hosts {
         Some(h) => Some(FleetConfig {
             hosts: controller::parse_hosts(h).map_err(CliError::input)?,

@@ -115,6 +115,7 @@ pub fn run_options(out: &OutArgs) -> RunOptions<'static> {
     RunOptions {
         threads,
         allow_overwrite: out.allow_overwrite,
+        lab_store: false,
         stop: &signals::STOP,
         hooks: Some(std::sync::Arc::new(crate::verify::Verify)),
         probe: None,

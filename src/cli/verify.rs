@@ -36,7 +36,7 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode, CliError> {
     let (path, journal) = match (&args.journal, &args.map) {
         (Some(j), _) => (j.clone(), true),
         (None, Some(m)) => (m.clone(), false),
-        (None, None) => (verify::map_path(&target.to_string()), false),
+        (None, None) => (verify::map_path(&target.storage().to_string()), false),
     };
     if !path.exists() {
         return Err(CliError::input(if journal || args.map.is_some() {

@@ -392,7 +392,12 @@ pub fn run(ctx: &ThreadCtx, lane: &mut Lane, t0: Instant) -> Result<(), String> 
             let slot = &slots[s as usize];
             let disk = &ctx.disks[ctx.plan.disks[slot.disk as usize] as usize];
             let (name, limit) = (disk.name(), watch.limit());
-            let m = timeout::message(slot.dir, slot.len, slot.offset, &name, limit);
+            let mut m = timeout::message(slot.dir, slot.len, slot.offset, &name, limit);
+            // What the backend saw go wrong may explain the silence (an NFS
+            // server answering with wrong XIDs).
+            if let Some(detail) = lane.backend().error_detail() {
+                m = format!("{m} [{detail}]");
+            }
             failure = Some(m);
             timed_out = true;
         }

@@ -39,7 +39,7 @@ impl Allowlist {
     /// Whether `target` may be used; the error names the target and why.
     pub fn check_target(&self, target: &Target) -> Result<(), String> {
         match target {
-            Target::File(p) => self.check_path(p),
+            Target::File(p) | Target::Fc { path: p, .. } => self.check_path(p),
             other => {
                 let url = other.to_string();
                 if self.urls.iter().any(|a| url_covers(a, &url)) {

@@ -85,6 +85,7 @@ pub fn check_fleet(cfg: &FleetConfig, targets: &[Target]) -> Result<String, RunE
         targets: targets.to_vec(),
         threads: cfg.threads,
         allow_overwrite: cfg.allow_overwrite,
+        lab_store: false,
     };
     let results: Vec<(String, Result<HostCheck, RunError>)> = std::thread::scope(|s| {
         let handles: Vec<_> = cfg
@@ -160,6 +161,7 @@ pub fn run_point(
             targets: targets.to_vec(),
             threads: cfg.threads,
             allow_overwrite: cfg.allow_overwrite,
+            lab_store: false,
         });
     }
     runner::run_hosts(spec, &mut hosts, &plans, cfg.on_loss, stop, probe, obs)

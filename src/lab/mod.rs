@@ -13,6 +13,11 @@
 //! process is recorded by PID and start time in `state.json` ([`LabState`])
 //! and stopped by PID.
 //!
+//! The backing store is served through storlab's FUSE media server
+//! ([`media`]): every server opens the store in its mount, and the block
+//! baseline is a loop device over it ([`loopdev`]), so each path meets the
+//! same emulated medium.
+//!
 //! With `--hosts N` ([`hosts`]) the storage end of that veth becomes a port of
 //! a bridge inside the storage namespace, and N load-generator host namespaces
 //! join the bridge by veth pairs, each running a `storlab agent`. With
@@ -23,6 +28,8 @@ pub mod counters;
 pub mod ganesha;
 pub mod hosts;
 pub mod link;
+pub mod loopdev;
+pub mod media;
 pub mod nbdkit;
 pub mod net;
 pub mod netns;
@@ -44,6 +51,7 @@ use crate::process::{self, Proc};
 use netns::Netns;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tools::Tools;
 
@@ -102,11 +110,15 @@ pub struct LabConfig {
     /// Where the servers listen: 127.0.0.1 (`loopback`) or the storage
     /// host's namespace (`netns`, needed for hosts, shaping and MTU).
     pub net: NetMode,
+    /// The emulated medium under the store (`--media`).
+    pub media: String,
+    /// The file `media` is a preset of (`--media-file`); None: the built-in ones.
+    pub media_file: Option<PathBuf>,
 }
 
 impl LabConfig {
     /// A configuration with the defaults: RAM backing, 1 GiB, default ports,
-    /// servers on loopback (no hosts, no shaping).
+    /// servers on loopback (no hosts, no shaping), the default media.
     pub fn new(state_dir: impl Into<PathBuf>) -> LabConfig {
         LabConfig {
             backing: Backing::Ram,
@@ -118,6 +130,8 @@ impl LabConfig {
             mtu: 1500,
             agent_port: hosts::AGENT_PORT,
             net: NetMode::Loopback,
+            media: media::LAB_DEFAULT_MEDIA.to_string(),
+            media_file: None,
         }
     }
 }
@@ -277,6 +291,7 @@ fn validate(cfg: &LabConfig) -> Result<(), LabError> {
         )));
     }
     link::check_mtu(cfg.mtu).map_err(LabError::BadConfig)?;
+    media::validate(&cfg.media, cfg.media_file.as_deref())?;
     if cfg.net == NetMode::Loopback && (cfg.hosts > 0 || cfg.link.is_some()) {
         let what = if cfg.hosts > 0 { "--hosts" } else { "--link" };
         return Err(LabError::BadConfig(format!(
@@ -320,6 +335,12 @@ fn port_names(p: &Ports) -> [(u16, &'static str); 5] {
 /// Bring the lab up. On any failure, everything made so far is torn down
 /// before the error is returned.
 pub fn up(cfg: &LabConfig) -> Result<LabState, LabError> {
+    up_until(cfg, &AtomicBool::new(false))
+}
+
+/// [`up`], giving up between steps once `stop` is set (Ctrl-C): what was made
+/// is torn down as after a failure.
+pub fn up_until(cfg: &LabConfig, stop: &AtomicBool) -> Result<LabState, LabError> {
     validate(cfg)?;
     let dir = &cfg.state_dir;
     match LabState::load(dir).map_err(LabError::System)? {
@@ -336,7 +357,7 @@ pub fn up(cfg: &LabConfig) -> Result<LabState, LabError> {
     let mut st = LabState::new(dir);
     st.net = cfg.net;
     st.save().map_err(LabError::System)?;
-    match build(cfg, &tools, &mut st) {
+    match build(cfg, &tools, &mut st, stop) {
         Ok(()) => Ok(st),
         Err(e) => {
             if let Err(d) = down(dir) {
@@ -369,8 +390,22 @@ fn record(
     st.save().map_err(LabError::System)
 }
 
+/// Fail once `stop` is set (between the steps of `up`).
+fn go_on(stop: &AtomicBool) -> Result<(), LabError> {
+    if stop.load(Ordering::SeqCst) {
+        Err(LabError::System("lab up interrupted".into()))
+    } else {
+        Ok(())
+    }
+}
+
 /// The steps of `up`, saving the record after each.
-fn build(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabError> {
+fn build(
+    cfg: &LabConfig,
+    tools: &Tools,
+    st: &mut LabState,
+    stop: &AtomicBool,
+) -> Result<(), LabError> {
     let dir = &cfg.state_dir;
     let p = cfg.ports;
     if cfg.net == NetMode::Loopback {
@@ -415,12 +450,26 @@ fn build(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabErr
         });
     }
 
+    go_on(stop)?;
     let b = backing::create(&cfg.backing, cfg.size, ns.slot, |b| {
         st.backing = Some(b.clone());
         st.save()
     })
     .map_err(LabError::System)?;
 
+    // The media layer before the storage host's mount namespace (rpcbind's),
+    // which then holds the mount too.
+    go_on(stop)?;
+    let m = media::start(&cfg.media, cfg.media_file.as_deref(), &b.dir, st)?;
+    go_on(stop)?;
+    let store = m.store_path();
+    let dev = loopdev::attach(tools, &store).map_err(|e| media::step_failed("loop device", e))?;
+    let mut m = m;
+    m.loop_dev = Some(dev.clone());
+    st.media = Some(m.clone());
+    st.save().map_err(LabError::System)?;
+
+    go_on(stop)?;
     let anchor = rpcbind::start(tools, &ns, dir)?;
     record(
         st,
@@ -432,7 +481,8 @@ fn build(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabErr
     )?;
     rpcbind::wait_ready(tools, &ns, &anchor)?;
 
-    let g = ganesha::start(tools, &anchor, cfg.net, &b.dir, p.nfs, p.mountd, dir)?;
+    go_on(stop)?;
+    let g = ganesha::start(tools, &anchor, cfg.net, &m.mountpoint, p.nfs, p.mountd, dir)?;
     record(
         st,
         "ganesha",
@@ -443,23 +493,28 @@ fn build(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabErr
     )?;
     ganesha::wait_ready(tools, &anchor, at, &g, p.nfs, p.mountd, backing::FILE)?;
 
+    go_on(stop)?;
     let t = tgt::start(tools, &anchor, at, p.iscsi, dir)?;
     record(st, "tgtd", "tgt", t.clone(), at.addr, vec![p.iscsi])?;
-    tgt::configure_and_wait(tools, at, &t, p.iscsi, &b.path)?;
+    tgt::configure_and_wait(tools, at, &t, p.iscsi, &store)?;
 
-    let n = nbdkit::start(tools, &anchor, at, p.nbd, &b.path, dir)?;
+    go_on(stop)?;
+    let n = nbdkit::start(tools, &anchor, at, p.nbd, &store, dir)?;
     record(st, "nbdkit", "nbdkit", n.clone(), at.addr, vec![p.nbd])?;
     nbdkit::wait_ready(tools, at, &n, p.nbd, b.size)?;
 
     st.targets = Some(Targets {
-        local: format!("file:{}", b.path.display()),
+        local: format!("file:{}", store.display()),
         nfs3: ganesha::url(at, p.nfs, p.mountd, 3),
         nfs4: ganesha::url(at, p.nfs, p.mountd, 4),
         iscsi: tgt::url(at, p.iscsi),
         nbd: nbdkit::url(at, p.nbd),
+        block: Some(loopdev::url(&dev, None)),
     });
     st.save().map_err(LabError::System)?;
+    go_on(stop)?;
     agents(cfg, tools, st)?;
+    go_on(stop)?;
     st.phase = Phase::Up;
     st.save().map_err(LabError::System)
 }
@@ -583,6 +638,8 @@ const STATE_FILES: &[&str] = &[
     "tgtd.log",
     "nbdkit.log",
     "nbdkit.pid",
+    media::LOG,
+    "media.ready",
     hosts::TOKEN_FILE,
 ];
 
@@ -644,6 +701,10 @@ pub fn down(state_dir: &Path) -> Result<(), LabError> {
             if std::fs::read_to_string(&rec).is_ok_and(|d| Path::new(d.trim()) == state_dir) {
                 registry::unregister(ns.slot);
             }
+        }
+        // After the servers that used it, before the store under it.
+        if let Some(m) = &st.media {
+            errors.extend(media::stop(m, st.this_boot()));
         }
         if let Some(b) = &st.backing
             && let Err(e) = backing::remove(b)

@@ -44,13 +44,14 @@ pub fn running_labs() -> Vec<LabState> {
 
 /// Whether `target` is one of a running lab's targets.
 pub fn owned_by_a_lab(target: &Target) -> bool {
+    let target = target.storage();
     running_labs()
         .iter()
         .filter_map(|s| s.targets.as_ref())
         .any(|t| {
             t.list()
                 .iter()
-                .any(|(_, url)| Target::parse(url).is_ok_and(|u| &u == target))
+                .any(|(_, url)| Target::parse(url).is_ok_and(|u| u.storage() == target))
         })
 }
 
@@ -64,7 +65,7 @@ pub fn network_of(targets: &[String]) -> Option<crate::model::Network> {
 pub fn lab_of(targets: &[String]) -> Option<LabState> {
     let wanted: Vec<Target> = targets
         .iter()
-        .filter_map(|t| Target::parse(t).ok())
+        .filter_map(|t| Target::parse(t).ok().map(|t| t.storage()))
         .collect();
     if wanted.is_empty() {
         return None;
@@ -74,7 +75,7 @@ pub fn lab_of(targets: &[String]) -> Option<LabState> {
             t.list()
                 .iter()
                 .filter_map(|(_, url)| Target::parse(url).ok())
-                .any(|u| wanted.contains(&u))
+                .any(|u| wanted.contains(&u.storage()))
         })
     })
 }

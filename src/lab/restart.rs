@@ -38,6 +38,7 @@ pub fn restart(state_dir: &Path, server: &str) -> Result<(), LabError> {
         .clone()
         .ok_or_else(|| missing("network namespace"))?;
     let b = st.backing.clone().ok_or_else(|| missing("backing store"))?;
+    let (served_dir, store) = st.served().ok_or_else(|| missing("backing store"))?;
     let anchor = st
         .server("rpcbind")
         .filter(|s| s.proc.alive())
@@ -75,13 +76,13 @@ pub fn restart(state_dir: &Path, server: &str) -> Result<(), LabError> {
             &tools,
             &anchor,
             st.net,
-            &b.dir,
+            &served_dir,
             port(0)?,
             port(1)?,
             state_dir,
         )?,
         "tgtd" => tgt::start(&tools, &anchor, at, port(0)?, state_dir)?,
-        _ => nbdkit::start(&tools, &anchor, at, port(0)?, &b.path, state_dir)?,
+        _ => nbdkit::start(&tools, &anchor, at, port(0)?, &store, state_dir)?,
     };
     st.servers[i].proc = proc.clone();
     st.save().map_err(LabError::System)?;
@@ -95,7 +96,7 @@ pub fn restart(state_dir: &Path, server: &str) -> Result<(), LabError> {
             port(1)?,
             backing::FILE,
         ),
-        "tgtd" => tgt::configure_and_wait(&tools, at, &proc, port(0)?, &b.path),
+        "tgtd" => tgt::configure_and_wait(&tools, at, &proc, port(0)?, &store),
         _ => nbdkit::wait_ready(&tools, at, &proc, port(0)?, b.size),
     }
 }

@@ -4,6 +4,7 @@
 use super::backing::BackingInfo;
 use super::hosts::Host;
 use super::link::Link;
+use super::media::MediaInfo;
 use super::net::NetMode;
 use super::netns::Netns;
 use crate::process::Proc;
@@ -55,18 +56,43 @@ pub struct Targets {
     pub iscsi: String,
     /// `nbd://ADDR:PORT/EXPORT`.
     pub nbd: String,
+    /// `file:/dev/loopN`: the block baseline, the loop device over the store
+    /// (labs recorded before the media layer have none).
+    #[serde(default)]
+    pub block: Option<String>,
 }
 
+/// The block baseline's FC targets: (name, FC link), each `block` capped at
+/// that link's payload rate.
+pub const FC_TARGETS: &[(&str, &str)] = &[
+    ("fc2", "2gfc"),
+    ("fc4", "4gfc"),
+    ("fc8", "8gfc"),
+    ("fc16", "16gfc"),
+    ("fc32", "32gfc"),
+];
+
 impl Targets {
-    /// (name, URL) pairs in a fixed order.
-    pub fn list(&self) -> [(&'static str, &str); 5] {
-        [
+    /// (name, URL) pairs in a fixed order: the block baseline and its FC
+    /// links first (when the lab has one), then `local` and the protocols.
+    pub fn list(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if let Some(b) = &self.block {
+            out.push(("block", b.clone()));
+            for (name, link) in FC_TARGETS {
+                out.push((*name, format!("{b}?fc={link}")));
+            }
+        }
+        for (name, url) in [
             ("local", &self.local),
             ("nfs3", &self.nfs3),
             ("nfs4", &self.nfs4),
             ("iscsi", &self.iscsi),
             ("nbd", &self.nbd),
-        ]
+        ] {
+            out.push((name, url.clone()));
+        }
+        out
     }
 }
 
@@ -83,6 +109,10 @@ pub struct LabState {
     pub netns: Option<Netns>,
     /// The backing store, once made.
     pub backing: Option<BackingInfo>,
+    /// The media layer over the backing store, once started (labs recorded
+    /// before it have none: their servers use the backing file itself).
+    #[serde(default)]
+    pub media: Option<MediaInfo>,
     /// Servers in start order.
     pub servers: Vec<Server>,
     /// Target URLs, once every server is ready.
@@ -129,6 +159,7 @@ impl LabState {
             phase: Phase::Starting,
             netns: None,
             backing: None,
+            media: None,
             servers: Vec::new(),
             targets: None,
             net: NetMode::recorded_before_modes(),
@@ -150,6 +181,17 @@ impl LabState {
         self.this_boot() && s.proc.alive()
     }
 
+    /// Whether the media server still runs (`None`: the lab has no media
+    /// layer, as labs recorded before it).
+    pub fn media_running(&self) -> Option<bool> {
+        let m = self.media.as_ref()?;
+        Some(
+            m.server
+                .as_ref()
+                .is_some_and(|p| self.this_boot() && p.alive()),
+        )
+    }
+
     /// Whether any recorded server still runs.
     pub fn any_running(&self) -> bool {
         self.servers.iter().any(|s| self.running(s))
@@ -158,6 +200,16 @@ impl LabState {
     /// The server named `name`.
     pub fn server(&self, name: &str) -> Option<&Server> {
         self.servers.iter().find(|s| s.name == name)
+    }
+
+    /// The directory the servers serve (the media mount, or the backing
+    /// directory of a lab recorded before media) and the store file in it.
+    pub fn served(&self) -> Option<(PathBuf, PathBuf)> {
+        match (&self.media, &self.backing) {
+            (Some(m), _) => Some((m.mountpoint.clone(), m.store_path())),
+            (None, Some(b)) => Some((b.dir.clone(), b.path.clone())),
+            (None, None) => None,
+        }
     }
 
     /// The agents' `ADDR:PORT`s, in host order.
@@ -216,5 +268,6 @@ mod tests {
         assert_eq!(st.net, NetMode::Netns);
         assert!(st.link.is_none() && st.hosts.is_empty() && st.token_file.is_none());
         assert!(st.agents().is_empty());
+        assert!(st.media.is_none() && st.served().is_none());
     }
 }

@@ -14,6 +14,8 @@ pub struct Tools {
     pub nsenter: PathBuf,
     /// `unshare` (util-linux).
     pub unshare: PathBuf,
+    /// `losetup` (util-linux): the block baseline's loop device.
+    pub losetup: PathBuf,
     /// `sh`, to mount the storage host's /run before rpcbind starts.
     pub sh: PathBuf,
     /// `rpcbind` (rpcbind).
@@ -114,6 +116,7 @@ impl Tools {
             tc: need("tc", "iproute2")?,
             nsenter: need("nsenter", "util-linux")?,
             unshare: need("unshare", "util-linux")?,
+            losetup: need("losetup", "mount")?,
             sh: which("sh").unwrap_or_else(|| PathBuf::from("/bin/sh")),
             rpcbind: need("rpcbind", "rpcbind")?,
             rpcinfo: need("rpcinfo", "rpcbind")?,

@@ -8,11 +8,11 @@ use crate::model::Network;
 use crate::target::{NbdAddr, NbdReplies, Target};
 
 /// The protocol a target's I/O crosses a link in: `None` for `file:` and
-/// `null:` (no wire) and NBD over a Unix socket (no link). storlab's NFSv4
+/// `null:` (no wire; a `file:` capped at an FC link crosses no lab link) and NBD over a Unix socket (no link). storlab's NFSv4
 /// client speaks 4.0.
 pub fn protocol_of(target: &Target) -> Option<Protocol> {
     match target {
-        Target::Null | Target::File(_) => None,
+        Target::Null | Target::File(_) | Target::Fc { .. } => None,
         Target::Nfs { version: 3, .. } => Some(Protocol::Nfs3),
         Target::Nfs { .. } => Some(Protocol::Nfs4),
         Target::Iscsi { .. } => Some(Protocol::Iscsi),

@@ -82,5 +82,8 @@ impl Medium for Ram {
     }
 }
 
+pub mod fixed;
 pub mod fuse;
+pub mod model;
+pub mod presets;
 pub mod serve;

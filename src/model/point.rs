@@ -135,6 +135,28 @@ pub struct PointResult {
     /// Each host's own series (one entry for a local run).
     #[serde(default)]
     pub hosts: Vec<HostResult>,
+    /// What the steady-state gate found, when the point had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<SteadyOutcome>,
+}
+
+/// What the steady-state gate found: when the ramp ended and whether the
+/// measured period stayed steady.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SteadyOutcome {
+    /// The gate, as set ("iops:5% over 5 s").
+    pub gate: String,
+    /// When the figure settled (the ramp's end, seconds from the start);
+    /// none: it never settled and the full ramp was used.
+    pub settled_at_s: Option<f64>,
+    /// The ramp the point used, seconds.
+    pub ramp_s: f64,
+    /// The watched figure's mean over the window that settled (or the last
+    /// window of the ramp), as shown.
+    pub steady_value: String,
+    /// Measured intervals that left the band, a measured slope past the
+    /// limit, or the ramp that never settled; empty: steady throughout.
+    pub flags: Vec<String>,
 }
 
 /// One saved verify map or journal: the target it covers and the file on the
@@ -233,5 +255,6 @@ pub(crate) fn test_point() -> PointResult {
         interrupted: false,
         error: None,
         hosts: Vec::new(),
+        steady: None,
     }
 }

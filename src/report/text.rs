@@ -7,7 +7,7 @@ use super::relative::Comparison;
 use super::stats_ci::Estimate;
 use super::vocab::{Figures, Metric};
 use crate::model::JobRecord;
-use crate::model::PointResult;
+use crate::model::{PointResult, SteadyOutcome};
 use std::fmt::Write;
 
 /// Rows as plain text: the first column (names) left-aligned, figures right.
@@ -100,6 +100,31 @@ pub fn job_summary_with(job: &JobRecord, errors: bool) -> String {
         if let Some(e) = p.error.as_ref().filter(|_| errors) {
             let _ = writeln!(out, "{}: ended by an error: {e}", p.label);
         }
+        if let Some(s) = &p.steady {
+            out.push_str(&steady_line(&p.label, s));
+        }
+    }
+    out
+}
+
+/// What the steady-state gate found for one point: when the ramp ended, the
+/// settled figure, and each flag on its own line.
+pub fn steady_line(label: &str, s: &SteadyOutcome) -> String {
+    let when = match s.settled_at_s {
+        Some(t) => format!("steady after {t:.1} s"),
+        None => format!("not steady after the full ramp ({:.1} s)", s.ramp_s),
+    };
+    let verdict = if s.flags.is_empty() {
+        "the measured period stayed steady"
+    } else {
+        "FLAGGED"
+    };
+    let mut out = format!(
+        "{label}: steady-state gate {}: {when} at {}; {verdict}\n",
+        s.gate, s.steady_value
+    );
+    for f in &s.flags {
+        out.push_str(&format!("  {label}: {f}\n"));
     }
     out
 }

@@ -6,6 +6,8 @@
 use super::local::{intervals_in, total_intervals};
 use super::merge::Merger;
 use super::share;
+use super::steady::Gate;
+use super::ticks::ProbeTicks;
 use super::{
     HostEvent, HostInterval, HostPlan, HostPrepared, HostRunner, Observer, Probe, RunError,
 };
@@ -145,7 +147,9 @@ pub fn run_hosts(
         .unwrap_or(0);
     let at_unix_ns = now_unix + lead.as_nanos() as u64;
     let (tx, rx) = mpsc::channel::<HostEvent>();
-    let mut c = Collector::new(spec, hosts.len(), on_loss, probe);
+    let names = hosts.iter().map(|h| h.name().to_string()).collect();
+    let ticks = probe.map(|p| ProbeTicks::new(p, at_unix_ns, spec.interval));
+    let mut c = Collector::new(spec, names, on_loss, ticks.as_ref());
     for (i, h) in hosts.iter_mut().enumerate() {
         if let Err(e) = h.start(at_unix_ns, i, tx.clone()) {
             // Hosts already started are stopped; what they measure is kept.
@@ -162,10 +166,30 @@ pub fn run_hosts(
             h.stop();
         }
     }
-    if let Some(p) = probe {
-        p.start();
-    }
     obs.point_started(spec, c.total_intervals);
+    std::thread::scope(|scope| {
+        if let Some(t) = &ticks {
+            scope.spawn(|| t.run());
+        }
+        collect(&mut c, hosts, stop, &rx, obs);
+        if let Some(t) = &ticks {
+            t.finish();
+        }
+    });
+    c.emit_final(true, obs);
+    Ok(c.into_result(hosts, plans, preps, offsets, at_unix_ns))
+}
+
+/// Take the hosts' events until every host is done, stopping them all on
+/// an interrupt, an error, a lost host (as `on_loss` says) or a gated
+/// point's end.
+fn collect(
+    c: &mut Collector,
+    hosts: &mut [Box<dyn HostRunner>],
+    stop: &AtomicBool,
+    rx: &mpsc::Receiver<HostEvent>,
+    obs: &mut dyn Observer,
+) {
     loop {
         if stop.load(Ordering::Relaxed) && !c.interrupted {
             c.interrupted = true;
@@ -186,13 +210,17 @@ pub fn run_hosts(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        c.emit_final(false, obs);
+        if c.emit_final(false, obs) && !c.stopping {
+            // The gated point measured its full runtime after an early ramp.
+            c.stopping = true;
+            for h in hosts.iter_mut() {
+                h.stop();
+            }
+        }
         if c.merger.is_done() {
             break;
         }
     }
-    c.emit_final(true, obs);
-    Ok(c.into_result(hosts, plans, preps, offsets, at_unix_ns))
 }
 
 /// Finishes every host when dropped (releases threads, the agents' runs).
@@ -262,10 +290,18 @@ fn all_or_errors<T>(results: Vec<Result<T, RunError>>) -> Result<Vec<T>, RunErro
 struct Collector<'a> {
     spec: &'a Spec,
     on_loss: HostLoss,
-    probe: Option<&'a dyn Probe>,
+    ticks: Option<&'a ProbeTicks<'a>>,
     interval_ns: u64,
     ramp_intervals: u32,
     total_intervals: u32,
+    host_names: Vec<String>,
+    /// The steady-state gate, when the spec has one: it may end the ramp early.
+    gate: Option<Gate>,
+    /// The first interval past the measured period (the point's end).
+    end_index: u32,
+    /// Per-worker snapshots of ramp intervals, kept until the gate decides
+    /// whether they are measured.
+    ramp_workers: Vec<(u32, Vec<(u32, Snapshot)>)>,
     merger: Merger<(Snapshot, Vec<CpuSample>)>,
     host_series: Vec<Vec<IntervalRecord>>,
     host_errors: Vec<Option<String>>,
@@ -279,14 +315,27 @@ struct Collector<'a> {
 }
 
 impl<'a> Collector<'a> {
-    fn new(spec: &'a Spec, n: usize, on_loss: HostLoss, probe: Option<&'a dyn Probe>) -> Self {
+    fn new(
+        spec: &'a Spec,
+        host_names: Vec<String>,
+        on_loss: HostLoss,
+        ticks: Option<&'a ProbeTicks<'a>>,
+    ) -> Self {
+        let n = host_names.len();
         Collector {
+            host_names,
             spec,
             on_loss,
-            probe,
+            ticks,
             interval_ns: spec.interval.as_nanos() as u64,
             ramp_intervals: intervals_in(spec.ramp, spec.interval),
             total_intervals: total_intervals(spec),
+            gate: spec.steady.map(|g| {
+                let ramp = intervals_in(spec.ramp, spec.interval);
+                Gate::new(g, ramp, spec.interval.as_secs_f64())
+            }),
+            end_index: total_intervals(spec),
+            ramp_workers: Vec::new(),
             merger: Merger::new(n),
             host_series: vec![Vec::new(); n],
             host_errors: vec![None; n],
@@ -300,12 +349,19 @@ impl<'a> Collector<'a> {
         }
     }
 
+    /// The first measured interval: the gate's choice, or after the ramp.
+    fn measure_from(&self) -> u32 {
+        self.gate
+            .as_ref()
+            .map_or(self.ramp_intervals, |g| g.measure_from())
+    }
+
     /// The record of interval `index`, ending `end_ns` after the start.
     fn record(&self, index: u32, stats: Snapshot, end_ns: u64, cpu: CpuSample) -> IntervalRecord {
         let start_ns = index as u64 * self.interval_ns;
         IntervalRecord {
             index,
-            phase: if index < self.ramp_intervals {
+            phase: if index < self.measure_from() {
                 Phase::Ramp
             } else {
                 Phase::Measure
@@ -338,6 +394,9 @@ impl<'a> Collector<'a> {
             } => {
                 self.merger.end(host);
                 self.host_maps[host] = verify_maps_of(hosts[host].name(), verify, obs);
+                // A host's own totals start after the full ramp; a gated point
+                // sums its intervals' instead.
+                let workers = workers.filter(|_| self.gate.is_none());
                 for (w, s) in workers.into_iter().flatten() {
                     if let Some(pw) = self.per_worker.get_mut(w as usize) {
                         *pw = s;
@@ -395,15 +454,18 @@ impl<'a> Collector<'a> {
             workers,
             cpu,
         } = interval;
-        if index >= self.ramp_intervals {
-            for (w, s) in &workers {
-                if let Some(pw) = self.per_worker.get_mut(*w as usize) {
-                    *pw += s;
-                }
-            }
+        if index >= self.end_index {
+            return; // past a gated point's measured period
+        }
+        if index >= self.measure_from() {
+            self.add_workers(&workers);
+        } else if self.gate.is_some() {
+            self.ramp_workers.push((index, workers));
         }
         let rec = self.record(index, stats, end_ns, cpu);
-        obs.host_interval(name, &rec);
+        if self.gate.is_none() {
+            obs.host_interval(name, &rec);
+        }
         self.merger.add(host, index, end_ns, |acc| {
             acc.0 += &rec.stats;
             acc.1.push(rec.cpu.clone());
@@ -411,9 +473,18 @@ impl<'a> Collector<'a> {
         self.host_series[host].push(rec);
     }
 
+    fn add_workers(&mut self, workers: &[(u32, Snapshot)]) {
+        for (w, s) in workers {
+            if let Some(pw) = self.per_worker.get_mut(*w as usize) {
+                *pw += s;
+            }
+        }
+    }
+
     /// Hand the observer every interval that is final (`all`: every one
-    /// left, at the end of the point).
-    fn emit_final(&mut self, all: bool, obs: &mut dyn Observer) {
+    /// left, at the end of the point); true once a gated point has measured
+    /// its full runtime and must stop.
+    fn emit_final(&mut self, all: bool, obs: &mut dyn Observer) -> bool {
         loop {
             let next = if all {
                 self.merger.pop_any()
@@ -421,14 +492,62 @@ impl<'a> Collector<'a> {
                 self.merger.pop_ready()
             };
             let Some((index, (stats, cpus), end)) = next else {
-                return;
+                return self.gate.is_some()
+                    && self
+                        .intervals
+                        .last()
+                        .is_some_and(|r| r.index + 1 >= self.end_index);
             };
-            let mut rec = self.record(index, stats, end, cpu_of_hosts(&cpus));
-            if let Some(p) = self.probe {
-                rec.net = p.sample();
+            if index >= self.end_index {
+                continue;
             }
+            let mut rec = self.record(index, stats, end, cpu_of_hosts(&cpus));
+            if let Some(t) = self.ticks {
+                rec.net = t.take(index);
+            }
+            self.gate_take(&rec, obs);
             obs.interval(self.spec, &rec, self.total_intervals);
             self.intervals.push(rec);
+        }
+    }
+
+    /// Show the gate a final interval; when the ramp ends with it, the
+    /// measured period and its end move, the ramp's later per-worker
+    /// snapshots count as measured, and each host's interval is told now
+    /// that its phase is known.
+    fn gate_take(&mut self, rec: &IntervalRecord, obs: &mut dyn Observer) {
+        let Some(g) = self.gate.as_mut() else { return };
+        let end_s = rec.start_s + rec.seconds;
+        if g.take(rec.index, end_s, &rec.stats, rec.seconds) {
+            let from = g.measure_from();
+            if !self.spec.runtime.is_zero() {
+                let measure = intervals_in(self.spec.runtime, self.spec.interval);
+                self.end_index = from.saturating_add(measure);
+            }
+            obs.note(&format!(
+                "steady state ({}) after {:.1} s: ramp ended, measuring {} s",
+                self.spec.steady.map(|s| s.to_string()).unwrap_or_default(),
+                end_s,
+                self.spec.runtime.as_secs_f64()
+            ));
+            let later: Vec<_> = std::mem::take(&mut self.ramp_workers)
+                .into_iter()
+                .filter(|(i, _)| *i >= from)
+                .collect();
+            for (_, w) in later {
+                self.add_workers(&w);
+            }
+        }
+        let from = self.measure_from();
+        for (series, host) in self.host_series.iter_mut().zip(0..) {
+            if let Some(r) = series.iter_mut().rev().find(|r| r.index == rec.index) {
+                r.phase = if r.index < from {
+                    Phase::Ramp
+                } else {
+                    Phase::Measure
+                };
+                obs.host_interval(&self.host_names[host], r);
+            }
         }
     }
 
@@ -504,6 +623,10 @@ impl<'a> Collector<'a> {
             interrupted: self.interrupted,
             error: (!self.errors.is_empty()).then(|| self.errors.join("; ")),
             hosts: host_results,
+            steady: self
+                .gate
+                .as_ref()
+                .map(|g| g.outcome(spec.interval.as_secs_f64())),
         }
     }
 }

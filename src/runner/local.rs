@@ -336,7 +336,11 @@ impl HostRunner for LocalRunner {
                 .unwrap_or(1)
         });
         let plan = Arc::new(share::host_plan(spec, &kinds, &hp.vms, max_threads));
-        let (prepared, note) = prepare_disks(spec, &plan, hp.allow_overwrite, stop)?;
+        let (prepared, note) = if hp.lab_store {
+            (Vec::new(), None)
+        } else {
+            prepare_disks(spec, &plan, hp.allow_overwrite, stop)?
+        };
         self.verify = match &self.hook_source {
             Some(h) => h.start(spec, &plan)?,
             None => None,

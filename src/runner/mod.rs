@@ -15,6 +15,8 @@ mod aggregate;
 mod local;
 mod merge;
 pub mod share;
+mod steady;
+mod ticks;
 
 pub use aggregate::{HostLoss, run_hosts};
 pub use local::LocalRunner;
@@ -37,6 +39,10 @@ pub struct RunOptions<'a> {
     pub threads: usize,
     /// The user's explicit permission to write into files storlab did not create.
     pub allow_overwrite: bool,
+    /// The targets are a running lab's store (filled at `lab up`, restored
+    /// between tests by `compare`): file disks on it are not prepared, as
+    /// protocol targets never are. Only for targets a lab resolved.
+    pub lab_store: bool,
     /// Set from outside (Ctrl-C) to end the run early; what was measured is kept.
     pub stop: &'a AtomicBool,
     /// Where each point's I/O hooks come from (verify mode); `None`: none.
@@ -50,9 +56,10 @@ pub struct RunOptions<'a> {
 ///
 /// Contract: `start` is called once when the point's hosts start and takes
 /// the first reading; each `sample` returns what the counters moved since the
-/// previous reading. A reading is taken when the interval is final (every
-/// host has shipped it), a few milliseconds after its own end, so a sample
-/// covers the span between two such moments. A probe that cannot read returns
+/// previous reading. Readings are taken on the point's own clock, at the
+/// start and at each interval's end (and once more when the point ends
+/// early), from a thread of their own, so a sample covers the same span as
+/// the interval's I/O however late a host's report arrives. A probe that cannot read returns
 /// nothing for that interval; it never fails the point.
 pub trait Probe: Send + Sync {
     /// The point starts: take the first reading.
@@ -138,6 +145,8 @@ pub struct HostPlan {
     pub threads: Option<usize>,
     /// The user's permission to write into files storlab did not create.
     pub allow_overwrite: bool,
+    /// The targets are a running lab's store: see [`RunOptions::lab_store`].
+    pub lab_store: bool,
 }
 
 /// What a host said when checked.
@@ -271,6 +280,7 @@ pub fn run_point(
         targets: targets.to_vec(),
         threads: Some(opts.threads),
         allow_overwrite: opts.allow_overwrite,
+        lab_store: opts.lab_store,
     };
     let mut hosts: Vec<Box<dyn HostRunner>> =
         vec![Box::new(LocalRunner::new(local_name(), opts.hooks.clone()))];

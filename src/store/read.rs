@@ -208,7 +208,7 @@ impl Store {
             .conn
             .prepare(
                 "SELECT id, state, label, targets, spec, backend, threads, started_unix, prepared,
-                        measured, summary, interrupted, error, hosts
+                        measured, summary, interrupted, error, hosts, steady
                  FROM points WHERE job_id = ?1 ORDER BY seq",
             )
             .map_err(|e| self.err(what, e))?;
@@ -252,6 +252,10 @@ impl Store {
             interrupted: r.interrupted || !done,
             error: r.error,
             hosts: self.decode("host series", &r.hosts)?,
+            steady: r
+                .steady
+                .map(|s| self.decode("the steady-state outcome", &s))
+                .transpose()?,
         })
     }
 
@@ -328,6 +332,7 @@ struct PointRow {
     interrupted: bool,
     error: Option<String>,
     hosts: String,
+    steady: Option<String>,
 }
 
 impl PointRow {
@@ -347,6 +352,7 @@ impl PointRow {
             interrupted: r.get(11)?,
             error: r.get(12)?,
             hosts: r.get(13)?,
+            steady: r.get(14)?,
         })
     }
 }

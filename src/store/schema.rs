@@ -13,7 +13,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// The schema version this storlab writes (and the newest it reads).
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// What `schema_version.app` holds in a storlab database.
 pub const APP: &str = "storlab";
@@ -88,6 +88,8 @@ pub const MIGRATIONS: [&str; VERSION as usize] = [
     "ALTER TABLE runs ADD COLUMN compare TEXT;           -- JSON: CompareInfo, or NULL",
     // 2 → 3: the lab's link counters beside each interval.
     "ALTER TABLE intervals ADD COLUMN net TEXT;          -- JSON array of NetSample, or NULL",
+    // 3 → 4: what the steady-state gate found.
+    "ALTER TABLE points ADD COLUMN steady TEXT;          -- JSON: SteadyOutcome, or NULL",
 ];
 
 /// What a new database starts from: version 0, only the version table.

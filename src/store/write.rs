@@ -182,7 +182,7 @@ impl Store {
         tx.execute(
             "UPDATE points SET state = 'done', label = ?2, target = ?3, targets = ?4, spec = ?5,
                     backend = ?6, threads = ?7, started_unix = ?8, prepared = ?9, measured = ?10,
-                    summary = ?11, interrupted = ?12, error = ?13, hosts = ?14
+                    summary = ?11, interrupted = ?12, error = ?13, hosts = ?14, steady = ?15
              WHERE id = ?1",
             params![
                 point.0,
@@ -199,6 +199,10 @@ impl Store {
                 p.interrupted,
                 p.error,
                 self.json("host series", &p.hosts)?,
+                p.steady
+                    .as_ref()
+                    .map(|s| self.json("the steady-state outcome", s))
+                    .transpose()?,
             ],
         )
         .map_err(|e| self.err(what, e))?;

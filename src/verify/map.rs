@@ -121,7 +121,7 @@ impl Shared {
         let mut stores: Vec<StoreInfo> = Vec::new();
         let mut disk_store = Vec::with_capacity(plan.disks.len());
         for d in &plan.disks {
-            let name = d.name();
+            let name = super::store_name(&d.name());
             let end = d.offset + d.size;
             let i = match stores.iter().position(|s| s.name == name) {
                 Some(i) => {
@@ -131,7 +131,7 @@ impl Shared {
                 None => {
                     stores.push(StoreInfo {
                         name,
-                        target: d.target.clone(),
+                        target: super::store_name(&d.target),
                         path: d.path.clone(),
                         size: end,
                         prepared: d.path.as_deref().and_then(prepared_info),

@@ -19,6 +19,7 @@ pub mod reread;
 use crate::engine::hooks::{PointHooks, ThreadHooks};
 use crate::model::{HostVerify, SavedMap};
 use crate::runner::{RunError, RunHooks};
+use crate::target::Target;
 use journal::Record;
 use journal::StoreInfo;
 use map::Entry;
@@ -109,6 +110,17 @@ pub fn state_dir() -> PathBuf {
     }
     let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
     PathBuf::from(home).join(".local/state/storlab/verify")
+}
+
+/// The name a store is known by in verify headers, maps and journals: its
+/// target URL without how it is reached (`nconnect`, NBD replies: see
+/// [`Target::storage`]), so that a block written over four connections
+/// verifies over one.
+pub fn store_name(target: &str) -> String {
+    match Target::parse(target) {
+        Ok(t) => t.storage().to_string(),
+        Err(_) => target.to_string(),
+    }
 }
 
 /// The saved map of `target` (a target URL as storlab prints it).

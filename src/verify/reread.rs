@@ -44,7 +44,7 @@ pub struct Outcome {
 
 /// Check every written block of `target`'s stores in `loaded`.
 pub fn verify_target(loaded: &Loaded, target: &Target, opts: &Options) -> Result<Outcome, String> {
-    let name = target.to_string();
+    let name = target.storage().to_string();
     let stores: Vec<&(StoreInfo, BTreeMap<u64, super::map::Entry>)> = loaded
         .stores
         .values()

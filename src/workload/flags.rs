@@ -98,12 +98,22 @@ pub struct Flags {
     /// Journal acknowledged writes to FILE for `storlab verify --journal` (implies --verify)
     #[arg(long = "journal", value_name = "FILE")]
     pub journal: Option<String>,
+    /// End the ramp once the fleet's figure settles: iops|bw|lat[_slope]:P%, e.g. iops:5% (--ramp_time is then the longest ramp)
+    #[arg(long = "steadystate", alias = "ss", value_name = "METRIC:P%")]
+    pub steadystate: Option<String>,
+    /// The steady-state window, e.g. 10s (default: 5 intervals)
+    #[arg(
+        long = "steadystate_duration",
+        alias = "ss_dur",
+        value_name = "DURATION"
+    )]
+    pub steadystate_duration: Option<String>,
 }
 
 impl Flags {
     /// The flags that were given, as (job-file key, value).
     fn given(&self) -> Vec<(&'static str, &str)> {
-        let all: [(&'static str, &Option<String>); 27] = [
+        let all: [(&'static str, &Option<String>); 29] = [
             ("bs", &self.bs),
             ("bssplit", &self.bssplit),
             ("rw", &self.rw),
@@ -128,6 +138,8 @@ impl Flags {
             ("disks", &self.disks),
             ("content", &self.content),
             ("interval", &self.interval),
+            ("steadystate", &self.steadystate),
+            ("steadystate_duration", &self.steadystate_duration),
             ("seed", &self.seed),
             ("verify", &self.verify),
             ("journal", &self.journal),

@@ -17,6 +17,7 @@ pub mod jobfile;
 pub mod pace;
 pub mod pattern;
 pub mod settings;
+pub mod steady;
 pub mod units;
 pub mod validate;
 
@@ -213,6 +214,10 @@ pub struct Spec {
     /// Durability journal of acknowledged writes (implies `verify`).
     #[serde(default)]
     pub journal: Option<std::path::PathBuf>,
+    /// The steady-state gate: the ramp ends once this figure has settled
+    /// (`ramp` is then the longest ramp); none: the ramp is `ramp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<steady::SteadyGate>,
 }
 
 impl Spec {
@@ -378,6 +383,7 @@ pub(crate) fn test_spec(vms: u32, workers: u32, disks: u32) -> Spec {
         io_timeout: DEFAULT_IO_TIMEOUT,
         verify: false,
         journal: None,
+        steady: None,
     }
 }
 

@@ -2,6 +2,7 @@
 //! set (fio's names where fio has one), each key's parser, and the defaults
 //! they override. One parser per key, so a key means the same everywhere.
 
+use super::steady::{SteadyCriterion, SteadyGate, SteadyMetric, parse_steady};
 use super::units::{parse_duration, parse_pct, parse_size};
 use super::validate::SpecError;
 use super::{Access, BlockSizes, Content, DiskLayout, Group, Job, Rate, RateMode, Spec, SyncMode};
@@ -12,6 +13,8 @@ use toml::Value;
 pub const DEFAULT_SEED: u64 = 0x0570_21ab;
 /// Default region size per disk.
 pub const DEFAULT_SIZE: u64 = 64 << 20;
+/// The steady-state gate's default window, in intervals.
+pub const DEFAULT_STEADY_INTERVALS: u32 = 5;
 /// Default measured time.
 pub const DEFAULT_RUNTIME: Duration = Duration::from_secs(10);
 
@@ -47,6 +50,8 @@ pub const SPEC_KEYS: &[&str] = &[
     "seed",
     "verify",
     "journal",
+    "steadystate",
+    "steadystate_duration",
 ];
 
 /// fio's `rw` modes.
@@ -312,6 +317,10 @@ pub struct Settings {
     pub verify: Option<bool>,
     /// `journal`.
     pub journal: Option<std::path::PathBuf>,
+    /// `steadystate`: the figure and criterion of the steady-state gate.
+    pub steadystate: Option<(SteadyMetric, SteadyCriterion)>,
+    /// `steadystate_duration`: the gate's window.
+    pub steadystate_duration: Option<Duration>,
 }
 
 impl Settings {
@@ -370,6 +379,8 @@ impl Settings {
             "verify" => put(&mut self.verify, key, parse_bool(key, t)?),
             "journal" if t.trim().is_empty() => Err(SpecError::invalid(key, t, "a file path")),
             "journal" => put(&mut self.journal, key, std::path::PathBuf::from(t)),
+            "steadystate" => put(&mut self.steadystate, key, parse_steady(key, t)?),
+            "steadystate_duration" => put(&mut self.steadystate_duration, key, dur(t)?),
             _ => {
                 let mut all: Vec<&str> = GROUP_KEYS.to_vec();
                 all.extend_from_slice(SPEC_KEYS);
@@ -408,7 +419,9 @@ impl Settings {
             content,
             seed,
             verify,
-            journal
+            journal,
+            steadystate,
+            steadystate_duration
         )
     }
 
@@ -460,6 +473,15 @@ impl Settings {
         if let Some(v) = &self.journal {
             spec.journal = Some(v.clone());
             spec.verify = true;
+        }
+        if let Some((metric, criterion)) = self.steadystate {
+            spec.steady = Some(SteadyGate {
+                metric,
+                criterion,
+                window: self
+                    .steadystate_duration
+                    .unwrap_or(spec.interval * DEFAULT_STEADY_INTERVALS),
+            });
         }
     }
 
@@ -553,6 +575,7 @@ pub fn default_spec(label: &str) -> Spec {
         io_timeout: crate::workload::DEFAULT_IO_TIMEOUT,
         verify: false,
         journal: None,
+        steady: None,
     }
 }
 

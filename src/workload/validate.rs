@@ -241,6 +241,9 @@ pub fn validate(spec: &Spec) -> Result<(), SpecError> {
             "10 ms ..= 1 h",
         ));
     }
+    if let Some(g) = &spec.steady {
+        check_steady(spec, g)?;
+    }
     if let Content::Mixed {
         compress_pct,
         dedupe_pct,
@@ -281,6 +284,31 @@ pub fn validate_job(job: &Job) -> Result<(), SpecError> {
                 e
             }
         })?;
+    }
+    Ok(())
+}
+
+/// The steady-state gate needs a ramp to end early and a window of at least
+/// two intervals that fits in it.
+fn check_steady(spec: &Spec, g: &crate::workload::steady::SteadyGate) -> Result<(), SpecError> {
+    if spec.ramp.is_zero() {
+        return Err(SpecError::invalid(
+            "ramp_time",
+            "0 s",
+            "> 0 with steadystate (the longest ramp the gate may end early)",
+        ));
+    }
+    let lo = spec.interval * 2;
+    if g.window < lo || g.window > spec.ramp {
+        return Err(SpecError::invalid(
+            "steadystate_duration",
+            format_duration(g.window),
+            format!(
+                "{} (two intervals) ..= {} (ramp_time)",
+                format_duration(lo),
+                format_duration(spec.ramp)
+            ),
+        ));
     }
     Ok(())
 }

@@ -200,9 +200,10 @@ impl Lab {
         self.state["netns"]["host_if"].as_str().unwrap().to_string()
     }
 
-    /// The backing file of the local target.
+    /// The backing file itself (under the media layer: the `local` target
+    /// is the same file seen through the media mount).
     pub fn backing(&self) -> PathBuf {
-        PathBuf::from(self.url("local").strip_prefix("file:").unwrap())
+        PathBuf::from(self.state["backing"]["path"].as_str().unwrap())
     }
 
     /// Take the lab down and check that its servers and namespace are gone.

@@ -11,6 +11,8 @@
 pub mod agent;
 pub mod corrupt;
 pub mod lab;
+pub mod media;
+pub mod run;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -89,4 +91,13 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// A TCP port of 127.0.0.1 free at this moment.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }

@@ -1,7 +1,9 @@
 //! The iSCSI backend: libiscsi's asynchronous API, one session per target.
 //!
 //! Each target (`iscsi://host:port/iqn/lun`) gets its own libiscsi context,
-//! logged in as a normal session without header digest. I/O is READ(16) and
+//! logged in as a normal session without header digest; with `?nconnect=N`
+//! it gets N sessions (N contexts, each with its own ISID, so the target sees
+//! N sessions of one initiator) and its requests go round robin over them. I/O is READ(16) and
 //! WRITE(16): reads land straight in the engine's buffer (the task's data-in
 //! iovec points at the request's buffer), writes are sent straight from it. `commit`
 //! flushes the queued PDUs to the sockets; `reap` polls the sockets and lets
@@ -87,12 +89,24 @@ struct Disk {
     pending: Vec<Pending>,
 }
 
+/// The sessions of one target: `disks[first..first + n]`.
+#[derive(Clone, Copy, Debug)]
+struct Route {
+    first: usize,
+    n: usize,
+    /// The session (of `n`) the next request goes to.
+    next: usize,
+}
+
 /// libiscsi over one or more iSCSI LUNs.
 pub struct IscsiBackend {
     // Field order matters only for readability: the sessions' Drop destroys
     // their contexts (running the cancelled callbacks) before freeing anything
     // the callbacks write to; nothing else here is reachable from C.
+    /// One per session (several per target with `nconnect`).
     disks: Vec<Disk>,
+    /// Per target (the requests' `disk`), its sessions.
+    routes: Vec<Route>,
     depth: usize,
     /// Requests accepted by `queue` and not yet returned by `reap`.
     inflight: usize,
@@ -203,6 +217,7 @@ impl IscsiBackend {
         let depth = (opts.depth as usize).max(1);
         let want_sync = matches!(opts.sync, Some(SyncMode::Dsync) | Some(SyncMode::Sync));
         let mut disks = Vec::with_capacity(targets.len());
+        let mut routes = Vec::with_capacity(targets.len());
         let mut all_fua = true;
         if targets.is_empty() {
             return Err(BackendError::new("iscsi", "no target to open"));
@@ -214,62 +229,69 @@ impl IscsiBackend {
                 port,
                 iqn,
                 lun,
+                nconnect,
             } = target
             else {
                 return Err(BackendError::new(url, "not an iSCSI target"));
             };
-            let seq = SESSION_SEQ.fetch_add(1, Ordering::Relaxed);
-            let isid = (std::process::id() ^ (seq << 16), seq as u16);
-            let mut session =
-                Session::connect(initiator, iqn, &portal(host, *port), *lun, depth, isid).map_err(
-                    |e| {
-                        BackendError::new(
-                            url.clone(),
-                            login_error(&e, host, *port, *lun, initiator),
-                        )
-                    },
-                )?;
-            let cap = session
-                .read_capacity16()
-                .map_err(|e| BackendError::new(url.clone(), e))?;
-            if cap.block_size == 0 || !cap.block_size.is_power_of_two() {
-                return Err(BackendError::new(
-                    url,
-                    format!(
-                        "the LUN reports an unusable block size of {} bytes",
-                        cap.block_size
-                    ),
-                ));
-            }
-            let size = cap.blocks.saturating_mul(u64::from(cap.block_size));
-            if size < opts.size_needed {
-                return Err(BackendError::new(
-                    url,
-                    format!(
-                        "the LUN holds {} but the workload needs {} (use a bigger LUN or a smaller region)",
-                        bytes(size),
-                        bytes(opts.size_needed)
-                    ),
-                ));
-            }
-            if want_sync && opts.write {
-                all_fua &= session.dpofua() == Some(true);
-            }
-            disks.push(Disk {
-                session,
-                url,
-                block_size: cap.block_size,
-                size,
-                pending: vec![
-                    Pending {
-                        slot: 0,
-                        phase: Phase::Read,
-                        offset: 0,
-                        len: 0,
-                    };
-                    depth
-                ],
+            routes.push(Route {
+                first: disks.len(),
+                n: *nconnect as usize,
+                next: 0,
             });
+            for _ in 0..*nconnect {
+                let seq = SESSION_SEQ.fetch_add(1, Ordering::Relaxed);
+                let isid = (std::process::id() ^ (seq << 16), seq as u16);
+                let mut session =
+                    Session::connect(initiator, iqn, &portal(host, *port), *lun, depth, isid)
+                        .map_err(|e| {
+                            BackendError::new(
+                                url.clone(),
+                                login_error(&e, host, *port, *lun, initiator),
+                            )
+                        })?;
+                let cap = session
+                    .read_capacity16()
+                    .map_err(|e| BackendError::new(url.clone(), e))?;
+                if cap.block_size == 0 || !cap.block_size.is_power_of_two() {
+                    return Err(BackendError::new(
+                        url,
+                        format!(
+                            "the LUN reports an unusable block size of {} bytes",
+                            cap.block_size
+                        ),
+                    ));
+                }
+                let size = cap.blocks.saturating_mul(u64::from(cap.block_size));
+                if size < opts.size_needed {
+                    return Err(BackendError::new(
+                        url,
+                        format!(
+                            "the LUN holds {} but the workload needs {} (use a bigger LUN or a smaller region)",
+                            bytes(size),
+                            bytes(opts.size_needed)
+                        ),
+                    ));
+                }
+                if want_sync && opts.write {
+                    all_fua &= session.dpofua() == Some(true);
+                }
+                disks.push(Disk {
+                    session,
+                    url: url.clone(),
+                    block_size: cap.block_size,
+                    size,
+                    pending: vec![
+                        Pending {
+                            slot: 0,
+                            phase: Phase::Read,
+                            offset: 0,
+                            len: 0,
+                        };
+                        depth
+                    ],
+                });
+            }
         }
         let sync = match (want_sync, all_fua) {
             (false, _) => SyncVia::None,
@@ -285,6 +307,10 @@ impl IscsiBackend {
             .collect::<Vec<_>>()
             .join("/");
         let mut features = format!("libiscsi, READ/WRITE(16), zero-copy reads, block {blocks}");
+        if disks.len() > routes.len() {
+            let most = routes.iter().map(|r| r.n).max().unwrap_or(1);
+            features.push_str(&format!(", {most} sessions per target"));
+        }
         match sync {
             SyncVia::None => {}
             SyncVia::Fua => features.push_str(", sync writes with FUA"),
@@ -296,6 +322,7 @@ impl IscsiBackend {
             pollfds: Vec::with_capacity(disks.len()),
             poll_disks: Vec::with_capacity(disks.len()),
             disks,
+            routes,
             depth,
             inflight: 0,
             ready: Vec::with_capacity(depth),
@@ -481,16 +508,19 @@ unsafe impl Backend for IscsiBackend {
         if self.inflight >= self.depth {
             return Err(QueueError::Busy);
         }
-        let Some(disk) = self.disks.get_mut(req.disk as usize) else {
+        let Some(route) = self.routes.get_mut(req.disk as usize) else {
             let why = format!(
                 "iscsi: request for disk {} but only {} target(s) are open",
                 req.disk,
-                self.disks.len()
+                self.routes.len()
             );
             self.inflight += 1;
             self.refuse(req.slot, libc::EINVAL, why);
             return Ok(());
         };
+        let di = route.first + route.next;
+        route.next = (route.next + 1) % route.n;
+        let disk = &mut self.disks[di];
         let bs = disk.block_size;
         if req.offset % u64::from(bs) != 0 || req.len() % bs != 0 {
             let why = format!(
@@ -535,10 +565,7 @@ unsafe impl Backend for IscsiBackend {
                 self.inflight += 1;
                 Ok(())
             }
-            Err(e) => {
-                let di = req.disk as usize;
-                Err(QueueError::Fatal(self.mark_broken(di, &e)))
-            }
+            Err(e) => Err(QueueError::Fatal(self.mark_broken(di, &e))),
         }
     }
 
@@ -778,6 +805,7 @@ mod tests {
                 port: self.port,
                 iqn: IQN.into(),
                 lun,
+                nconnect: 1,
             }
         }
 
@@ -948,6 +976,7 @@ mod tests {
             port: tgt.port,
             iqn: "iqn.x".into(),
             lun: 1,
+            nconnect: 1,
         };
         let e = IscsiBackend::open(&[wrong], &opts(1, 0), &init)
             .err()
@@ -990,6 +1019,7 @@ mod tests {
             port,
             iqn: IQN.into(),
             lun: 1,
+            nconnect: 1,
         };
         let e = IscsiBackend::open(&[none], &opts(1, 0), &init)
             .err()

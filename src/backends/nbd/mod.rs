@@ -15,6 +15,12 @@
 //! client has no cache; the server decides how it reaches its storage), so
 //! `OpenOptions::direct` is ignored.
 //!
+//! **Multi-conn.** With `?nconnect=N` a target gets N connections, and its
+//! requests go round robin over them; it is refused at open, naming the URL,
+//! unless the server advertises multi-conn (`nbd_can_multi_conn`), the NBD
+//! protocol's promise that the connections see each other's writes and that a
+//! flush on one covers all of them.
+//!
 //! A connection that dies makes `commit` or `reap` fail: the requests still in
 //! flight are lost, as the [`Backend`] contract allows; dropping the backend
 //! closes the handles, after which libnbd touches neither buffers nor callbacks.
@@ -46,6 +52,17 @@ enum Stage {
 struct Ticket {
     req: Request,
     stage: Stage,
+    /// The connection it was handed to.
+    conn: u32,
+}
+
+/// The connections of one target: `conns[first..first + n]`.
+#[derive(Clone, Copy, Debug)]
+struct Disk {
+    first: usize,
+    n: usize,
+    /// The connection (of `n`) the next request goes to.
+    next: usize,
 }
 
 /// One connection.
@@ -62,6 +79,8 @@ struct Conn {
 /// NBD exports through libnbd: asynchronous, `depth` requests in flight.
 pub struct NbdBackend {
     conns: Vec<Conn>,
+    /// Per target, its connections (more than one with multi-conn).
+    disks: Vec<Disk>,
     tickets: Vec<Ticket>,
     /// Free ticket numbers.
     free: Vec<u32>,
@@ -96,6 +115,11 @@ fn connect_message(e: &NbdError, export: &str) -> String {
     }
 }
 
+/// A libnbd call that failed on the connection to `url`.
+fn lib_error(url: &str, e: NbdError) -> BackendError {
+    BackendError::new(url, format!("libnbd: {}", e.message))
+}
+
 fn connect(
     target: &Target,
     opts: &OpenOptions,
@@ -107,6 +131,7 @@ fn connect(
         addr,
         export,
         replies,
+        ..
     } = target
     else {
         return Err(BackendError::new(url, "not an NBD target"));
@@ -177,10 +202,42 @@ impl NbdBackend {
         }
         let depth = opts.depth.max(1);
         let sync = matches!(opts.sync, Some(SyncMode::Dsync | SyncMode::Sync));
-        let conns = targets
-            .iter()
-            .map(|t| connect(t, opts, depth, sync))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut conns = Vec::with_capacity(targets.len());
+        let mut disks = Vec::with_capacity(targets.len());
+        let mut multi = 1;
+        for t in targets {
+            let n = match t {
+                Target::Nbd { nconnect, .. } => *nconnect as usize,
+                _ => 1,
+            };
+            let first = connect(t, opts, depth, sync)?;
+            if n > 1
+                && !first
+                    .h
+                    .can_multi_conn()
+                    .map_err(|e| lib_error(&first.url, e))?
+            {
+                return Err(BackendError::new(
+                    &first.url,
+                    format!(
+                        "nconnect={n} needs a server that advertises multi-conn \
+                         (NBD_FLAG_CAN_MULTI_CONN), and this one does not: use nconnect=1, \
+                         or serve the export with multi-conn (nbdkit's memory and file plugins, \
+                         qemu-nbd --shared={n} on a read-only export)"
+                    ),
+                ));
+            }
+            disks.push(Disk {
+                first: conns.len(),
+                n,
+                next: 0,
+            });
+            conns.push(first);
+            for _ in 1..n {
+                conns.push(connect(t, opts, depth, sync)?);
+            }
+            multi = multi.max(n);
+        }
         let first = &conns[0].h;
         let mut features = format!("libnbd {}", first.version());
         features.push_str(if conns.iter().all(|c| c.h.structured_replies()) {
@@ -197,8 +254,8 @@ impl NbdBackend {
                 },
             );
         }
-        if conns.len() > 1 {
-            features.push_str(&format!(", {} connections", conns.len()));
+        if multi > 1 {
+            features.push_str(&format!(", multi-conn {multi} connections per export"));
         }
         let n = depth as usize;
         let idle = || Ticket {
@@ -210,6 +267,7 @@ impl NbdBackend {
                 buf: IoBuf::empty(),
             },
             stage: Stage::Free,
+            conn: 0,
         };
         Ok(NbdBackend {
             tickets: (0..n).map(|_| idle()).collect(),
@@ -220,6 +278,7 @@ impl NbdBackend {
             pollfds: Vec::with_capacity(conns.len()),
             poll_conn: Vec::with_capacity(conns.len()),
             conns,
+            disks,
             sync,
             features,
         })
@@ -243,13 +302,17 @@ impl NbdBackend {
 
     /// Hand one queued ticket to libnbd.
     fn start(&mut self, t: u32) -> Result<(), BackendError> {
+        let disk = self.tickets[t as usize].req.disk as usize;
+        let d = &mut self.disks[disk];
+        let c = d.first + d.next;
+        d.next = (d.next + 1) % d.n;
+        self.tickets[t as usize].conn = c as u32;
         let req = &self.tickets[t as usize].req;
-        let c = req.disk as usize;
         let conn = &mut self.conns[c];
         let fua = self.sync && conn.fua;
         // SAFETY: the lease lasts until the request's completion is reaped
         // (Lane); `finish` makes it only from this ticket's callback, once
-        // libnbd retired the command, and drop closes the handle (retiring
+        // libnbd retired the command, and drop closes every handle (retiring
         // every command) before the lane frees the pool.
         let r = unsafe {
             match req.dir {
@@ -290,7 +353,16 @@ impl NbdBackend {
     ) -> Result<bool, BackendError> {
         let tk = &self.tickets[t as usize];
         let (slot, len, dir, stage) = (tk.req.slot, tk.req.len(), tk.req.dir, tk.stage);
-        let c = tk.req.disk as usize;
+        let c = tk.conn as usize;
+        if err != 0 && self.conns[c].h.is_broken() {
+            // libnbd fails what was in flight when the connection dies (a
+            // reset, a reply it cannot parse): the connection is the news.
+            let e = NbdError {
+                message: std::io::Error::from_raw_os_error(err).to_string(),
+                errno: err,
+            };
+            return Err(self.lost(c, &e));
+        }
         let conn = &mut self.conns[c];
         if matches!(stage, Stage::Running | Stage::Flushing) {
             conn.running -= 1;
@@ -425,13 +497,13 @@ unsafe impl Backend for NbdBackend {
     }
 
     fn queue(&mut self, req: Request) -> Result<(), QueueError> {
-        if req.disk as usize >= self.conns.len() {
+        if req.disk as usize >= self.disks.len() {
             return Err(QueueError::Fatal(BackendError::new(
                 "nbd",
                 format!(
                     "request for disk {}, but {} targets are open",
                     req.disk,
-                    self.conns.len()
+                    self.disks.len()
                 ),
             )));
         }
@@ -441,6 +513,7 @@ unsafe impl Backend for NbdBackend {
         self.tickets[t as usize] = Ticket {
             req,
             stage: Stage::Queued,
+            conn: 0,
         };
         self.queued.push(t);
         Ok(())
@@ -554,6 +627,7 @@ mod tests {
                     addr: NbdAddr::Unix(sock),
                     export: "store".into(),
                     replies: NbdReplies::Simple,
+                    nconnect: 1,
                 };
                 (t, None)
             };
@@ -629,9 +703,8 @@ mod tests {
 
     /// Run `ios` (dir, offset) of `bs` bytes at the backend's depth; buffers of
     /// writes hold the pattern, reads are checked against it.
-    fn run(b: NbdBackend, ios: &[(Dir, u64)], bs: usize) {
-        let depth = b.depth();
-        let mut b = lane(b, bs);
+    fn run(b: &mut Lane<NbdBackend>, ios: &[(Dir, u64)], bs: usize) {
+        let depth = b.backend().depth();
         let ios: Vec<Io> = ios
             .iter()
             .map(|&(dir, offset)| Io {
@@ -686,11 +759,11 @@ mod tests {
         assert!(b.features().contains(want_feature), "{}", b.features());
         let offs = offsets();
         let writes: Vec<_> = offs.iter().map(|&o| (Dir::Write, o)).collect();
-        run(b, &writes, 4096);
+        run(&mut lane(b, 4096), &writes, 4096);
         // A new connection sees the data: it reached the server.
         let b = NbdBackend::open(std::slice::from_ref(target), &opts(false, 16, 0)).unwrap();
         let reads: Vec<_> = offs.iter().rev().map(|&o| (Dir::Read, o)).collect();
-        run(b, &reads, 4096);
+        run(&mut lane(b, 4096), &reads, 4096);
     }
 
     #[test]
@@ -708,8 +781,60 @@ mod tests {
             addr,
             export,
             replies: NbdReplies::Structured,
+            nconnect: 1,
         };
         write_read_back_on(&t, None, ", structured replies");
+    }
+
+    /// The srv's target with `nconnect` connections.
+    fn with_nconnect(srv: &Nbdkit, n: u8) -> Target {
+        let mut t = srv.target.clone();
+        if let Target::Nbd { nconnect, .. } = &mut t {
+            *nconnect = n;
+        }
+        t
+    }
+
+    #[test]
+    fn multi_conn_spreads_requests_over_the_connections() {
+        let srv = Nbdkit::start(true, &["memory", "64M"]);
+        let t = with_nconnect(&srv, 4);
+        assert!(t.to_string().ends_with("/store?nconnect=4"), "{t}");
+        write_read_back_on(&t, Some(SyncMode::Dsync), ", multi-conn 4 connections");
+        // Round robin: 8 reads went 2 to each of the 4 connections.
+        let b = NbdBackend::open(std::slice::from_ref(&t), &opts(false, 8, 0)).unwrap();
+        assert_eq!(b.conns.len(), 4);
+        let mut b = lane(b, 4096);
+        let reads: Vec<_> = offsets()[..8].iter().map(|&o| (Dir::Read, o)).collect();
+        run(&mut b, &reads, 4096);
+        let b = b.backend();
+        assert!(b.conns.iter().all(|c| c.running == 0));
+        assert_eq!(
+            b.disks[0].next, 0,
+            "8 requests over 4 connections end where they began"
+        );
+    }
+
+    #[test]
+    fn nconnect_without_multi_conn_is_refused_naming_the_option() {
+        let args = [
+            "--filter=multi-conn",
+            "memory",
+            "64M",
+            "multi-conn-mode=disable",
+        ];
+        let srv = Nbdkit::start(true, &args);
+        NbdBackend::open(std::slice::from_ref(&srv.target), &opts(true, 4, 0)).unwrap();
+        let t = with_nconnect(&srv, 2);
+        let e = NbdBackend::open(std::slice::from_ref(&t), &opts(true, 4, 0))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("{t}: nconnect=2 needs a server")),
+            "{e}"
+        );
+        assert!(e.contains("NBD_FLAG_CAN_MULTI_CONN"), "{e}");
     }
 
     #[test]
@@ -838,6 +963,7 @@ mod tests {
             addr: addr.clone(),
             export: "nope".into(),
             replies: NbdReplies::Simple,
+            nconnect: 1,
         };
         let e = NbdBackend::open(&[other], &opts(false, 1, 0))
             .err()
@@ -870,6 +996,7 @@ mod tests {
             addr: NbdAddr::Unix(dir.join("none.sock")),
             export: "store".into(),
             replies: NbdReplies::Simple,
+            nconnect: 1,
         };
         let e = NbdBackend::open(std::slice::from_ref(&t), &opts(false, 1, 0))
             .err()

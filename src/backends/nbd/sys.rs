@@ -55,6 +55,7 @@ unsafe extern "C" {
     fn nbd_is_read_only(h: *mut NbdHandle) -> c_int;
     fn nbd_can_fua(h: *mut NbdHandle) -> c_int;
     fn nbd_can_flush(h: *mut NbdHandle) -> c_int;
+    fn nbd_can_multi_conn(h: *mut NbdHandle) -> c_int;
     fn nbd_get_structured_replies_negotiated(h: *mut NbdHandle) -> c_int;
     fn nbd_aio_pread(
         h: *mut NbdHandle,
@@ -273,6 +274,14 @@ impl Handle {
     pub fn can_flush(&self) -> Result<bool, NbdError> {
         // SAFETY: h is valid.
         Self::flag(unsafe { nbd_can_flush(self.h) })
+    }
+
+    /// Whether the server advertises multi-conn (NBD_FLAG_CAN_MULTI_CONN):
+    /// connections to the export see each other's writes, and a flush on one
+    /// covers writes completed on all.
+    pub fn can_multi_conn(&self) -> Result<bool, NbdError> {
+        // SAFETY: h is valid.
+        Self::flag(unsafe { nbd_can_multi_conn(self.h) })
     }
 
     /// Whether structured replies were negotiated.

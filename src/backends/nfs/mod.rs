@@ -52,6 +52,12 @@
 //!   on a READ or WRITE becomes `Err(errno)` in its completion (NFS3ERR_IO →
 //!   EIO, NOSPC → ENOSPC, STALE → ESTALE, ...). A lost connection (the server
 //!   died) makes `reap` / `commit` fail: the backend is broken.
+//! * **nconnect.** With `?nconnect=N` a disk has N TCP connections to the
+//!   server (set-up, COMMIT and CLOSE use the first); its READ and WRITE RPCs
+//!   go round robin over them, one RPC per connection in turn, as the Linux
+//!   client's mount option of that name. NFSv3 is stateless and an NFSv4.0
+//!   stateid belongs to the client, not to a connection, so every connection
+//!   may carry any request.
 //! * The client binds no privileged source port: servers that insist on one
 //!   (the Linux kernel server's `secure` default) need `insecure` on the export.
 
@@ -77,6 +83,8 @@ pub const MAX_TRANSFER: u32 = 1 << 20;
 const UNSTABLE: u32 = 0;
 /// WRITE stable_how: FILE_SYNC (both versions).
 const FILE_SYNC: u32 = 2;
+/// The errno of a request whose reply could not be decoded.
+const MALFORMED: i32 = libc::EPROTO;
 
 /// The name of an NFS status ("NFS3ERR_NOENT", "NFS4ERR_STALE").
 fn status_name(version: u8, status: u32) -> String {
@@ -151,6 +159,7 @@ fn errno(status: u32) -> i32 {
         10006 => libc::EREMOTEIO,
         10008 | 10013 => libc::EAGAIN,
         10038 => libc::EBADF,
+        u32::MAX => MALFORMED,
         _ => libc::EIO,
     }
 }
@@ -161,10 +170,13 @@ enum Proto {
     V4(v4::File),
 }
 
-/// One target: its connection and open file.
+/// One target: its connections and open file.
 struct Disk {
     url: String,
-    conn: Conn,
+    /// The first does set-up and tear-down; RPCs go round robin over all.
+    conns: Vec<Conn>,
+    /// The connection the next RPC goes to.
+    next: usize,
     proto: Proto,
     size: u64,
     rsize: u32,
@@ -187,7 +199,7 @@ struct Slot {
     err: i32,
 }
 
-/// The NFS backend: one connection per target, many RPCs in flight on each.
+/// The NFS backend: `nconnect` connections per target, many RPCs in flight on each.
 pub struct NfsBackend {
     disks: Vec<Disk>,
     slots: Vec<Slot>,
@@ -199,6 +211,9 @@ pub struct NfsBackend {
     stable: u32,
     broken: bool,
     pollfds: Vec<libc::pollfd>,
+    /// What was wrong with the last reply that failed a request (a
+    /// malformed READ or WRITE result, a call the server rejected).
+    last_error: Option<String>,
 }
 
 fn connect_error(host: &str, port: u16, e: &io::Error) -> String {
@@ -225,6 +240,7 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
         export,
         path,
         version,
+        nconnect,
     } = t
     else {
         return Err(BackendError::new(url, "not an nfs:// target"));
@@ -265,9 +281,21 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
             opts.size_needed
         )));
     }
+    let head = match proto {
+        Proto::V3(_) => v3::read_head,
+        Proto::V4(_) => v4::read_head,
+    };
+    let mut conns = vec![conn];
+    for _ in 1..*nconnect {
+        let mut c = Conn::connect(host, *port, SETUP_TIMEOUT)
+            .map_err(|e| err(connect_error(host, *port, &e)))?;
+        c.set_read_head(head);
+        conns.push(c);
+    }
     Ok(Disk {
         url,
-        conn,
+        conns,
+        next: 0,
         proto,
         size,
         rsize: rsize.clamp(4096, MAX_TRANSFER),
@@ -319,6 +347,7 @@ impl NfsBackend {
             inflight: 0,
             stable,
             broken: false,
+            last_error: None,
         })
     }
 
@@ -331,9 +360,10 @@ impl NfsBackend {
     fn fail(&mut self, disk: usize, what: &str, e: RpcError) -> BackendError {
         self.broken = true;
         let lost = self.inflight - self.done.len();
-        let hint = match e {
-            RpcError::Closed | RpcError::Io(_) => " (did the server stop?)",
-            _ => "",
+        let (what, hint) = match e {
+            RpcError::Closed | RpcError::Io(_) => (what, " (did the server stop?)"),
+            RpcError::Protocol(_) => ("the server broke the RPC protocol", ""),
+            _ => (what, ""),
         };
         BackendError::new(
             &self.disks[disk].url,
@@ -344,85 +374,102 @@ impl NfsBackend {
     /// Send and receive on every connection without blocking.
     fn pump(&mut self) -> Result<(), BackendError> {
         for i in 0..self.disks.len() {
-            let r = {
-                let NfsBackend {
-                    disks, slots, done, ..
-                } = self;
-                let disk = &mut disks[i];
-                match disk.conn.flush() {
-                    Err(e) => Err(("sending to the server failed", e)),
-                    Ok(_) => {
-                        let Disk {
-                            conn,
-                            proto,
-                            verf,
-                            verf_changed,
-                            ..
-                        } = disk;
-                        conn.receive(&mut |tag, r| {
-                            if tag == SYNC_TAG {
-                                return;
-                            }
-                            let slot = &mut slots[tag as usize];
-                            let res = match r {
-                                Err(_) => Err(libc::EIO),
-                                Ok(b) if slot.write => {
-                                    let w = match proto {
-                                        Proto::V3(_) => v3::write_result(b.body),
-                                        Proto::V4(_) => v4::write_result(b.body),
-                                    };
-                                    w.map(|(n, v)| {
-                                        match verf {
-                                            None => *verf = Some(v),
-                                            Some(old) if *old != v => *verf_changed = true,
-                                            _ => {}
-                                        }
-                                        n
-                                    })
-                                    .map_err(errno)
-                                }
-                                Ok(b) => match proto {
-                                    Proto::V3(_) => v3::read_result(b.body, b.data),
-                                    Proto::V4(_) => v4::read_result(b.body, b.data),
-                                }
-                                .map_err(errno),
-                            };
-                            match res {
-                                Ok(n) => slot.bytes += n,
-                                Err(e) if slot.err == 0 => slot.err = e,
-                                Err(_) => {}
-                            }
-                            slot.parts -= 1;
-                            if slot.parts == 0 {
-                                slot.active = false;
-                                done.push(Completion {
-                                    slot: tag as u32,
-                                    result: if slot.err != 0 {
-                                        Err(slot.err)
-                                    } else {
-                                        Ok(slot.bytes)
-                                    },
-                                });
-                            }
-                        })
-                        .map_err(|e| ("connection lost", e))
-                    }
+            for j in 0..self.disks[i].conns.len() {
+                if let Err((what, e)) = self.pump_conn(i, j) {
+                    return Err(self.fail(i, what, e));
                 }
-            };
-            if let Err((what, e)) = r {
-                return Err(self.fail(i, what, e));
             }
         }
         Ok(())
     }
 
+    /// Send and receive on connection `j` of disk `i` without blocking.
+    fn pump_conn(&mut self, i: usize, j: usize) -> Result<(), (&'static str, RpcError)> {
+        let NfsBackend {
+            disks,
+            slots,
+            done,
+            last_error,
+            ..
+        } = self;
+        let Disk {
+            conns,
+            proto,
+            verf,
+            verf_changed,
+            ..
+        } = &mut disks[i];
+        let conn = &mut conns[j];
+        match conn.flush() {
+            Err(e) => Err(("sending to the server failed", e)),
+            Ok(_) => conn
+                .receive(&mut |tag, r| {
+                    if tag == SYNC_TAG {
+                        return;
+                    }
+                    let slot = &mut slots[tag as usize];
+                    let op = if slot.write { "WRITE" } else { "READ" };
+                    let res = match r {
+                        Err(e) => {
+                            *last_error = Some(format!("{op}: {e}"));
+                            Err(libc::EIO)
+                        }
+                        Ok(b) if slot.write => {
+                            let w = match proto {
+                                Proto::V3(_) => v3::write_result(b.body),
+                                Proto::V4(_) => v4::write_result(b.body),
+                            };
+                            w.map(|(n, v)| {
+                                match verf {
+                                    None => *verf = Some(v),
+                                    Some(old) if *old != v => *verf_changed = true,
+                                    _ => {}
+                                }
+                                n
+                            })
+                            .map_err(errno)
+                        }
+                        Ok(b) => match proto {
+                            Proto::V3(_) => v3::read_result(b.body, b.data),
+                            Proto::V4(_) => v4::read_result(b.body, b.data),
+                        }
+                        .map_err(errno),
+                    };
+                    if res == Err(MALFORMED) {
+                        *last_error = Some(format!(
+                            "malformed {op} reply from the server (its XDR ends early or \
+                             holds an impossible value)"
+                        ));
+                    }
+                    match res {
+                        Ok(n) => slot.bytes += n,
+                        Err(e) if slot.err == 0 => slot.err = e,
+                        Err(_) => {}
+                    }
+                    slot.parts -= 1;
+                    if slot.parts == 0 {
+                        slot.active = false;
+                        done.push(Completion {
+                            slot: tag as u32,
+                            result: if slot.err != 0 {
+                                Err(slot.err)
+                            } else {
+                                Ok(slot.bytes)
+                            },
+                        });
+                    }
+                })
+                .map_err(|e| ("connection lost", e)),
+        }
+    }
+
     /// Wait until a connection is readable (or writable when it has calls to send).
     fn wait(&mut self, timeout: Option<Duration>) -> Result<(), BackendError> {
         self.pollfds.clear();
-        for d in &self.disks {
+        for c in self.disks.iter().flat_map(|d| &d.conns) {
             self.pollfds.push(libc::pollfd {
-                fd: d.conn.fd(),
-                events: rpc::poll_events(d.conn.wants_write()),
+                fd: c.fd(),
+                events: rpc::poll_events(c.wants_write()),
                 revents: 0,
             });
         }
@@ -458,8 +505,8 @@ impl NfsBackend {
         for d in &mut self.disks {
             if d.unstable {
                 let r = match &d.proto {
-                    Proto::V3(f) => v3::commit(&mut d.conn, f, DROP_TIMEOUT),
-                    Proto::V4(f) => v4::commit(&mut d.conn, f, DROP_TIMEOUT),
+                    Proto::V3(f) => v3::commit(&mut d.conns[0], f, DROP_TIMEOUT),
+                    Proto::V4(f) => v4::commit(&mut d.conns[0], f, DROP_TIMEOUT),
                 };
                 match r {
                     Err(e) => {
@@ -474,7 +521,7 @@ impl NfsBackend {
                 }
             }
             if let Proto::V4(f) = &d.proto
-                && let Err(e) = v4::close(&mut d.conn, f, DROP_TIMEOUT)
+                && let Err(e) = v4::close(&mut d.conns[0], f, DROP_TIMEOUT)
             {
                 eprintln!("storlab: {}: CLOSE failed: {e}", d.url);
             }
@@ -513,8 +560,12 @@ unsafe impl Backend for NfsBackend {
         } else {
             "UNSTABLE writes, COMMIT at close"
         };
+        let conns = match d.conns.len() {
+            1 => String::new(),
+            n => format!(", nconnect {n}"),
+        };
         format!(
-            "storlab NFSv{v} client over TCP, rsize {}, wsize {}, {writes}",
+            "storlab NFSv{v} client over TCP{conns}, rsize {}, wsize {}, {writes}",
             fmt_bytes(d.rsize),
             fmt_bytes(d.wsize)
         )
@@ -561,7 +612,8 @@ unsafe impl Backend for NfsBackend {
             err: 0,
         };
         let Disk {
-            conn,
+            conns,
+            next,
             proto,
             unstable,
             ..
@@ -577,6 +629,9 @@ unsafe impl Backend for NfsBackend {
             let n = max.min(len - at);
             let off = req.offset + at as u64;
             let ptr = req.buf.as_mut_ptr().wrapping_add(at as usize);
+            let c = *next;
+            *next = (c + 1) % conns.len();
+            let conn = &mut conns[c];
             // SAFETY: part `p` is bytes at..at + n of the request's lease,
             // which lasts until the request's completion is reaped (Lane); the
             // completion is made only once every part's reply was delivered
@@ -618,11 +673,34 @@ unsafe impl Backend for NfsBackend {
 
     fn commit(&mut self) -> Result<(), BackendError> {
         for i in 0..self.disks.len() {
-            if let Err(e) = self.disks[i].conn.flush() {
-                return Err(self.fail(i, "sending to the server failed", e));
+            for j in 0..self.disks[i].conns.len() {
+                if let Err(e) = self.disks[i].conns[j].flush() {
+                    return Err(self.fail(i, "sending to the server failed", e));
+                }
             }
         }
         Ok(())
+    }
+
+    /// What was wrong with the last failed reply, and the replies that matched
+    /// no call (a server answering with wrong XIDs leaves its calls to time out).
+    fn error_detail(&self) -> Option<String> {
+        let (stray, first) = self
+            .disks
+            .iter()
+            .flat_map(|d| &d.conns)
+            .map(|c| c.stray())
+            .fold((0, 0), |(n, x), (m, y)| (n + m, if n == 0 { y } else { x }));
+        let stray = (stray > 0).then(|| {
+            format!(
+                "{stray} replies from the server matched no call in flight (wrong XID; \
+                 the first was XID {first:#010x})"
+            )
+        });
+        match (self.last_error.clone(), stray) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Drop then closes the sockets at once: no waiting for replies, COMMIT or CLOSE.

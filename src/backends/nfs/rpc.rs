@@ -53,6 +53,10 @@ const RX_SIZE: usize = 512 * 1024;
 const RX_MIN_ROOM: usize = 64 * 1024;
 /// Segments per `sendmsg`.
 const MAX_IOV: usize = 1024;
+/// The most bytes of one reply collected in memory (everything but READ
+/// data, which goes to its destination): far above any reply storlab asks
+/// for, so a larger one is garbage and must not grow the buffer unbounded.
+pub const MAX_COLLECT: usize = 256 * 1024;
 
 /// An RPC-level failure.
 #[derive(Debug)]
@@ -221,6 +225,9 @@ pub struct Conn {
     collect_all: bool,
     st: St,
     read_head: HeadParser,
+    /// Replies that matched no call in flight, and the XID of the first.
+    stray: u64,
+    first_stray: u32,
 }
 
 // SAFETY: the raw pointers are WRITE payloads and READ destinations handed
@@ -284,6 +291,8 @@ impl Conn {
             collect_all: false,
             st: St::Collect,
             read_head: no_head,
+            stray: 0,
+            first_stray: 0,
         })
     }
 
@@ -300,6 +309,19 @@ impl Conn {
     /// Whether calls are waiting to be sent.
     pub fn wants_write(&self) -> bool {
         self.sent_seg < self.segs.len()
+    }
+
+    /// Replies discarded because they matched no call in flight (a wrong
+    /// XID, or a second reply to one call), and the XID of the first.
+    pub fn stray(&self) -> (u64, u32) {
+        (self.stray, self.first_stray)
+    }
+
+    fn count_stray(&mut self, xid: u32) {
+        if self.stray == 0 {
+            self.first_stray = xid;
+        }
+        self.stray += 1;
     }
 
     /// Calls sent or queued whose reply has not arrived.
@@ -567,6 +589,13 @@ impl Conn {
                         } else {
                             avail.min(HEAD_STEP)
                         };
+                        if self.msg.len() + n > MAX_COLLECT {
+                            return Err(RpcError::Protocol(format!(
+                                "a reply record of {} bytes or more, larger than any reply \
+                                 to storlab's calls (at most {MAX_COLLECT} bytes besides READ data)",
+                                self.msg.len() + self.frag_left
+                            )));
+                        }
                         self.msg.extend_from_slice(&self.rx[self.rd..self.rd + n]);
                         n
                     }
@@ -628,6 +657,7 @@ impl Conn {
             Ok(r) => r,
         };
         let Some(idx) = self.lookup(xid) else {
+            self.count_stray(xid);
             self.msg.clear();
             self.st = St::Discard;
             return Ok(());
@@ -683,15 +713,18 @@ impl Conn {
             St::Collect => {
                 let (xid, body) = parse_reply(&self.msg)
                     .map_err(|_| RpcError::Protocol("truncated reply header".into()))?;
-                if let Some(idx) = self.lookup(xid) {
-                    let tag = self.release(idx);
-                    f(
-                        tag,
-                        body.map(|b| Body {
-                            body: &self.msg[b..],
-                            data: None,
-                        }),
-                    );
+                match self.lookup(xid) {
+                    Some(idx) => {
+                        let tag = self.release(idx);
+                        f(
+                            tag,
+                            body.map(|b| Body {
+                                body: &self.msg[b..],
+                                data: None,
+                            }),
+                        );
+                    }
+                    None => self.count_stray(xid),
                 }
             }
             St::Skip { idx, count, body } => {

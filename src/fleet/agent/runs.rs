@@ -254,6 +254,7 @@ fn prepare(shared: &Shared, mut req: wire::PrepareRequest, targets: Vec<Target>)
         targets,
         threads: req.threads.map(|t| t as usize),
         allow_overwrite: req.allow_overwrite,
+        lab_store: false,
     };
     let mut runner = LocalRunner::new(
         shared.cfg.name.clone(),

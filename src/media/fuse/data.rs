@@ -55,7 +55,7 @@ impl Fs {
             CacheMode::Direct => (fopen::DIRECT_IO | fopen::PARALLEL_DIRECT_WRITES, None),
             CacheMode::PageCache => (fopen::KEEP_CACHE, None),
             CacheMode::Passthrough => {
-                match sys::backing_open(chan.as_fd(), fd.as_raw_fd()) {
+                match self.backing_of(node, &fd, chan) {
                     Ok(id) => (fopen::PASSTHROUGH, Some(id)),
                     Err(e) => {
                         // Not for this file (the kernel may refuse one it
@@ -82,12 +82,41 @@ impl Fs {
         }
     }
 
-    /// RELEASE: close the file (and its passthrough id).
+    /// The passthrough id every open file of `node` shares, registered with
+    /// the kernel on its first open (`fd`, this open's file, when the node
+    /// cannot be opened read-write: a read-only file).
+    fn backing_of(&self, node: u64, fd: &OwnedFd, chan: &OwnedFd) -> Sys<i32> {
+        let mut b = self.backings.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((id, opens)) = b.get_mut(&node) {
+            *opens += 1;
+            return Ok(*id);
+        }
+        // Read-write, so a later open that writes finds it usable.
+        let rw = self
+            .nodes
+            .fd(node)
+            .and_then(|n| sys::reopen(n.as_fd(), libc::O_RDWR));
+        let backing = rw.as_ref().map_or(fd.as_raw_fd(), |f| f.as_raw_fd());
+        let id = sys::backing_open(chan.as_fd(), backing)?;
+        b.insert(node, (id, 1));
+        Ok(id)
+    }
+
+    /// RELEASE: close the file (and its node's passthrough id with its last
+    /// open file).
     pub(super) fn release(&self, fh: u64, chan: &OwnedFd) {
         if let Some(f) = self.files.remove(fh) {
             self.nodes.count_open(f.node, -1);
-            if let Some(id) = f.backing_id {
-                let _ = sys::backing_close(chan.as_fd(), id);
+            if f.backing_id.is_some() {
+                let mut b = self.backings.lock().unwrap_or_else(|e| e.into_inner());
+                let last = b.get_mut(&f.node).map(|(id, opens)| {
+                    *opens -= 1;
+                    (*opens == 0).then_some(*id)
+                });
+                if let Some(Some(id)) = last {
+                    b.remove(&f.node);
+                    let _ = sys::backing_close(chan.as_fd(), id);
+                }
             }
         }
     }

@@ -101,6 +101,10 @@ pub struct Fs {
     pub mode: Mutex<CacheMode>,
     /// How long the kernel may keep names and attributes.
     pub timeout: Duration,
+    /// Passthrough: each node's one backing id with the kernel and how many
+    /// open files share it (the kernel refuses a second, different backing
+    /// file on an inode that has one open: the second open would fail EIO).
+    pub backings: Mutex<std::collections::HashMap<u64, (i32, u32)>>,
 }
 
 /// Attributes as FUSE carries them.
@@ -152,6 +156,7 @@ impl Fs {
             medium,
             mode: Mutex::new(mode),
             timeout: Duration::from_secs(1),
+            backings: Mutex::default(),
         })
     }
 

@@ -223,6 +223,60 @@ fn every_operation_works_in_every_cache_mode() {
     }
 }
 
+/// One file open at once as the lab's servers and its loop device hold the
+/// store: read-write, read-write with O_DIRECT, read-only; each sees the
+/// others' writes. (In passthrough mode the kernel takes one backing file
+/// per inode: every open shares it, or the second open fails with EIO.)
+#[test]
+fn one_file_open_many_times_at_once_in_every_cache_mode() {
+    for mode in [
+        CacheMode::Direct,
+        CacheMode::PageCache,
+        CacheMode::Passthrough,
+    ] {
+        let m = Mounted::new(&format!("many-{}", mode.name()), Arc::new(Ram), Some(mode));
+        fs::write(m.back("f"), pattern(1 << 20, 1)).unwrap();
+        let rw = OpenOptions::new().read(true).write(true).open(m.mnt("f"));
+        let rw = rw.unwrap_or_else(|e| panic!("{}: open rw: {e}", mode.name()));
+        let direct = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(m.mnt("f"))
+            .unwrap_or_else(|e| panic!("{}: open rw O_DIRECT beside rw: {e}", mode.name()));
+        let ro = File::open(m.mnt("f"))
+            .unwrap_or_else(|e| panic!("{}: open ro beside them: {e}", mode.name()));
+        let (mut buf, off) = aligned(4096);
+        buf[off..off + 4096].copy_from_slice(&pattern(4096, 7));
+        direct.write_all_at(&buf[off..off + 4096], 8192).unwrap();
+        let mut got = vec![0u8; 4096];
+        ro.read_exact_at(&mut got, 8192).unwrap();
+        assert_eq!(
+            got,
+            pattern(4096, 7),
+            "{}: direct write seen by ro",
+            mode.name()
+        );
+        rw.write_all_at(&pattern(4096, 9), 0).unwrap();
+        rw.sync_all().unwrap();
+        direct.read_exact_at(&mut buf[off..off + 4096], 0).unwrap();
+        assert_eq!(
+            &buf[off..off + 4096],
+            &pattern(4096, 9)[..],
+            "{}: rw write seen by O_DIRECT",
+            mode.name()
+        );
+        drop((rw, direct, ro));
+        // The node's backing id went with its last open file.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while m.server.open_handles() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(m.server.open_handles(), 0, "{}", mode.name());
+        File::open(m.mnt("f")).expect("opens again after every release");
+    }
+}
+
 #[test]
 fn ram_defaults_to_passthrough_and_a_device_to_direct_io() {
     let m = Mounted::new("default-ram", Arc::new(Ram), None);

@@ -14,8 +14,6 @@
 //!    [`cleanup`]; a record of the server (pid, start time) is enough, so
 //!    `lab down` in another process can do it with [`MediaServer::from_proc`].
 
-pub mod fixed;
-
 use super::Medium;
 use super::fuse::{self, CacheMode, Options, Server};
 use crate::process::{self, Proc};
@@ -23,20 +21,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use fixed::FixedDelay;
+pub use super::fixed::FixedDelay;
 
-/// What `--media` takes besides the model's presets.
-pub const MEDIA_ALLOWED: &str = "ram, fixed:US or fixed:READ_US,WRITE_US[,FLUSH_US]";
-
-/// The medium named `spec`: `ram`, or `fixed:...` ([`FixedDelay`]).
+/// The medium named `spec`: a built-in preset, or `fixed:...`
+/// ([`FixedDelay`]); see [`crate::media::presets::resolve`], which also reads
+/// the user's preset file.
 pub fn medium(spec: &str) -> Result<Arc<dyn Medium>, String> {
-    match spec.split_once(':') {
-        None if spec == "ram" => Ok(Arc::new(super::Ram)),
-        Some(("fixed", rest)) => Ok(Arc::new(FixedDelay::parse(rest)?)),
-        _ => Err(format!(
-            "media {spec:?}: unknown (allowed: {MEDIA_ALLOWED})"
-        )),
-    }
+    super::presets::resolve(spec, None)
 }
 
 /// What `storlab media-serve` serves.
@@ -132,16 +123,18 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl MediaServer {
     /// Start `storlab media-serve` (this very binary) serving `backing_dir` at
-    /// `mountpoint` on media `media` (see [`medium`]), output to `log`.
+    /// `mountpoint` on media `media` (see [`medium`]; with `media_file`, a
+    /// preset of that file, passed as `--media-file`), output to `log`.
     pub fn start(
         backing_dir: &Path,
         mountpoint: &Path,
         media: &str,
+        media_file: Option<&Path>,
         log: &Path,
     ) -> Result<MediaServer, String> {
         let exe = std::env::current_exe()
             .map_err(|e| format!("cannot find the storlab binary for the media server: {e}"))?;
-        MediaServer::start_with(&exe, backing_dir, mountpoint, media, None, log)
+        MediaServer::start_with(&exe, backing_dir, mountpoint, media, media_file, None, log)
     }
 
     /// [`MediaServer::start`] with the binary and the cache mode given.
@@ -150,10 +143,14 @@ impl MediaServer {
         backing_dir: &Path,
         mountpoint: &Path,
         media: &str,
+        media_file: Option<&Path>,
         mode: Option<CacheMode>,
         log: &Path,
     ) -> Result<MediaServer, String> {
-        medium(media)?;
+        // A user's file names presets only the server reads.
+        if media_file.is_none() {
+            medium(media)?;
+        }
         // Checked here, not only by the server: a failed start cleans up its
         // mount point, which must not take another server's mount with it.
         if !fuse::mount::mounted(mountpoint).is_empty() {
@@ -175,6 +172,9 @@ impl MediaServer {
             "--ready-file".into(),
             ready.display().to_string(),
         ];
+        if let Some(f) = media_file {
+            args.extend(["--media-file".into(), f.display().to_string()]);
+        }
         if let Some(m) = mode {
             args.extend(["--cache".into(), m.name().into()]);
         }
@@ -257,9 +257,10 @@ mod tests {
         assert_eq!(medium("ram").unwrap().name(), "ram");
         assert!(medium("ram").unwrap().page_cache());
         assert_eq!(medium("fixed:50").unwrap().name(), "fixed:50,50,50");
+        assert_eq!(medium("array-15k").unwrap().name(), "array-15k");
         let e = medium("nvme-typo").err().unwrap();
         assert!(
-            e.contains("\"nvme-typo\"") && e.contains(MEDIA_ALLOWED),
+            e.contains("\"nvme-typo\"") && e.contains("nvme-ssd") && e.contains("fixed:US"),
             "{e}"
         );
         assert!(medium("fixed:x").is_err());

@@ -1,0 +1,184 @@
+//! The lab's media layer: the backing store is served through storlab's FUSE
+//! media server ([`crate::media::serve`]), mounted at `STATE_DIR/media`, and
+//! every path to the store uses the file in that mount: nfs-ganesha exports
+//! the mount, tgt and nbdkit open `media/disk.img`, and the block baseline is
+//! a loop device over it ([`super::loopdev`]). Each operation then completes
+//! at the emulated medium's times, whichever path it came by.
+//!
+//! Steps, each recorded in the lab's state before the next, each failure
+//! naming its step: the mount point (created, and refused when anything is
+//! mounted on it), the media server (spawned, mounts, writes its ready file),
+//! the served file (visible in the mount). [`stop`] undoes them by the record:
+//! the loop device, then the server by PID, then what is left mounted.
+
+use super::LabError;
+use super::state::LabState;
+use crate::media::fuse::mount;
+use crate::media::serve::{self, MediaServer};
+use crate::process::Proc;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The media `lab up` serves the store on unless told otherwise. `ram` keeps
+/// the loopback ceiling of labs before media; it becomes the array preset that
+/// resembles the studies' arrays once the media model's presets land.
+pub const LAB_DEFAULT_MEDIA: &str = "ram";
+
+/// The mount point's name inside the state directory.
+pub const MOUNT_DIR: &str = "media";
+
+/// The media server's log file in the state directory.
+pub const LOG: &str = "media.log";
+
+/// The media layer as made.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MediaInfo {
+    /// The `--media` preset or spec.
+    pub spec: String,
+    /// The `--media-file` the preset comes from, if any.
+    #[serde(default)]
+    pub file: Option<PathBuf>,
+    /// Where the media file system is mounted.
+    pub mountpoint: PathBuf,
+    /// The media server, once it answers.
+    #[serde(default)]
+    pub server: Option<Proc>,
+    /// The block baseline's loop device, once attached.
+    #[serde(default)]
+    pub loop_dev: Option<super::loopdev::LoopDev>,
+}
+
+impl MediaInfo {
+    /// The store file as every server and the loop device see it.
+    pub fn store_path(&self) -> PathBuf {
+        self.mountpoint.join(super::backing::FILE)
+    }
+}
+
+/// A failed step of the media layer, named.
+pub fn step_failed(step: &str, message: impl std::fmt::Display) -> LabError {
+    LabError::System(format!("media layer: {step} failed: {message}"))
+}
+
+/// Check the media name (and file) before anything is made: a name without a
+/// file must be one the media server knows; a file must be readable (its
+/// presets are the server's to read).
+pub fn validate(spec: &str, file: Option<&Path>) -> Result<(), LabError> {
+    match file {
+        None => serve::medium(spec)
+            .map(|_| ())
+            .map_err(|e| LabError::BadConfig(format!("--media {e}"))),
+        Some(f) => std::fs::File::open(f).map(|_| ()).map_err(|e| {
+            LabError::BadConfig(format!("--media-file {}: cannot read it: {e}", f.display()))
+        }),
+    }
+}
+
+/// Whatever is mounted exactly at `mp` (any file system), by its type.
+fn mounted_at(mp: &Path) -> Option<String> {
+    let mp = mount::normalize(mp);
+    mount::mounts()
+        .into_iter()
+        .find(|m| m.mountpoint == mp)
+        .map(|m| m.fstype)
+}
+
+/// Start the media layer over the backing directory `backing_dir`, recording
+/// each step in `st`.
+pub fn start(
+    spec: &str,
+    file: Option<&Path>,
+    backing_dir: &Path,
+    st: &mut LabState,
+) -> Result<MediaInfo, LabError> {
+    let mp = st.state_dir.join(MOUNT_DIR);
+    std::fs::create_dir_all(&mp).map_err(|e| {
+        step_failed(
+            "mount point",
+            format!("cannot create {}: {e}", mp.display()),
+        )
+    })?;
+    // The kernel names a loop device's backing file by its real path.
+    let mp = std::fs::canonicalize(&mp).unwrap_or(mp);
+    if let Some(fstype) = mounted_at(&mp) {
+        return Err(step_failed(
+            "mount point",
+            format!(
+                "{} is busy: a {fstype} file system is mounted on it (unmount it, or use another --state-dir)",
+                mp.display()
+            ),
+        ));
+    }
+    let mut info = MediaInfo {
+        spec: spec.to_string(),
+        file: file.map(Path::to_path_buf),
+        mountpoint: mp.clone(),
+        server: None,
+        loop_dev: None,
+    };
+    st.media = Some(info.clone());
+    st.save().map_err(LabError::System)?;
+    let log = st.state_dir.join(LOG);
+    let server = MediaServer::start(backing_dir, &mp, spec, file, &log)
+        .map_err(|e| step_failed("media server (mount, then its ready file)", e))?;
+    info.server = Some(server.proc);
+    st.media = Some(info.clone());
+    st.save().map_err(LabError::System)?;
+    let store = info.store_path();
+    std::fs::metadata(&store).map_err(|e| {
+        step_failed(
+            "served file",
+            format!("{} is not visible in the mount: {e}", store.display()),
+        )
+    })?;
+    Ok(info)
+}
+
+/// Undo the media layer as recorded: detach the loop device, stop the media
+/// server by PID (it unmounts), clean up whatever it left mounted, remove the
+/// mount point. Returns what could not be undone.
+pub fn stop(info: &MediaInfo, this_boot: bool) -> Vec<String> {
+    let mut errors = super::loopdev::detach_all(info);
+    match info.server.clone().filter(|_| this_boot) {
+        Some(p) => {
+            if let Err(e) = MediaServer::from_proc(p, &info.mountpoint).stop() {
+                errors.push(e);
+            }
+        }
+        None => {
+            if let Err(e) = serve::cleanup(&info.mountpoint) {
+                errors.push(e);
+            }
+        }
+    }
+    // An empty directory only: never what someone else mounted on it.
+    match std::fs::remove_dir(&info.mountpoint) {
+        Err(e)
+            if e.kind() != std::io::ErrorKind::NotFound
+                && mounted_at(&info.mountpoint).is_none() =>
+        {
+            errors.push(format!("cannot remove {}: {e}", info.mountpoint.display()))
+        }
+        _ => {}
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_media_name_or_file_is_named_before_anything_starts() {
+        let e = validate("nvme-typo", None).unwrap_err().to_string();
+        assert!(
+            e.contains("--media") && e.contains("nvme-typo") && e.contains("allowed"),
+            "{e}"
+        );
+        assert!(validate("fixed:200", None).is_ok());
+        let e = validate("mine", Some(Path::new("/nonexistent/media.toml")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--media-file /nonexistent/media.toml"), "{e}");
+    }
+}

@@ -1,0 +1,116 @@
+//! A preset's figures, as the model uses them (all times in ns, rates in
+//! bytes per ns, sizes in bytes). `presets.rs` reads them from TOML with the
+//! units people quote (ms, µs, MB/s, MiB) and checks every range.
+
+/// What the devices behind the cache are.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Devices {
+    /// Spindles: a random access pays a seek (uniform between half and one
+    /// and a half times the average) and a rotational wait (uniform over one
+    /// revolution); an access that starts where the device's last one ended
+    /// pays neither.
+    Spindle {
+        /// Average seek, ns.
+        seek_ns: f64,
+        /// One revolution, ns (60 s / rpm).
+        revolution_ns: f64,
+    },
+    /// Flash channels: a fixed access time per operation.
+    Flash {
+        /// Read access, ns.
+        read_ns: f64,
+        /// Program (write) access, ns.
+        write_ns: f64,
+    },
+}
+
+/// A separate log device (a ZFS SLOG): synchronous writes complete once it
+/// has them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LogDevice {
+    /// Per-write latency, ns.
+    pub latency_ns: f64,
+    /// Transfer rate, bytes per ns.
+    pub rate: f64,
+}
+
+/// Everything the model needs about one preset.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    /// What the devices are.
+    pub devices: Devices,
+    /// How many work in parallel (spindles in the RAID set, flash channels).
+    pub count: usize,
+    /// Stripe unit: consecutive `stripe` bytes live on one device.
+    pub stripe: u64,
+    /// Each device's media transfer rate, bytes per ns.
+    pub transfer: f64,
+    /// The host interface (SATA, PCIe) every transfer crosses, bytes per ns;
+    /// `None` when it is never the limit.
+    pub bus: Option<f64>,
+    /// A read cache hit and a write the cache accepts take this long, ns.
+    pub cache_ns: f64,
+    /// Read cache size, bytes.
+    pub read_cache: u64,
+    /// Write-back cache size, bytes (0: writes go to the devices).
+    pub write_cache: u64,
+    /// The rate the write-back cache drains to the devices, bytes per ns.
+    pub destage: f64,
+    /// The write-back cache survives power loss (NVRAM, power-loss
+    /// protection): a synchronous write or a flush completes in the cache.
+    pub nvram: bool,
+    /// A separate log device for synchronous writes.
+    pub log: Option<LogDevice>,
+}
+
+impl Params {
+    /// Access time of one device operation moving `bytes`, given the hash
+    /// value `h` (uniform 64 bits) that draws the seek and rotation, for a
+    /// random (`seq` false) or sequential access.
+    pub fn device_ns(&self, write: bool, bytes: u64, seq: bool, h: u64) -> f64 {
+        let transfer = bytes as f64 / self.transfer;
+        match self.devices {
+            Devices::Spindle { .. } if seq => transfer,
+            Devices::Spindle {
+                seek_ns,
+                revolution_ns,
+            } => {
+                let (u1, u2) = (unit(h), unit(h.rotate_left(32)));
+                seek_ns * (0.5 + u1) + revolution_ns * u2 + transfer
+            }
+            Devices::Flash { read_ns, write_ns } => {
+                (if write { write_ns } else { read_ns }) + transfer
+            }
+        }
+    }
+
+    /// Mean and second moment of [`Params::device_ns`] for a device
+    /// operation moving `bytes`, random with probability `random`.
+    pub fn device_moments(&self, write: bool, bytes: u64, random: f64) -> (f64, f64) {
+        let t = bytes as f64 / self.transfer;
+        match self.devices {
+            Devices::Spindle {
+                seek_ns,
+                revolution_ns,
+            } => {
+                // seek + rotation: independent uniforms on [s/2, 3s/2] and [0, r].
+                let mean = seek_ns + revolution_ns / 2.0 + t;
+                let var = seek_ns * seek_ns / 12.0 + revolution_ns * revolution_ns / 12.0;
+                let m2_rand = var + mean * mean;
+                (
+                    random * mean + (1.0 - random) * t,
+                    random * m2_rand + (1.0 - random) * t * t,
+                )
+            }
+            Devices::Flash { read_ns, write_ns } => {
+                let s = if write { write_ns } else { read_ns } + t;
+                (s, s * s)
+            }
+        }
+    }
+}
+
+/// The top 53 bits of `h` as a number in [0, 1).
+pub fn unit(h: u64) -> f64 {
+    (h >> 11) as f64 / (1u64 << 53) as f64
+}

@@ -1,0 +1,170 @@
+//! The model's steady state, analytically: a closed queueing network of
+//! `qd` operations circulating through the host interface, the devices, the
+//! log device and the write-back cache's destage, plus pure delays (cache
+//! hits, cached writes), solved by mean-value analysis with Reiser's
+//! correction for FIFO servers whose service time is not exponential (an
+//! arrival finds the one in service half done in the mean of `E[S²]/E[S]`).
+
+use super::params::Params;
+
+/// A closed-loop workload, as `predict` sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Workload {
+    /// I/O size, bytes.
+    pub bs: u64,
+    /// Share of reads, 0 to 1.
+    pub read: f64,
+    /// Share of random accesses, 0 to 1 (the rest continue the device's last).
+    pub random: f64,
+    /// Outstanding operations.
+    pub qd: u32,
+    /// The region the workload touches, bytes (the read cache's working set).
+    pub span: u64,
+    /// Writes are synchronous (O_DSYNC, FUA).
+    pub sync: bool,
+}
+
+/// What the model predicts for a workload.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Prediction {
+    /// Operations per second.
+    pub iops: f64,
+    /// Mean latency, ns.
+    pub latency_ns: f64,
+}
+
+/// One FIFO station of the network.
+#[derive(Clone, Copy, Debug, Default)]
+struct Station {
+    /// Visits per operation to one copy (of `copies` identical ones).
+    visits: f64,
+    /// Identical copies (the devices).
+    copies: f64,
+    /// How many copies one visiting operation uses at once (its stripe
+    /// units on different devices, served in parallel).
+    fanout: f64,
+    /// Mean and second moment of one visit's service, ns.
+    mean: f64,
+    m2: f64,
+}
+
+impl Station {
+    /// Add a class of visits (`visits` per operation to each copy) with
+    /// service moments `(mean, m2)`.
+    fn add(&mut self, visits: f64, (mean, m2): (f64, f64)) {
+        if visits <= 0.0 {
+            return;
+        }
+        let v = self.visits + visits;
+        self.mean = (self.mean * self.visits + mean * visits) / v;
+        self.m2 = (self.m2 * self.visits + m2 * visits) / v;
+        self.visits = v;
+    }
+}
+
+/// `p`'s steady state under `w`: `None` for a workload of nothing
+/// (`qd` 0, `bs` 0).
+pub fn predict(p: &Params, w: &Workload) -> Option<Prediction> {
+    if w.qd == 0 || w.bs == 0 {
+        return None;
+    }
+    let first = solve(p, w, false);
+    let write_rate = first.iops * (1.0 - w.read) * cached_writes(p, w) * w.bs as f64 / 1e9;
+    // The write-back cache only holds a burst: past the destage rate, writes
+    // queue behind it as at any FIFO server.
+    if write_rate > p.destage {
+        return Some(solve(p, w, true));
+    }
+    Some(first)
+}
+
+/// Share of writes that go through the write-back cache.
+fn cached_writes(p: &Params, w: &Workload) -> f64 {
+    if p.write_cache == 0 || (w.sync && !p.nvram && p.log.is_none()) {
+        0.0
+    } else {
+        1.0
+    }
+}
+
+/// Mean-value analysis from 1 to `qd` operations.
+fn solve(p: &Params, w: &Workload, destage_bound: bool) -> Prediction {
+    let (r, wr) = (w.read, 1.0 - w.read);
+    let hit = (p.read_cache as f64 / w.span.max(1) as f64).min(1.0);
+    let cached = cached_writes(p, w);
+    let bs = w.bs as f64;
+    // Stripe units per operation, each on its own device.
+    let units = w.bs.div_ceil(p.stripe).min(p.count as u64).max(1);
+    let chunk = w.bs.div_ceil(units);
+    let n = p.count as f64;
+    let fan = units as f64;
+
+    let mut delay = r * hit * p.cache_ns + wr * cached * p.cache_ns;
+    let mut st: Vec<Station> = Vec::new();
+    let one = |v: f64, s: f64| {
+        let mut x = Station {
+            copies: 1.0,
+            fanout: 1.0,
+            ..Station::default()
+        };
+        x.add(v, (s, s * s));
+        x
+    };
+    if let Some(b) = p.bus {
+        st.push(one(1.0, bs / b));
+    }
+    let mut dev = Station {
+        copies: n,
+        fanout: fan,
+        ..Station::default()
+    };
+    dev.add(
+        r * (1.0 - hit) * fan / n,
+        p.device_moments(false, chunk, w.random),
+    );
+    dev.add(
+        wr * (1.0 - cached) * fan / n,
+        p.device_moments(true, chunk, w.random),
+    );
+    st.push(dev);
+    let sync_logged = w.sync && !p.nvram && cached > 0.0;
+    if let (Some(l), true) = (p.log, sync_logged) {
+        // A logged write completes when both the log and the cache have it;
+        // the log is the slower of the two below the destage bound.
+        st.push(one(wr, l.latency_ns + bs / l.rate));
+        delay -= wr * p.cache_ns;
+    }
+    if destage_bound {
+        st.push(one(wr * cached, bs / p.destage));
+    }
+
+    let mut q = vec![0.0; st.len()];
+    let mut x = 0.0;
+    let mut cycle = delay;
+    for k in 1..=w.qd {
+        cycle = delay;
+        let resp: Vec<f64> = st
+            .iter()
+            .zip(&q)
+            .map(|(s, &qn)| {
+                if s.visits <= 0.0 {
+                    return 0.0;
+                }
+                let u = x * s.visits * s.mean;
+                let residual = s.m2 / (2.0 * s.mean);
+                s.mean + s.mean * (qn - u).max(0.0) + u * residual
+            })
+            .collect();
+        for (s, rv) in st.iter().zip(&resp) {
+            cycle += s.visits * s.copies / s.fanout * rv;
+        }
+        x = k as f64 / cycle;
+        for ((s, rv), qn) in st.iter().zip(&resp).zip(q.iter_mut()) {
+            *qn = x * s.visits * rv;
+        }
+    }
+    Prediction {
+        iops: x * 1e9,
+        latency_ns: cycle,
+    }
+}

@@ -1,0 +1,182 @@
+//! The model's mutable state and the rules that turn one operation into a
+//! completion time (see the module doc of `model/`).
+
+use super::params::{Params, unit};
+use crate::media::{MediaOp, OpKind};
+use crate::workload::pattern::splitmix64;
+
+/// Granularity of the read cache's hit decision.
+const CACHE_BLOCK: u64 = 4096;
+
+/// What earlier operations left behind. Times are ns on the caller's clock.
+#[derive(Debug)]
+pub struct State {
+    /// Each device is busy until then (FIFO).
+    busy: Vec<f64>,
+    /// Where each device's last access ended (device-local byte offset).
+    last_end: Vec<u64>,
+    /// Operations each device has served (with the offset, seeds its draws).
+    served: Vec<u64>,
+    /// The host interface is busy until then.
+    bus_busy: f64,
+    /// The log device is busy until then.
+    log_busy: f64,
+    /// Every byte accepted into the write-back cache is destaged by then.
+    drained_at: f64,
+    /// Bytes written since the last flush that the log device does not hold.
+    unlogged: u64,
+    /// The region touched so far, `[lo, hi)`.
+    lo: u64,
+    hi: u64,
+}
+
+/// One device's share of an operation.
+#[derive(Clone, Copy)]
+struct Share {
+    bytes: u64,
+    first: u64,
+    end: u64,
+}
+
+impl State {
+    /// Idle devices, empty caches, nothing touched.
+    pub fn new(p: &Params) -> State {
+        State {
+            busy: vec![0.0; p.count],
+            last_end: vec![u64::MAX; p.count],
+            served: vec![0; p.count],
+            bus_busy: 0.0,
+            log_busy: 0.0,
+            drained_at: 0.0,
+            unlogged: 0,
+            lo: u64::MAX,
+            hi: 0,
+        }
+    }
+
+    /// When `op`, arriving at `now`, completes.
+    pub fn schedule(&mut self, p: &Params, op: &MediaOp, now: u64) -> u64 {
+        let now = now as f64;
+        let len = u64::from(op.len);
+        let done = match op.kind {
+            OpKind::Read => {
+                let t = self.bus(p, now, len);
+                if self.read_hit(p, op.offset, len) {
+                    t + p.cache_ns
+                } else {
+                    self.devices(p, false, op.offset, len, t)
+                }
+            }
+            OpKind::Write => {
+                let t = self.bus(p, now, len);
+                self.write(p, op, t)
+            }
+            OpKind::Flush => self.flush(p, now),
+        };
+        done.ceil() as u64
+    }
+
+    /// A write that has crossed the host interface at `t`.
+    fn write(&mut self, p: &Params, op: &MediaOp, t: f64) -> f64 {
+        let len = u64::from(op.len);
+        if p.write_cache == 0 {
+            return self.devices(p, true, op.offset, len, t);
+        }
+        if p.nvram || !op.sync {
+            if p.log.is_some() && !p.nvram {
+                self.unlogged += len;
+            }
+            return self.admit(p, len, t) + p.cache_ns;
+        }
+        match p.log {
+            Some(_) => {
+                let logged = self.log(p, len, t);
+                logged.max(self.admit(p, len, t))
+            }
+            None => self.devices(p, true, op.offset, len, t),
+        }
+    }
+
+    /// A flush arriving at `now`.
+    fn flush(&mut self, p: &Params, now: f64) -> f64 {
+        if p.nvram || p.write_cache == 0 {
+            return now + p.cache_ns;
+        }
+        if p.log.is_some() {
+            let bytes = std::mem::take(&mut self.unlogged);
+            return self.log(p, bytes, now);
+        }
+        (now + p.cache_ns).max(self.drained_at)
+    }
+
+    /// Cross the host interface (FIFO) with `len` bytes from `t`.
+    fn bus(&mut self, p: &Params, t: f64, len: u64) -> f64 {
+        match p.bus {
+            Some(rate) => {
+                self.bus_busy = self.bus_busy.max(t) + len as f64 / rate;
+                self.bus_busy
+            }
+            None => t,
+        }
+    }
+
+    /// Write `len` bytes to the log device (FIFO) from `t`.
+    fn log(&mut self, p: &Params, len: u64, t: f64) -> f64 {
+        let Some(l) = p.log else { return t };
+        self.log_busy = self.log_busy.max(t) + l.latency_ns + len as f64 / l.rate;
+        self.log_busy
+    }
+
+    /// Accept `len` dirty bytes at `t`: returns when the cache has room.
+    fn admit(&mut self, p: &Params, len: u64, t: f64) -> f64 {
+        self.drained_at = self.drained_at.max(t) + len as f64 / p.destage;
+        t.max(self.drained_at - p.write_cache as f64 / p.destage)
+    }
+
+    /// Whether a read of `len` bytes at `offset` hits the read cache; the
+    /// region touched grows to include it.
+    fn read_hit(&mut self, p: &Params, offset: u64, len: u64) -> bool {
+        self.lo = self.lo.min(offset);
+        self.hi = self.hi.max(offset + len);
+        if p.read_cache == 0 {
+            return false;
+        }
+        let ratio = p.read_cache as f64 / (self.hi - self.lo) as f64;
+        let mut x = offset / CACHE_BLOCK;
+        unit(splitmix64(&mut x)) < ratio
+    }
+
+    /// Serve `len` bytes at `offset` on the devices its stripe units live on,
+    /// each FIFO from `t`; returns when the last share is done.
+    fn devices(&mut self, p: &Params, write: bool, offset: u64, len: u64, t: f64) -> f64 {
+        let n = p.count as u64;
+        let first = offset / p.stripe;
+        let last = (offset + len.max(1) - 1) / p.stripe;
+        let mut shares: Vec<Option<Share>> = vec![None; (last - first + 1).min(n) as usize];
+        for s in first..=last {
+            let from = (s * p.stripe).max(offset);
+            let to = ((s + 1) * p.stripe).min(offset + len);
+            let local = (s / n) * p.stripe + from % p.stripe;
+            let sh = shares[((s - first) % n) as usize].get_or_insert(Share {
+                bytes: 0,
+                first: local,
+                end: local,
+            });
+            sh.bytes += to - from;
+            sh.end = local + (to - from);
+        }
+        let mut done = t;
+        for (k, sh) in shares.into_iter().enumerate() {
+            let Some(sh) = sh else { continue };
+            let d = ((first + k as u64) % n) as usize;
+            let seq = self.last_end[d] == sh.first;
+            let mut seed = sh.first ^ (self.served[d] << 40) ^ d as u64;
+            let svc = p.device_ns(write, sh.bytes, seq, splitmix64(&mut seed));
+            self.busy[d] = self.busy[d].max(t) + svc;
+            self.last_end[d] = sh.end;
+            self.served[d] += 1;
+            done = done.max(self.busy[d]);
+        }
+        done
+    }
+}

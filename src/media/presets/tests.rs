@@ -1,0 +1,184 @@
+use super::*;
+
+/// A preset file with `body` as the preset `mine`, written under a fresh
+/// temporary directory; returns its path.
+fn user_file(tag: &str, body: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("storlab-presets-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("media.toml");
+    std::fs::write(&f, format!("[mine]\n{body}")).unwrap();
+    f
+}
+
+/// A valid flash preset's keys, with `key`'s line replaced by `line`
+/// (or dropped when `line` is empty).
+fn flash_with(key: &str, line: &str) -> String {
+    let lines = [
+        "description = \"a test drive\"",
+        "kind = \"flash\"",
+        "devices = 4",
+        "stripe_kb = 16",
+        "read_us = 100",
+        "write_us = 200",
+        "transfer_mb_s = 200",
+        "cache_us = 20",
+        "read_cache_mb = 0",
+        "write_cache_mb = 16",
+        "destage_mb_s = 100",
+        "nvram = false",
+    ];
+    lines
+        .iter()
+        .map(|l| {
+            if l.starts_with(&format!("{key} =")) {
+                line
+            } else {
+                l
+            }
+        })
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+#[test]
+fn built_in_presets_load_and_every_figure_has_a_source() {
+    let names = preset_names(None);
+    for want in [
+        "array-15k",
+        "raidz-sata",
+        "raidz-sata-slog",
+        "sata-ssd",
+        "nvme-ssd",
+        "ram",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
+    }
+    assert!(names.iter().any(|n| n == DEFAULT_MEDIA));
+    let doc: toml::Table = BUILTIN.parse().unwrap();
+    for (name, t) in &doc {
+        let t = t.as_table().unwrap();
+        let sources = t.get("source").and_then(|s| s.as_table());
+        for key in t.keys() {
+            if ["description", "kind", "source"].contains(&key.as_str()) {
+                continue;
+            }
+            let src = sources.and_then(|s| s.get(key)).and_then(|s| s.as_str());
+            assert!(
+                src.is_some_and(|s| s.len() > 10),
+                "preset {name}: {key} has no source"
+            );
+        }
+    }
+    assert!(resolve("ram", None).unwrap().page_cache());
+    assert!(!resolve(DEFAULT_MEDIA, None).unwrap().page_cache());
+    assert_eq!(resolve("fixed:10", None).unwrap().name(), "fixed:10,10,10");
+}
+
+#[test]
+fn an_unknown_preset_is_named_with_the_allowed_names() {
+    let e = resolve("array-10k", None).err().unwrap();
+    assert!(!e.contains('\n'), "{e}");
+    assert!(e.contains("\"array-10k\""), "{e}");
+    for n in preset_names(None) {
+        assert!(e.contains(&n), "{e} lacks {n}");
+    }
+    assert!(e.contains(FIXED_ALLOWED), "{e}");
+}
+
+#[test]
+fn a_user_preset_file_adds_presets() {
+    let f = user_file("ok", &flash_with("", ""));
+    assert!(preset_names(Some(&f)).contains(&"mine".to_string()));
+    let m = resolve("mine", Some(&f)).unwrap();
+    assert_eq!(m.name(), "mine");
+    assert_eq!(
+        describe("mine", Some(&f)).unwrap(),
+        "mine: a test drive".to_string()
+    );
+    assert!(resolve("mine", None).is_err());
+    let clash = user_file("clash", "").with_file_name("clash.toml");
+    std::fs::write(&clash, "[ram]\ndescription = \"x\"\nkind = \"ram\"\n").unwrap();
+    let e = resolve("ram", Some(&clash)).err().unwrap();
+    assert!(e.contains("preset ram: already a built-in"), "{e}");
+    std::fs::remove_dir_all(f.parent().unwrap()).unwrap();
+    std::fs::remove_dir_all(clash.parent().unwrap()).ok();
+}
+
+#[test]
+fn bad_values_name_the_file_preset_key_and_range() {
+    let cases = [
+        (
+            "missing",
+            "read_us",
+            "",
+            "read_us missing (allowed 0 to 1000000 µs)",
+        ),
+        (
+            "negative",
+            "destage_mb_s",
+            "destage_mb_s = -5",
+            "destage_mb_s = -5: out of range (allowed 0.001 to 1000000 MB/s)",
+        ),
+        (
+            "range",
+            "devices",
+            "devices = 5000",
+            "devices = 5000: out of range (allowed 1 to 1024 devices)",
+        ),
+        (
+            "type",
+            "cache_us",
+            "cache_us = \"fast\"",
+            "cache_us = \"fast\": not a number (allowed 0 to 1000000 µs)",
+        ),
+        (
+            "kind",
+            "kind",
+            "kind = \"tape\"",
+            "kind = \"tape\": allowed spindle, flash, ram",
+        ),
+        ("nvram", "nvram", "", "nvram missing (allowed true, false)"),
+        (
+            "unknown",
+            "nvram",
+            "nvram = true\nseek_ms = 3",
+            "seek_ms: unknown key for kind flash",
+        ),
+    ];
+    for (tag, key, line, want) in cases {
+        let f = user_file(tag, &flash_with(key, line));
+        let e = resolve("mine", Some(&f)).err().unwrap();
+        let prefix = format!("media file {}: preset mine: ", f.display());
+        assert!(!e.contains('\n'), "{tag}: {e}");
+        assert!(e.starts_with(&prefix), "{tag}: {e}");
+        assert!(e.contains(want), "{tag}: {e}\nwant {want}");
+        std::fs::remove_dir_all(f.parent().unwrap()).unwrap();
+    }
+    let f = user_file("syntax", "devices = = 3\n");
+    let e = resolve("mine", Some(&f)).err().unwrap();
+    assert!(
+        e.starts_with(&format!("media file {}:", f.display())) && e.contains("line 2"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(f.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn predictions_come_from_the_model_and_not_for_ram() {
+    let w = Workload {
+        bs: 4096,
+        read: 1.0,
+        random: 1.0,
+        qd: 1,
+        span: 1 << 30,
+        sync: false,
+    };
+    let hdd = predict("array-15k", None, &w).unwrap();
+    let ssd = predict("nvme-ssd", None, &w).unwrap();
+    // One 15k spindle: 3.4 ms seek + 2 ms rotation, a few % cache hits.
+    assert!((4.5e6..5.6e6).contains(&hdd.latency_ns), "{hdd:?}");
+    assert!(ssd.latency_ns < 100e3, "{ssd:?}");
+    assert!(predict("ram", None, &w).is_err());
+}
