@@ -63,8 +63,10 @@ enum Unaligned {
     Carried,
     /// It fails alone with EINVAL.
     Einval,
-    /// The local file system decides: O_DIRECT on ext4 falls back to the
-    /// page cache and completes, on XFS it fails with EINVAL.
+    /// The local file system decides, request by request (each completes in
+    /// full or fails alone with EINVAL): with O_DIRECT, ext4 carries some
+    /// unaligned requests through the page cache (here a read, and at times
+    /// a write) and refuses others; XFS refuses them.
     Either,
 }
 
