@@ -91,6 +91,7 @@ fn reply_body(host: usize, index: u32, templates: &[Snapshot]) -> String {
             proc_sys_s: 0.9,
             host_busy_pct: 70.0,
             cores: 16,
+            ctx: 0,
         },
     };
     serde_json::to_string(&IntervalsReply {

@@ -11,7 +11,7 @@ use std::time::Instant;
 use storlab::target::Target;
 
 /// Every target in fuzz/Cargo.toml.
-const TARGETS: [&str; 3] = ["jobfile", "cli_args", "agent_request"];
+const TARGETS: [&str; 4] = ["jobfile", "cli_args", "agent_request", "imports"];
 
 /// Inputs per libFuzzer invocation (keeps the command line short).
 const CHUNK: usize = 400;

@@ -115,6 +115,7 @@ fn point(target: &str, label: &str, vms: u32, iops: f64, lat_us: f64, seed: u64)
             proc_sys_s: 0.02 + n as f64 * 3e-6,
             host_busy_pct: 10.0 + n as f64 / 1000.0,
             cores: 2,
+            ctx: 0,
         };
         if !ramp {
             measured.push((stats.clone(), 1.0, cpu.clone()));
@@ -210,6 +211,7 @@ fn fleet_point(label: &str, vms: u32, iops_per_host: f64, seed: u64) -> Value {
                 proc_sys_s: 0.01 + n as f64 * 4e-6,
                 host_busy_pct: 20.0 + n as f64 / 200.0,
                 cores: 2,
+                ctx: 0,
             };
             if !ramp {
                 measured.push((stats.clone(), 1.0, cpu.clone()));

@@ -4,6 +4,7 @@
 
 mod agent;
 mod compare;
+mod convert;
 mod curve;
 mod diff;
 pub mod lab;
@@ -112,6 +113,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Re-read what a `--verify` run wrote (or a `--journal`) and check every block.
     Verify(verify::VerifyArgs),
+    /// Print a fio job file (or an Iometer .icf) as the equivalent storlab TOML job file.
+    Convert(convert::ConvertArgs),
     /// The wire-efficiency model: user data each protocol and link carry (docs/wire-model.md).
     Wire(wire::WireArgs),
     /// The emulated media presets: list them, or the model's prediction for one (docs/media.md).
@@ -145,14 +148,20 @@ enum WorkloadsCmd {
 #[derive(clap::Args, Debug)]
 pub struct JobArgs {
     /// Built-in workload or suite (see `storlab workloads`).
-    #[arg(long, short = 'w', conflicts_with = "job")]
+    #[arg(long, short = 'w', conflicts_with_all = ["job", "fio", "icf"])]
     pub workload: Option<String>,
     /// A catalogue file of workloads and suites to add (repeatable).
     #[arg(long = "catalogue", value_name = "FILE", requires = "workload")]
     pub catalogue: Vec<PathBuf>,
     /// TOML job file (see examples/jobs/).
-    #[arg(long, short = 'j')]
+    #[arg(long, short = 'j', conflicts_with_all = ["fio", "icf"])]
     pub job: Option<PathBuf>,
+    /// fio job file (see examples/fio/): its jobs, and its target when --target is not given.
+    #[arg(long, value_name = "JOB.fio", conflicts_with = "icf")]
+    pub fio: Option<PathBuf>,
+    /// Iometer configuration file (see examples/iometer/): each access specification a load point.
+    #[arg(long, value_name = "FILE.icf")]
+    pub icf: Option<PathBuf>,
     /// Profile of a built-in workload.
     #[arg(long, value_enum, default_value = "quick")]
     pub profile: ProfileArg,
@@ -225,6 +234,21 @@ pub struct RunArgs {
     /// What a lost agent does to the run: stop it, or go on with the others.
     #[arg(long, value_enum, default_value = "stop")]
     pub on_host_loss: crate::runner::HostLoss,
+    /// What stdout gets at the end: storlab's text summary, or a fio-compatible
+    /// JSON document (fio-jsonplus adds fio's latency bins).
+    #[arg(long, value_enum, default_value = "text")]
+    pub output_format: OutputFormat,
+}
+
+/// What `storlab run` prints on stdout when it ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// storlab's text summary.
+    Text,
+    /// fio's `--output-format=json` document.
+    FioJson,
+    /// fio's `--output-format=json+` document (with latency bins).
+    FioJsonplus,
 }
 
 /// Arguments of `storlab compare`.
@@ -293,6 +317,7 @@ pub fn main_with(args: Vec<String>) -> i32 {
         Command::MediaServe(a) => media::run(a),
         Command::Media(a) => media::media(a),
         Command::Wire(a) => wire::run(a),
+        Command::Convert(a) => convert::run(a),
         Command::Workloads { sub, catalogue } => Catalogue::user(&catalogue)
             .and_then(|cat| match sub {
                 None => Ok(cat.list_text()),

@@ -3,22 +3,28 @@
 
 use super::curve;
 use super::session::{self, Session};
-use super::{CliError, ExitCode, RunArgs};
+use super::{CliError, ExitCode, OutputFormat, RunArgs};
 use crate::fleet::controller::{self, FleetConfig};
 use crate::fleet::{auth, progress::FleetProgress};
+use crate::report::fiojson::{self, Flavor};
 use crate::runner;
 use crate::target::Target;
 
 /// Run `storlab run`.
 pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
-    let jobs = session::jobs(&args.job)?;
-    if args.targets.is_empty() {
+    let (jobs, imported_targets) = session::jobs_and_targets(&args.job)?;
+    // --target wins over the target an imported job file names.
+    let target_args = if args.targets.is_empty() {
+        &imported_targets
+    } else {
+        &args.targets
+    };
+    if target_args.is_empty() {
         return Err(CliError::input(
             "no target given: add --target file:DIR (a directory, file or block device), a protocol URL, or null:",
         ));
     }
-    let targets: Vec<Target> = args
-        .targets
+    let targets: Vec<Target> = target_args
         .iter()
         .map(|t| Target::parse(t).map_err(|e| CliError::input(e.to_string())))
         .collect::<Result<_, _>>()?;
@@ -122,7 +128,19 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             }
         }
     }
-    s.finish(true)
+    let flavor = match args.output_format {
+        OutputFormat::Text => None,
+        OutputFormat::FioJson => Some(Flavor::Json),
+        OutputFormat::FioJsonplus => Some(Flavor::JsonPlus),
+    };
+    if let Some(flavor) = flavor {
+        let doc = fiojson::document(&s.record, flavor);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).expect("a JSON value always serialises")
+        );
+    }
+    s.finish(flavor.is_none())
 }
 
 /// What verify mode can do on a fleet. `--verify` and `--journal` need

@@ -17,8 +17,26 @@ use std::sync::atomic::Ordering;
 
 /// The jobs the arguments ask for, validated.
 pub fn jobs(args: &JobArgs) -> Result<Vec<Job>, CliError> {
+    jobs_and_targets(args).map(|(jobs, _)| jobs)
+}
+
+/// The jobs the arguments ask for, validated, and the targets an imported
+/// file (`--fio`, `--icf`) named (empty: none). Its notes go to stderr.
+pub fn jobs_and_targets(args: &JobArgs) -> Result<(Vec<Job>, Vec<String>), CliError> {
     let input = |e: crate::workload::validate::SpecError| CliError::input(e.to_string());
-    let base: Vec<Job> = if let Some(name) = &args.workload {
+    let mut targets = Vec::new();
+    let imported = match (&args.fio, &args.icf) {
+        (Some(path), _) => Some(crate::workload::fio::load(path).map_err(import_error)?),
+        (None, Some(path)) => Some(crate::workload::icf::load(path).map_err(import_error)?),
+        (None, None) => None,
+    };
+    let base: Vec<Job> = if let Some(imported) = imported {
+        for n in &imported.notes {
+            eprintln!("storlab: note: {n}");
+        }
+        targets = imported.targets;
+        vec![imported.job]
+    } else if let Some(name) = &args.workload {
         Catalogue::user(&args.catalogue)
             .and_then(|cat| cat.resolve(name, args.profile.into()))
             .map_err(input)?
@@ -42,7 +60,13 @@ pub fn jobs(args: &JobArgs) -> Result<Vec<Job>, CliError> {
             j.description = p.describe();
         }
     }
-    Ok(jobs)
+    Ok((jobs, targets))
+}
+
+/// An imported file's errors, one `storlab: error:` line each.
+pub fn import_error(e: crate::workload::import::ImportErrors) -> CliError {
+    let lines: Vec<String> = e.0.iter().map(|e| e.to_string()).collect();
+    CliError::input(lines.join("\nstorlab: error: "))
 }
 
 /// Apply `--curve` (when given) to every job.

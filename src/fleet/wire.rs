@@ -230,6 +230,9 @@ pub struct WireCpu {
     pub host_busy_pct: f64,
     /// Online CPUs of the agent host.
     pub cores: u32,
+    /// Context switches of the agent process (an older agent sends none: 0).
+    #[serde(default)]
+    pub ctx: u64,
 }
 
 /// One worker's snapshot in an interval.
@@ -398,6 +401,7 @@ impl From<&CpuSample> for WireCpu {
             proc_sys_s: c.proc_sys_s,
             host_busy_pct: c.host_busy_pct,
             cores: c.cores,
+            ctx: c.ctx,
         }
     }
 }
@@ -409,6 +413,7 @@ impl From<WireCpu> for CpuSample {
             proc_sys_s: c.proc_sys_s,
             host_busy_pct: c.host_busy_pct,
             cores: c.cores,
+            ctx: c.ctx,
         }
     }
 }
@@ -590,6 +595,7 @@ mod tests {
                 proc_sys_s: 0.5,
                 host_busy_pct: 12.5,
                 cores: 2,
+                ctx: 0,
             },
         };
         let w = WireInterval::from(&h);

@@ -518,6 +518,7 @@ mod tests {
                 proc_sys_s: 0.0,
                 host_busy_pct: 5.0,
                 cores: 2,
+                ctx: 0,
             };
             if i > 0 {
                 measured.push((stats.clone(), 1.0, cpu.clone()));

@@ -46,6 +46,7 @@ fn cpu_of_hosts(samples: &[CpuSample]) -> CpuSample {
         proc_sys_s: samples.iter().map(|s| s.proc_sys_s).sum(),
         host_busy_pct: if cores > 0 { busy / cores as f64 } else { 0.0 },
         cores,
+        ctx: samples.iter().map(|s| s.ctx).sum(),
     }
 }
 
@@ -693,6 +694,7 @@ mod tests {
             proc_sys_s: 0.5,
             host_busy_pct: 50.0,
             cores: 2,
+            ctx: 0,
         };
         assert_eq!(cpu_of_hosts(std::slice::from_ref(&a)), a);
         let b = CpuSample {
@@ -700,6 +702,7 @@ mod tests {
             proc_sys_s: 0.0,
             host_busy_pct: 20.0,
             cores: 8,
+            ctx: 0,
         };
         let c = cpu_of_hosts(&[a, b]);
         assert_eq!(c.cores, 10);

@@ -15,7 +15,7 @@ mod aggregate;
 mod local;
 mod merge;
 pub mod share;
-mod steady;
+pub mod steady;
 mod ticks;
 
 pub use aggregate::{HostLoss, run_hosts};

@@ -11,7 +11,7 @@ use crate::workload::steady::{SteadyCriterion, SteadyGate, SteadyMetric};
 
 /// The watched figure of one interval; none when it did no I/O (latency)
 /// or lasted no time.
-pub(super) fn figure(m: SteadyMetric, s: &Snapshot, seconds: f64) -> Option<f64> {
+pub fn figure(m: SteadyMetric, s: &Snapshot, seconds: f64) -> Option<f64> {
     if seconds <= 0.0 {
         return None;
     }
@@ -34,12 +34,13 @@ fn show(m: SteadyMetric, v: f64) -> String {
     }
 }
 
-fn mean(pts: &[(f64, f64)]) -> f64 {
+/// Mean of the values of (time, value) points.
+pub fn mean(pts: &[(f64, f64)]) -> f64 {
     pts.iter().map(|p| p.1).sum::<f64>() / pts.len().max(1) as f64
 }
 
 /// Least-squares slope of the values over time (per second).
-fn slope(pts: &[(f64, f64)]) -> f64 {
+pub fn slope(pts: &[(f64, f64)]) -> f64 {
     let n = pts.len() as f64;
     let mt = pts.iter().map(|p| p.0).sum::<f64>() / n;
     let mv = mean(pts);
@@ -102,6 +103,10 @@ impl Gate {
     /// Take interval `index` (final, in order) ending at `end_s`; true when
     /// the ramp ends with it.
     pub(super) fn take(&mut self, index: u32, end_s: f64, s: &Snapshot, seconds: f64) -> bool {
+        // `steadystate_ramp_time`: intervals starting before it are not watched.
+        if index < self.measure_from() && end_s - seconds < self.gate.delay.as_secs_f64() - 1e-9 {
+            return false;
+        }
         let Some(v) = figure(self.gate.metric, s, seconds) else {
             if index < self.measure_from() {
                 self.ramp.clear(); // an idle interval breaks the window
@@ -190,6 +195,7 @@ mod tests {
             metric: SteadyMetric::Iops,
             criterion: c,
             window: Duration::from_secs(3),
+            delay: Duration::ZERO,
         }
     }
 
@@ -213,6 +219,25 @@ mod tests {
         let o = g.outcome(1.0);
         assert_eq!(o.settled_at_s, Some(5.0));
         assert!(o.flags.is_empty(), "{:?}", o.flags);
+    }
+
+    #[test]
+    fn the_gate_does_not_watch_before_its_delay() {
+        let figures = [100, 100, 100, 100, 100, 100, 100, 100, 100, 100];
+        let mut g = Gate::new(gate(SteadyCriterion::Band(5.0)), 10, 1.0);
+        assert_eq!(feed(&mut g, &figures), Some(2));
+        let delayed = SteadyGate {
+            delay: Duration::from_secs(4),
+            ..gate(SteadyCriterion::Band(5.0))
+        };
+        let mut g = Gate::new(delayed, 10, 1.0);
+        // Intervals 0..=3 start before 4 s; the window is 4, 5, 6.
+        assert_eq!(feed(&mut g, &figures), Some(6));
+        assert_eq!(g.outcome(1.0).settled_at_s, Some(7.0));
+        assert!(
+            delayed.to_string().ends_with("over 3 s after 4 s"),
+            "{delayed}"
+        );
     }
 
     #[test]

@@ -14,6 +14,9 @@ pub struct ProcCpu {
     pub user_s: f64,
     /// Time spent in the kernel on the process's behalf.
     pub sys_s: f64,
+    /// Context switches, voluntary and involuntary (from getrusage; 0 from
+    /// [`ProcCpu::of_pid`], which reads only the times).
+    pub ctx: u64,
 }
 
 fn timeval_s(tv: libc::timeval) -> f64 {
@@ -33,6 +36,7 @@ fn rusage(who: libc::c_int) -> ProcCpu {
     ProcCpu {
         user_s: timeval_s(ru.ru_utime),
         sys_s: timeval_s(ru.ru_stime),
+        ctx: (ru.ru_nvcsw.max(0) + ru.ru_nivcsw.max(0)) as u64,
     }
 }
 
@@ -60,6 +64,7 @@ impl ProcCpu {
         Ok(ProcCpu {
             user_s: utime as f64 / tck,
             sys_s: stime as f64 / tck,
+            ctx: 0,
         })
     }
 
@@ -75,6 +80,7 @@ impl Sub for ProcCpu {
         ProcCpu {
             user_s: self.user_s - rhs.user_s,
             sys_s: self.sys_s - rhs.sys_s,
+            ctx: self.ctx.saturating_sub(rhs.ctx),
         }
     }
 }
@@ -173,6 +179,10 @@ pub struct CpuSample {
     pub host_busy_pct: f64,
     /// Online CPUs.
     pub cores: u32,
+    /// Context switches of this process (voluntary and involuntary) in the
+    /// interval; records without it read as 0.
+    #[serde(default)]
+    pub ctx: u64,
 }
 
 impl CpuSample {
@@ -189,6 +199,7 @@ impl CpuSample {
             host_busy_pct: samples.iter().map(|s| s.host_busy_pct).sum::<f64>()
                 / samples.len() as f64,
             cores: samples.iter().map(|s| s.cores).max().unwrap_or(0),
+            ctx: samples.iter().map(|s| s.ctx).sum(),
         }
     }
 }
@@ -234,6 +245,7 @@ impl CpuMeter {
             proc_sys_s: d.sys_s.max(0.0),
             host_busy_pct: busy,
             cores: self.cores,
+            ctx: d.ctx,
         }
     }
 }
@@ -241,6 +253,16 @@ impl CpuMeter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn context_switches_are_counted() {
+        let mut m = CpuMeter::new();
+        // Each sleep gives up the CPU: a voluntary context switch.
+        for _ in 0..5 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(m.sample().ctx >= 5);
+    }
 
     #[test]
     fn pid_stat_with_nasty_comm() {
@@ -299,12 +321,14 @@ mod tests {
             proc_sys_s: 0.5,
             host_busy_pct: 20.0,
             cores: 8,
+            ctx: 0,
         };
         let b = CpuSample {
             proc_user_s: 2.0,
             proc_sys_s: 0.25,
             host_busy_pct: 40.0,
             cores: 8,
+            ctx: 0,
         };
         let c = CpuSample::combine(&[a, b]);
         assert_eq!(c.proc_user_s, 3.0);

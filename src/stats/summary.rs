@@ -225,6 +225,7 @@ mod tests {
             proc_sys_s: user / 2.0,
             host_busy_pct: busy,
             cores: 4,
+            ctx: 0,
         }
     }
 

@@ -108,12 +108,19 @@ pub struct Flags {
         value_name = "DURATION"
     )]
     pub steadystate_duration: Option<String>,
+    /// How long into the ramp the steady-state gate starts watching, e.g. 30s (default 0)
+    #[arg(
+        long = "steadystate_ramp_time",
+        alias = "ss_ramp",
+        value_name = "DURATION"
+    )]
+    pub steadystate_ramp_time: Option<String>,
 }
 
 impl Flags {
     /// The flags that were given, as (job-file key, value).
     fn given(&self) -> Vec<(&'static str, &str)> {
-        let all: [(&'static str, &Option<String>); 29] = [
+        let all: [(&'static str, &Option<String>); 30] = [
             ("bs", &self.bs),
             ("bssplit", &self.bssplit),
             ("rw", &self.rw),
@@ -140,6 +147,7 @@ impl Flags {
             ("interval", &self.interval),
             ("steadystate", &self.steadystate),
             ("steadystate_duration", &self.steadystate_duration),
+            ("steadystate_ramp_time", &self.steadystate_ramp_time),
             ("seed", &self.seed),
             ("verify", &self.verify),
             ("journal", &self.journal),

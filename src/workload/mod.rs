@@ -12,7 +12,10 @@
 pub mod catalogue;
 pub mod content;
 pub mod curve;
+pub mod fio;
 pub mod flags;
+pub mod icf;
+pub mod import;
 pub mod jobfile;
 pub mod pace;
 pub mod pattern;

@@ -52,6 +52,7 @@ pub const SPEC_KEYS: &[&str] = &[
     "journal",
     "steadystate",
     "steadystate_duration",
+    "steadystate_ramp_time",
 ];
 
 /// fio's `rw` modes.
@@ -321,6 +322,8 @@ pub struct Settings {
     pub steadystate: Option<(SteadyMetric, SteadyCriterion)>,
     /// `steadystate_duration`: the gate's window.
     pub steadystate_duration: Option<Duration>,
+    /// `steadystate_ramp_time`: how long into the ramp the gate starts watching.
+    pub steadystate_ramp_time: Option<Duration>,
 }
 
 impl Settings {
@@ -381,6 +384,7 @@ impl Settings {
             "journal" => put(&mut self.journal, key, std::path::PathBuf::from(t)),
             "steadystate" => put(&mut self.steadystate, key, parse_steady(key, t)?),
             "steadystate_duration" => put(&mut self.steadystate_duration, key, dur(t)?),
+            "steadystate_ramp_time" => put(&mut self.steadystate_ramp_time, key, dur(t)?),
             _ => {
                 let mut all: Vec<&str> = GROUP_KEYS.to_vec();
                 all.extend_from_slice(SPEC_KEYS);
@@ -421,7 +425,8 @@ impl Settings {
             verify,
             journal,
             steadystate,
-            steadystate_duration
+            steadystate_duration,
+            steadystate_ramp_time
         )
     }
 
@@ -481,6 +486,7 @@ impl Settings {
                 window: self
                     .steadystate_duration
                     .unwrap_or(spec.interval * DEFAULT_STEADY_INTERVALS),
+                delay: self.steadystate_ramp_time.unwrap_or_default(),
             });
         }
     }

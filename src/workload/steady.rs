@@ -1,5 +1,6 @@
 //! The steady-state gate's setting: which figure must settle, how, and over
-//! how long a window (fio's `steadystate` and `steadystate_duration`).
+//! how long a window, and how long into the ramp the gate starts watching
+//! (fio's `steadystate`, `steadystate_duration` and `steadystate_ramp_time`).
 //!
 //! `steadystate = "iops:5%"` ends the ramp once every interval of the last
 //! window lies within 5% of the window's mean IOPS; `"iops_slope:1%"` once the
@@ -45,6 +46,10 @@ pub struct SteadyGate {
     /// Over how long (whole intervals).
     #[serde(with = "super::secs")]
     pub window: Duration,
+    /// How long into the ramp the gate starts watching (intervals ending
+    /// before it are not looked at); 0 by default.
+    #[serde(with = "super::secs", default)]
+    pub delay: Duration,
 }
 
 /// What `steadystate` accepts.
@@ -98,7 +103,11 @@ impl fmt::Display for SteadyGate {
             SteadyCriterion::Band(p) => write!(f, "{}:{p}%", self.metric)?,
             SteadyCriterion::Slope(p) => write!(f, "{}_slope:{p}%", self.metric)?,
         }
-        write!(f, " over {} s", self.window.as_secs_f64())
+        write!(f, " over {} s", self.window.as_secs_f64())?;
+        if !self.delay.is_zero() {
+            write!(f, " after {} s", self.delay.as_secs_f64())?;
+        }
+        Ok(())
     }
 }
 

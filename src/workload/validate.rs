@@ -299,14 +299,23 @@ fn check_steady(spec: &Spec, g: &crate::workload::steady::SteadyGate) -> Result<
         ));
     }
     let lo = spec.interval * 2;
-    if g.window < lo || g.window > spec.ramp {
+    let room = spec.ramp.saturating_sub(g.delay);
+    if g.window < lo || g.window > room {
+        let hi = if g.delay.is_zero() {
+            "(ramp_time)".to_string()
+        } else {
+            format!(
+                "(ramp_time less steadystate_ramp_time {})",
+                format_duration(g.delay)
+            )
+        };
         return Err(SpecError::invalid(
             "steadystate_duration",
             format_duration(g.window),
             format!(
-                "{} (two intervals) ..= {} (ramp_time)",
+                "{} (two intervals) ..= {} {hi}",
                 format_duration(lo),
-                format_duration(spec.ramp)
+                format_duration(room)
             ),
         ));
     }

@@ -5,6 +5,8 @@ mod catalogue;
 mod common;
 mod curve;
 mod exit_codes;
+mod fio_json;
+mod imports;
 mod interrupt;
 mod results_diff;
 mod run_file;

@@ -1,0 +1,342 @@
+use super::*;
+use crate::workload::{BlockSizes, DiskLayout, Rate, SyncMode, jobfile};
+use std::time::Duration;
+
+fn job(text: &str) -> Imported {
+    parse(text, "dir/x.fio").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn errors(text: &str) -> Vec<String> {
+    parse(text, "dir/x.fio")
+        .unwrap_err()
+        .0
+        .iter()
+        .map(|e| e.to_string())
+        .collect()
+}
+
+/// `convert`'s text read back as a storlab job file gives the same job.
+fn round_trips(imp: &Imported) {
+    let text = imp.to_toml();
+    let back = jobfile::parse(&text, "converted.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(back, imp.job, "{text}");
+}
+
+#[test]
+fn examples_load_and_round_trip() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fio");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "fio") {
+            let imp = load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            round_trips(&imp);
+            n += 1;
+        }
+    }
+    assert!(n >= 3);
+}
+
+#[test]
+fn one_job_with_globals() {
+    let imp = job(
+        "[global]\nioengine=libaio\ndirect=1\nsize=1g\nfilename=/dev/sdx\nruntime=60\ntime_based\nramp_time=5\n\
+         [oltp]\nrw=randrw\nrwmixread=70\nbs=8k\niodepth=32\nnumjobs=4\nrate_iops=500\nsync=dsync\n",
+    );
+    assert_eq!(imp.targets, ["file:/dev/sdx"]);
+    assert_eq!(imp.job.name, "x");
+    let p = &imp.job.points[0];
+    assert_eq!(p.label, "oltp");
+    assert_eq!((p.size, p.direct, p.sync), (1 << 30, true, SyncMode::Dsync));
+    assert_eq!(
+        (p.runtime, p.ramp),
+        (Duration::from_secs(60), Duration::from_secs(5))
+    );
+    assert_eq!((p.io_limit, p.disk_layout), (None, DiskLayout::Shared));
+    let g = &p.groups[0];
+    assert_eq!((g.name.as_str(), g.vms, g.workers_per_vm), ("oltp", 1, 4));
+    let a = &g.access;
+    assert_eq!((a.read_pct, a.random_pct, a.iodepth), (70, 100, 32));
+    assert_eq!(
+        (a.bs.clone(), a.rate),
+        (BlockSizes::one(8192), Some(Rate::Iops(500)))
+    );
+    round_trips(&imp);
+}
+
+#[test]
+fn stonewalls_make_points_and_jobs_beside_share_one() {
+    let imp =
+        load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fio/stonewalls.fio")).unwrap();
+    let labels: Vec<&str> = imp.job.points.iter().map(|p| p.label.as_str()).collect();
+    assert_eq!(labels, ["seq-write", "seq-read", "oltp + logger"]);
+    assert_eq!(imp.targets, ["file:/var/tmp/storlab-fio"]);
+    let p = &imp.job.points[2];
+    assert_eq!(p.groups.len(), 2);
+    // A directory gives each clone its own file: a VM each.
+    assert_eq!((p.groups[0].vms, p.groups[0].workers_per_vm), (4, 1));
+    assert_eq!(p.groups[0].access.bs, BlockSizes::one(8192));
+    assert_eq!(p.groups[1].access.bs, BlockSizes::one(4096));
+    assert_eq!(p.groups[1].access.rate, Some(Rate::Iops(200)));
+    assert_eq!(p.disk_layout, DiskLayout::Slice);
+    assert_eq!(imp.job.points[1].groups[0].access.read_pct, 100);
+    assert_eq!(
+        imp.job.points[0].groups[0].access.bs,
+        BlockSizes::one(65536)
+    );
+}
+
+#[test]
+fn without_time_based_each_job_moves_its_size() {
+    let p = &job("[a]\nioengine=null\nsize=16m\nrw=write\n").job.points[0];
+    assert_eq!((p.io_limit, p.runtime), (Some(16 << 20), Duration::ZERO));
+    let p = &job("[a]\nioengine=null\nsize=16m\nio_size=4m\nruntime=3\n")
+        .job
+        .points[0];
+    assert_eq!(
+        (p.io_limit, p.runtime),
+        (Some(4 << 20), Duration::from_secs(3))
+    );
+}
+
+#[test]
+fn engines_map_to_targets() {
+    let t = |extra: &str| job(&format!("[a]\nsize=1m\n{extra}\n")).targets;
+    assert_eq!(t("ioengine=null"), ["null:"]);
+    assert_eq!(t("ioengine=libaio"), ["file:."]);
+    assert_eq!(t("directory=/d\nfilename=f"), ["file:/d/f"]);
+    assert_eq!(
+        t("ioengine=nbd\nuri=nbd://127.0.0.1:10809/e"),
+        ["nbd://127.0.0.1:10809/e"]
+    );
+    assert_eq!(
+        t("ioengine=libiscsi\nfilename=iscsi://h/iqn.x/0"),
+        ["iscsi://h/iqn.x/0"]
+    );
+    // A buffered file job: fio would drop the page cache first; storlab says it does not.
+    let cached = |extra: &str| {
+        job(&format!("[a]\nsize=1m\n{extra}\n"))
+            .notes
+            .iter()
+            .any(|n| n.contains("invalidate=1"))
+    };
+    assert!(cached("ioengine=libaio"));
+    assert!(!cached("ioengine=libaio\ndirect=1"));
+    assert!(!cached("ioengine=libaio\ninvalidate=0"));
+    assert!(!cached("ioengine=null"));
+    // A sync engine keeps one I/O in flight, as fio does, and says so.
+    let imp = job("[a]\nsize=1m\nioengine=psync\niodepth=8\n");
+    assert_eq!(imp.job.points[0].groups[0].access.iodepth, 1);
+    assert!(
+        imp.notes.iter().any(|n| n.contains("psync")),
+        "{:?}",
+        imp.notes
+    );
+}
+
+#[test]
+fn bsrange_lists_the_sizes_fio_draws() {
+    let g = &job("[a]\nioengine=null\nsize=1m\nbsrange=4k-16k\n")
+        .job
+        .points[0]
+        .groups[0];
+    assert_eq!(
+        g.access.bs,
+        BlockSizes(vec![(4096, 1), (8192, 1), (12288, 1), (16384, 1)])
+    );
+}
+
+#[test]
+fn every_unsupported_option_is_one_line_naming_file_line_and_option() {
+    let e = errors(
+        "[global]\nioengine=libaio\nsize=1m\nverify=crc32c\n[a]\nrw=randtrim\nbs=4k,8k\nfsync=4\n\
+         random_distribution=zipf:1.2\n[b]\nioengine=rbd\n",
+    );
+    assert_eq!(e.len(), 6, "{e:#?}");
+    assert!(
+        e[0].starts_with("dir/x.fio, line 4: unknown fio option \"verify\" (allowed: name,"),
+        "{}",
+        e[0]
+    );
+    assert!(
+        e[1].starts_with("dir/x.fio, line 6: invalid rw = randtrim (allowed: read, write"),
+        "{}",
+        e[1]
+    );
+    assert!(
+        e[2].starts_with("dir/x.fio, line 7: invalid bs = 4k,8k"),
+        "{}",
+        e[2]
+    );
+    assert!(
+        e[3].starts_with("dir/x.fio, line 8: invalid fsync = 4"),
+        "{}",
+        e[3]
+    );
+    assert!(
+        e[4].starts_with("dir/x.fio, line 9: invalid random_distribution = zipf:1.2"),
+        "{}",
+        e[4]
+    );
+    // [b] inherits verify from [global]: said once; then [b]'s engine.
+    assert!(
+        e[5].starts_with("dir/x.fio, line 11: invalid ioengine = rbd (allowed: psync"),
+        "{e:#?}"
+    );
+    assert!(e.iter().all(|l| !l.contains('\n')));
+}
+
+#[test]
+fn bad_values_and_missing_keys_are_named() {
+    let e = errors("[a]\nioengine=null\nsize=4q\n");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].starts_with("dir/x.fio, line 3: invalid size = 4q"),
+        "{}",
+        e[0]
+    );
+    let e = errors("[a]\nioengine=null\n");
+    assert!(
+        e[0].starts_with("dir/x.fio, line 1 (job [a]): invalid size = (none)"),
+        "{}",
+        e[0]
+    );
+    let e = errors("[a]\nioengine=null\nsize=1m\ntime_based\n");
+    assert!(e[0].contains("invalid runtime = (none)"), "{}", e[0]);
+    let e = errors("[global]\nbs=3q\n");
+    assert!(
+        e.iter().any(|l| l.contains("at least one [JOB] section")) || e[0].contains("line 2"),
+        "{e:?}"
+    );
+    // Whole-job validation names the file too.
+    let e = errors("[a]\nioengine=null\nsize=4k\nbs=8k\n");
+    assert!(
+        e[0].starts_with("fio job file dir/x.fio (as a storlab job)"),
+        "{}",
+        e[0]
+    );
+}
+
+#[test]
+fn jobs_beside_each_other_agree_on_the_point() {
+    let e = errors(
+        "[a]\nioengine=null\nsize=1m\n[b]\nioengine=null\nsize=2m\n[c]\nnew_group\nioengine=null\nsize=1m\n",
+    );
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert!(
+        e[0].starts_with("dir/x.fio, line 8: invalid new_group"),
+        "{}",
+        e[0]
+    );
+    assert!(
+        e[1].starts_with(
+            "dir/x.fio, line 6: invalid size = 2m (allowed: the same as job [a] beside it (1m)"
+        ),
+        "{}",
+        e[1]
+    );
+    let e = errors("[a]\nioengine=null\nsize=1m\n[b]\nstonewall\nsize=1m\n");
+    assert!(
+        e[0].contains("invalid filename/directory/ioengine = file:."),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn names_with_braces_are_labels_not_templates() {
+    let imp = job("[a{b}]\nioengine=null\nsize=1m\n");
+    assert_eq!(imp.job.points[0].label, "a{b}");
+    round_trips(&imp);
+}
+
+#[test]
+fn steady_state_options_become_the_gate_over_fios_period() {
+    use crate::workload::steady::{SteadyCriterion, SteadyGate, SteadyMetric};
+    let base = "[ss]\nioengine=null\nsize=1g\ntime_based\nruntime=60\n";
+    // fio watches from ramp_time + ss_ramp to ramp_time + runtime.
+    let imp = job(&format!(
+        "{base}ramp_time=5\nsteadystate=iops:2%\nsteadystate_duration=30\nsteadystate_ramp_time=10\n"
+    ));
+    let p = &imp.job.points[0];
+    assert_eq!(
+        (p.ramp, p.runtime),
+        (Duration::from_secs(65), Duration::from_secs(60))
+    );
+    assert_eq!(
+        p.steady,
+        Some(SteadyGate {
+            metric: SteadyMetric::Iops,
+            criterion: SteadyCriterion::Band(2.0),
+            window: Duration::from_secs(30),
+            delay: Duration::from_secs(15),
+        })
+    );
+    assert!(
+        imp.notes.iter().any(|n| n.contains("fio stops the job")),
+        "{:?}",
+        imp.notes
+    );
+    round_trips(&imp);
+    // The short names; no ramp at all.
+    let p = &job(&format!("{base}ss=bw_slope:0.5%\nss_dur=20s\n"))
+        .job
+        .points[0];
+    let g = p.steady.expect("gate");
+    assert_eq!(p.ramp, Duration::from_secs(60));
+    assert_eq!(
+        (g.metric, g.criterion, g.window, g.delay),
+        (
+            SteadyMetric::Bw,
+            SteadyCriterion::Slope(0.5),
+            Duration::from_secs(20),
+            Duration::ZERO
+        )
+    );
+    // A window alone takes fio's default criterion.
+    let g = job(&format!("{base}ss_dur=1m\n")).job.points[0]
+        .steady
+        .unwrap();
+    assert_eq!(
+        (g.metric, g.criterion),
+        (SteadyMetric::Iops, SteadyCriterion::Slope(0.01))
+    );
+    // No window: fio detects nothing (its default is 0), nor does storlab.
+    let imp = job(&format!("{base}steadystate=iops:2%\n"));
+    assert_eq!(imp.job.points[0].steady, None);
+    assert!(
+        imp.notes
+            .iter()
+            .any(|n| n.contains("steadystate_duration is 0"))
+    );
+}
+
+#[test]
+fn steady_state_storlab_cannot_honour_is_refused_by_name() {
+    let base = "[ss]\nioengine=null\nsize=1g\n";
+    let e = errors(&format!(
+        "{base}time_based\nruntime=60\nss=iops:2\nss_dur=30\n"
+    ));
+    assert!(
+        e[0].starts_with("dir/x.fio, line 6: invalid ss = iops:2 (allowed: METRIC:P%"),
+        "{e:?}"
+    );
+    let e = errors(&format!("{base}ss=iops:2%\nss_dur=30\n"));
+    assert!(
+        e[0].starts_with("dir/x.fio, line 1 (job [ss]): invalid runtime = (none)"),
+        "{e:?}"
+    );
+    let e = errors(&format!("{base}steadystate=iops:x%\nss_dur=30\n"));
+    assert!(
+        e[0].starts_with("dir/x.fio, line 4: invalid steadystate = iops:x%"),
+        "{e:?}"
+    );
+    // The window must fit in the period fio watches.
+    let e = errors(&format!(
+        "{base}time_based\nruntime=60\nss=iops:2%\nss_dur=50\nss_ramp=20\n"
+    ));
+    assert!(
+        e[0].contains("invalid steadystate_duration = 50 s")
+            && e[0].contains("less steadystate_ramp_time 20 s"),
+        "{e:?}"
+    );
+}
