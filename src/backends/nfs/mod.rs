@@ -535,7 +535,12 @@ impl Drop for NfsBackend {
     }
 }
 
-impl Backend for NfsBackend {
+// SAFETY: a request's buffer is handed to the RPC connections in `queue` (a
+// READ reply's data lands in it, a WRITE is sent from it) and its completion is
+// made only once every part's reply has been delivered; a refused request
+// never reaches a connection; dropping the backend drops the connections (our
+// own code, which touches buffers only inside calls on them).
+unsafe impl Backend for NfsBackend {
     fn name(&self) -> &'static str {
         "nfs"
     }
@@ -589,7 +594,7 @@ impl Backend for NfsBackend {
         }
         debug_assert!(!self.slots[s].active, "slot {s} queued twice");
         self.inflight += 1;
-        if req.len == 0 {
+        if req.is_empty() {
             self.done.push(Completion {
                 slot: req.slot,
                 result: Ok(0),
@@ -598,7 +603,7 @@ impl Backend for NfsBackend {
         }
         let write = req.dir == Dir::Write;
         let max = if write { disk.wsize } else { disk.rsize };
-        let parts = req.len.div_ceil(max);
+        let parts = req.len().div_ceil(max);
         self.slots[s] = Slot {
             active: true,
             write,
@@ -618,41 +623,49 @@ impl Backend for NfsBackend {
             Proto::V4(_) => (v4::VERS, v4::COMPOUND, v4::COMPOUND),
         };
         let stable = self.stable;
+        let len = req.len();
         for p in 0..parts {
             let at = p * max;
-            let n = max.min(req.len - at);
+            let n = max.min(len - at);
             let off = req.offset + at as u64;
-            let ptr = req.buf.wrapping_add(at as usize);
+            let ptr = req.buf.as_mut_ptr().wrapping_add(at as usize);
             let c = *next;
             *next = (c + 1) % conns.len();
             let conn = &mut conns[c];
-            if write {
-                *unstable |= stable == UNSTABLE;
-                conn.start(
-                    NFS_PROG,
-                    vers,
-                    write_proc,
-                    req.slot as u64,
-                    None,
-                    Some((ptr as *const u8, n as usize)),
-                    |e| match proto {
-                        Proto::V3(f) => v3::encode_write(e, f, off, n, stable),
-                        Proto::V4(f) => v4::encode_write(e, f, off, n, stable),
-                    },
-                );
-            } else {
-                conn.start(
-                    NFS_PROG,
-                    vers,
-                    read_proc,
-                    req.slot as u64,
-                    Some((ptr, n)),
-                    None,
-                    |e| match proto {
-                        Proto::V3(f) => v3::encode_read(e, f, off, n),
-                        Proto::V4(f) => v4::encode_read(e, f, off, n),
-                    },
-                );
+            // SAFETY: part `p` is bytes at..at + n of the request's lease,
+            // which lasts until the request's completion is reaped (Lane); the
+            // completion is made only once every part's reply was delivered
+            // (`pump`), and dropping the backend closes the connections
+            // before the lane frees the pool.
+            unsafe {
+                if write {
+                    *unstable |= stable == UNSTABLE;
+                    conn.start(
+                        NFS_PROG,
+                        vers,
+                        write_proc,
+                        req.slot as u64,
+                        None,
+                        Some((ptr as *const u8, n as usize)),
+                        |e| match proto {
+                            Proto::V3(f) => v3::encode_write(e, f, off, n, stable),
+                            Proto::V4(f) => v4::encode_write(e, f, off, n, stable),
+                        },
+                    );
+                } else {
+                    conn.start(
+                        NFS_PROG,
+                        vers,
+                        read_proc,
+                        req.slot as u64,
+                        Some((ptr, n)),
+                        None,
+                        |e| match proto {
+                            Proto::V3(f) => v3::encode_read(e, f, off, n),
+                            Proto::V4(f) => v4::encode_read(e, f, off, n),
+                        },
+                    );
+                }
             }
         }
         Ok(())
