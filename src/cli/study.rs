@@ -150,7 +150,7 @@ fn list_text() -> String {
                     .collect::<Vec<_>>()
                     .join(", "),
                 if s.media.is_empty() {
-                    "the lab's medium".to_string()
+                    format!("the lab's medium ({})", lab::media::LAB_DEFAULT_MEDIA)
                 } else if p.every_medium {
                     format!("each medium: {}", s.media.join(", "))
                 } else {
