@@ -18,35 +18,40 @@ TARGETS=${TARGETS:-"block nfs3 nfs4 iscsi nbd"}
 BS=${BS:-4k}
 QD=${QD:-32}
 WORK=$(mktemp -d /tmp/storlab-media-ceiling.XXXXXX)
-STATE=
+LABS=()
 
 down() {
-    if [ -n "$STATE" ]; then
-        "$STORLAB" lab down --state-dir "$STATE" >/dev/null 2>&1 || true
-        STATE=
-    fi
+    for st in "${LABS[@]}"; do
+        "$STORLAB" lab down --state-dir "$st" >/dev/null 2>&1 || true
+    done
+    LABS=()
 }
 trap 'down; rm -rf "$WORK"' EXIT INT TERM
 
-declare -A IOPS CPU
+# Both labs up at once (their own ports), so each target's two runs are
+# back to back: a shared machine's load moves both alike. Each pair runs
+# twice, in the order none ram ram none, and the means are compared.
+port=32000
 for media in none ram; do
-    STATE=$WORK/lab-$media
-    "$STORLAB" lab up --state-dir "$STATE" --net loopback --media "$media" --size 1g \
-        --nfs-port 32049 --mountd-port 32050 --iscsi-port 32260 --nbd-port 32809 >/dev/null
-    for t in $TARGETS; do
-        url=$("$STORLAB" lab status --state-dir "$STATE" --json | jq -r ".targets.\"$t\"")
-        json=$WORK/run.json
-        "$STORLAB" run --no-db -q --target "$url" --rw randread --bs "$BS" --iodepth "$QD" \
-            --direct 1 --ramp_time "$RAMP" --runtime "$RUNTIME" --json "$json" >/dev/null 2>&1
-        IOPS[$media.$t]=$(jq -r '.jobs[0].points[0].summary.read.iops | floor' "$json")
-        CPU[$media.$t]=$(jq -r '.jobs[0].points[0].summary.cpu.client_us_per_io // .jobs[0].points[0].summary.cpu.us_per_io // "-"' "$json")
-    done
-    down
+    st=$WORK/lab-$media
+    LABS+=("$st")
+    "$STORLAB" lab up --state-dir "$st" --net loopback --media "$media" --size 1g \
+        --nfs-port $((port + 49)) --mountd-port $((port + 50)) --iscsi-port $((port + 260)) \
+        --nbd-port $((port + 809)) >/dev/null
+    port=$((port + 1000))
 done
+
+iops() { # media target
+    local url json=$WORK/run.json
+    url=$("$STORLAB" lab status --state-dir "$WORK/lab-$1" --json | jq -r ".targets.\"$2\"")
+    "$STORLAB" run --no-db -q --target "$url" --rw randread --bs "$BS" --iodepth "$QD" \
+        --direct 1 --ramp_time "$RAMP" --runtime "$RUNTIME" --json "$json" >/dev/null 2>&1
+    jq -r '.jobs[0].points[0].summary.read.iops | floor' "$json"
+}
 
 printf '%-8s %12s %12s %8s\n' target "IOPS none" "IOPS ram" "ram/none"
 for t in $TARGETS; do
-    n=${IOPS[none.$t]}
-    r=${IOPS[ram.$t]}
+    n1=$(iops none "$t"); r1=$(iops ram "$t"); r2=$(iops ram "$t"); n2=$(iops none "$t")
+    n=$(( (n1 + n2) / 2 )); r=$(( (r1 + r2) / 2 ))
     printf '%-8s %12s %12s %8s\n' "$t" "$n" "$r" "$(awk -v a="$r" -v b="$n" 'BEGIN { printf "%.2f", a / b }')"
 done
