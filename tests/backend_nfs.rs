@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use storlab::backends::nfs::rpc::{Conn, NFS_PROG};
 use storlab::backends::nfs::{NfsBackend, v3};
-use storlab::io::BufferPool;
-use storlab::io::{Backend, OpenOptions, Request};
+use storlab::io::{Backend, BufferPool, Io, Lane, OpenOptions};
 use storlab::lab::netns::{self, Netns};
 use storlab::lab::tools::{self, Tools};
 use storlab::lab::{ganesha, ready, rpcbind};
@@ -220,57 +219,48 @@ fn pattern(o: u64) -> u8 {
     (o.wrapping_mul(2_654_435_761) >> 11) as u8 ^ (o >> 12) as u8
 }
 
-/// Run `reqs` (dir, offset, len) at queue depth `qd` with buffers from
-/// `pool` (slot i for in-flight request i), filling writes with the pattern
-/// and checking reads against it. Returns the completions in request order.
-fn run(b: &mut NfsBackend, pool: &mut BufferPool, reqs: &[(Dir, u64, u32)], qd: usize) {
-    let mut next = 0;
-    let mut free: Vec<u32> = (0..qd as u32).rev().collect();
-    let mut owner = vec![usize::MAX; qd];
-    let mut done = 0;
-    let mut out = Vec::new();
-    while done < reqs.len() {
-        while next < reqs.len() && !free.is_empty() {
-            let slot = free.pop().unwrap();
-            let (dir, offset, len) = reqs[next];
-            let buf = pool.slice_mut(slot as usize);
-            for (i, byte) in buf[..len as usize].iter_mut().enumerate() {
-                *byte = if dir == Dir::Write {
-                    pattern(offset + i as u64)
-                } else {
-                    0xEE
-                };
-            }
-            let r = Request {
-                slot,
-                disk: 0,
-                dir,
-                offset,
-                len,
-                buf: pool.ptr(slot as usize),
+/// `b` with 16 buffers of 3 MiB (the largest request).
+fn lane(b: NfsBackend) -> Lane<NfsBackend> {
+    Lane::new(Box::new(b), BufferPool::new(16, 3 << 20)).unwrap()
+}
+
+/// Run `reqs` (dir, offset, len) at queue depth `qd`, filling writes with the
+/// pattern and checking reads against it.
+fn run(b: &mut Lane<NfsBackend>, reqs: &[(Dir, u64, u32)], qd: usize) {
+    let ios: Vec<Io> = reqs
+        .iter()
+        .map(|&(dir, offset, len)| Io {
+            disk: 0,
+            dir,
+            offset,
+            len,
+        })
+        .collect();
+    let fill = |i: usize, buf: &mut [u8]| {
+        let Io { dir, offset, .. } = ios[i];
+        for (j, byte) in buf.iter_mut().enumerate() {
+            *byte = if dir == Dir::Write {
+                pattern(offset + j as u64)
+            } else {
+                0xEE
             };
-            b.queue(r).unwrap();
-            owner[slot as usize] = next;
-            next += 1;
         }
-        b.commit().unwrap();
-        out.clear();
-        b.reap(1, Some(Duration::from_secs(30)), &mut out).unwrap();
-        assert!(!out.is_empty(), "no completion in 30 s");
-        for c in &out {
-            let (dir, offset, len) = reqs[owner[c.slot as usize]];
-            assert_eq!(c.result, Ok(len), "{dir:?} at {offset} len {len}");
-            if dir == Dir::Read {
-                let buf = pool.slice(c.slot as usize);
-                for (i, &byte) in buf[..len as usize].iter().enumerate() {
-                    let o = offset + i as u64;
-                    assert_eq!(byte, pattern(o), "byte at {o} read back");
-                }
+    };
+    let done = |i: usize, r: Result<u32, i32>, buf: &[u8]| {
+        let Io {
+            dir, offset, len, ..
+        } = ios[i];
+        assert_eq!(r, Ok(len), "{dir:?} at {offset} len {len}");
+        if dir == Dir::Read {
+            for (j, &byte) in buf.iter().enumerate() {
+                let o = offset + j as u64;
+                assert_eq!(byte, pattern(o), "byte at {o} read back");
             }
-            free.push(c.slot);
-            done += 1;
         }
-    }
+        Ok(())
+    };
+    b.run(&ios, qd, Duration::from_secs(30), fill, done)
+        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// Check the backing file on the server's disk holds the pattern in `range`.
@@ -306,7 +296,6 @@ fn scenario(s: &mut Server, version: u8, minor: u8) {
     let t = s.target(file, version, minor);
     let url = t.to_string();
     let backing = s.dir.join(file);
-    let mut pool = BufferPool::new(16, 3 * MIB as usize);
 
     // A read-only run does not create a missing file.
     let e = NfsBackend::open(std::slice::from_ref(&t), &opts(false, 16))
@@ -319,7 +308,7 @@ fn scenario(s: &mut Server, version: u8, minor: u8) {
     );
 
     // Write 4 MiB of 4 KiB blocks in random order at QD 16 (UNSTABLE, COMMIT at drop).
-    let mut b = NfsBackend::open(std::slice::from_ref(&t), &opts(true, 16)).unwrap();
+    let b = NfsBackend::open(std::slice::from_ref(&t), &opts(true, 16)).unwrap();
     assert_eq!(b.name(), "nfs");
     assert_eq!(b.size(0), 0);
     let v = match minor {
@@ -328,47 +317,31 @@ fn scenario(s: &mut Server, version: u8, minor: u8) {
     };
     assert!(b.features().contains(&v), "{}", b.features());
     println!("{}", b.features());
+    let mut b = lane(b);
     let writes: Vec<_> = shuffled(1024)
         .into_iter()
         .map(|i| (Dir::Write, i * 4096, 4096))
         .collect();
-    run(&mut b, &mut pool, &writes, 16);
+    run(&mut b, &writes, 16);
     // One 3 MiB write: split into RPCs of at most 1 MiB.
-    run(
-        &mut b,
-        &mut pool,
-        &[(Dir::Write, 4 * MIB, 3 * MIB as u32)],
-        1,
-    );
+    run(&mut b, &[(Dir::Write, 4 * MIB, 3 * MIB as u32)], 1);
     drop(b);
     check_backing(&backing, 0..7 * MIB);
 
     // Read it back at QD 16 (16 KiB reads, then one 3 MiB read).
     let mut o = opts(false, 16);
     o.size_needed = 7 * MIB;
-    let mut b = NfsBackend::open(std::slice::from_ref(&t), &o).unwrap();
+    let b = NfsBackend::open(std::slice::from_ref(&t), &o).unwrap();
     assert_eq!(b.size(0), 7 * MIB);
+    let mut b = lane(b);
     let reads: Vec<_> = shuffled(256)
         .into_iter()
         .map(|i| (Dir::Read, i * 16384, 16384))
         .collect();
-    run(&mut b, &mut pool, &reads, 16);
-    run(
-        &mut b,
-        &mut pool,
-        &[(Dir::Read, 4 * MIB, 3 * MIB as u32)],
-        1,
-    );
+    run(&mut b, &reads, 16);
+    run(&mut b, &[(Dir::Read, 4 * MIB, 3 * MIB as u32)], 1);
     // Reading past the end is short: 4 KiB of 8 KiB.
-    let r = Request {
-        slot: 0,
-        disk: 0,
-        dir: Dir::Read,
-        offset: 7 * MIB - 4096,
-        len: 8192,
-        buf: pool.ptr(0),
-    };
-    b.queue(r).unwrap();
+    b.queue(0, 0, Dir::Read, 7 * MIB - 4096, 8192).unwrap();
     b.commit().unwrap();
     let mut out = Vec::new();
     b.reap(1, None, &mut out).unwrap();
@@ -379,13 +352,14 @@ fn scenario(s: &mut Server, version: u8, minor: u8) {
     // file before the backend is dropped.
     let mut o = opts(true, 16);
     o.sync = Some(SyncMode::Dsync);
-    let mut b = NfsBackend::open(std::slice::from_ref(&t), &o).unwrap();
+    let b = NfsBackend::open(std::slice::from_ref(&t), &o).unwrap();
     assert!(b.features().contains("FILE_SYNC"), "{}", b.features());
+    let mut b = lane(b);
     std::fs::write(&backing, vec![0u8; 7 * MIB as usize]).unwrap();
     let writes: Vec<_> = (0..64).map(|i| (Dir::Write, i * 8192, 8192)).collect();
-    run(&mut b, &mut pool, &writes, 16);
+    run(&mut b, &writes, 16);
     check_backing(&backing, 0..512 * 1024);
-    assert!(!b.has_uncommitted_writes());
+    assert!(!b.backend().has_uncommitted_writes());
     drop(b);
 
     // The file is smaller than the run needs: both sizes named.
@@ -435,18 +409,11 @@ fn scenario(s: &mut Server, version: u8, minor: u8) {
     );
 
     // The server dies mid-run: reap fails (the backend is broken).
-    let mut b = NfsBackend::open(std::slice::from_ref(&t), &opts(false, 16)).unwrap();
+    let mut b = lane(NfsBackend::open(std::slice::from_ref(&t), &opts(false, 16)).unwrap());
     s.kill();
     for slot in 0..16u32 {
-        let r = Request {
-            slot,
-            disk: 0,
-            dir: Dir::Read,
-            offset: slot as u64 * 4096,
-            len: 4096,
-            buf: pool.ptr(slot as usize),
-        };
-        b.queue(r).unwrap();
+        b.queue(slot, 0, Dir::Read, slot as u64 * 4096, 4096)
+            .unwrap();
     }
     let mut out = Vec::new();
     let err = match b.commit() {
@@ -466,25 +433,19 @@ fn scenario(s: &mut Server, version: u8, minor: u8) {
 fn randread_iops(t: &Target, size: u64, secs: u64) -> f64 {
     let mut o = opts(false, 32);
     o.size_needed = size;
-    let mut b = NfsBackend::open(std::slice::from_ref(t), &o).unwrap();
-    let pool = BufferPool::new(32, 4096);
+    let b = NfsBackend::open(std::slice::from_ref(t), &o).unwrap();
+    let mut b = Lane::new(Box::new(b), BufferPool::new(32, 4096)).unwrap();
     let blocks = size / 4096;
     let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = |slot: u32| {
+    let mut next = |b: &mut Lane<NfsBackend>, slot: u32| {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        Request {
-            slot,
-            disk: 0,
-            dir: Dir::Read,
-            offset: (x % blocks) * 4096,
-            len: 4096,
-            buf: pool.ptr(slot as usize),
-        }
+        b.queue(slot, 0, Dir::Read, (x % blocks) * 4096, 4096)
+            .unwrap();
     };
     for slot in 0..32 {
-        b.queue(next(slot)).unwrap();
+        next(&mut b, slot);
     }
     b.commit().unwrap();
     let mut out = Vec::with_capacity(32);
@@ -496,7 +457,7 @@ fn randread_iops(t: &Target, size: u64, secs: u64) -> f64 {
         b.reap(1, Some(Duration::from_secs(10)), &mut out).unwrap();
         for c in &out {
             assert_eq!(c.result, Ok(4096));
-            b.queue(next(c.slot)).unwrap();
+            next(&mut b, c.slot);
         }
         ios += out.len() as u64;
         b.commit().unwrap();
@@ -551,19 +512,18 @@ fn nfs41_against_ganesha() {
     const MIB: u64 = 1 << 20;
     let mut s = start_v4("/tmp");
     let t = s.target("one-slot.img", 4, 1);
-    let mut pool = BufferPool::new(1, 3 * MIB as usize);
-    let mut b = NfsBackend::open(std::slice::from_ref(&t), &opts(true, 1)).unwrap();
+    let mut b = lane(NfsBackend::open(std::slice::from_ref(&t), &opts(true, 1)).unwrap());
+    let features = b.backend().features();
     assert!(
-        b.features().contains("NFSv4.1 (session of 1 slots)"),
-        "{}",
-        b.features()
+        features.contains("NFSv4.1 (session of 1 slots)"),
+        "{features}"
     );
     let one = [(Dir::Write, 0, 3 * MIB as u32)];
-    run(&mut b, &mut pool, &one, 1);
+    run(&mut b, &one, 1);
     drop(b);
     check_backing(&s.dir.join("one-slot.img"), 0..3 * MIB);
-    let mut b = NfsBackend::open(std::slice::from_ref(&t), &opts(false, 1)).unwrap();
-    run(&mut b, &mut pool, &[(Dir::Read, 0, 3 * MIB as u32)], 1);
+    let mut b = lane(NfsBackend::open(std::slice::from_ref(&t), &opts(false, 1)).unwrap());
+    run(&mut b, &[(Dir::Read, 0, 3 * MIB as u32)], 1);
     drop(b);
     scenario(&mut s, 4, 1);
 }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use storlab::store::Store;
 use support::lab::Lab;
 use support::run::Run;
-use support::{TempDir, alive, text};
+use support::{Stopped, TempDir, alive, text};
 
 /// One fault at a time: the timing bounds assume the machine is not shared
 /// with another fault test.
@@ -49,23 +49,6 @@ fn lab_up(tag: &str) -> Lab {
 fn signal(pid: i32, sig: i32) {
     // SAFETY: kill(2) on a PID this test started or the lab recorded.
     unsafe { libc::kill(pid, sig) };
-}
-
-/// A process stopped with SIGSTOP, continued on drop whatever happened (a
-/// stopped tgtd would hang `lab down`).
-struct Stopped(i32);
-
-impl Stopped {
-    fn new(pid: i32) -> Stopped {
-        signal(pid, libc::SIGSTOP);
-        Stopped(pid)
-    }
-}
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        signal(self.0, libc::SIGCONT);
-    }
 }
 
 /// A link taken down, brought up again on drop.

@@ -155,6 +155,46 @@ fn a_media_lab_serves_fc8_and_nfs3_through_the_mount_and_down_leaves_nothing() {
 }
 
 #[test]
+fn media_none_serves_the_backing_file_itself_and_down_keeps_nothing() {
+    let lab = Lab::builder("labnone", "16m")
+        .loopback()
+        .args(&["--media", "none"])
+        .up();
+    let st = lab.state.clone();
+    let backing = PathBuf::from(st["backing"]["path"].as_str().unwrap());
+    assert_eq!(st["media"]["spec"], "none", "{st}");
+    assert!(st["media"]["server"].is_null(), "no media server: {st}");
+    assert_eq!(lab.url("local"), format!("file:{}", backing.display()));
+    let dev = st["media"]["loop_dev"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let listed = loop_devices();
+    assert!(
+        listed.lines().any(
+            |l| l.starts_with(&format!("{dev}:")) && l.contains(&backing.display().to_string())
+        ),
+        "{dev} over {} not in losetup -a: {listed}",
+        backing.display()
+    );
+    let status = lab.cmd(&["status"]);
+    assert!(status.status.success(), "a healthy lab: {}", text(&status));
+    assert!(text(&status).contains("media: none"), "{}", text(&status));
+    for url in [lab.url("block"), lab.url("nbd")] {
+        let total = short_run(&lab, &url);
+        assert_eq!(total["errors"].as_u64(), Some(0), "{url}: {total}");
+        assert!(total["ios"].as_u64().unwrap() > 0, "{url}: {total}");
+    }
+    let o = lab.cmd(&["down"]);
+    assert!(o.status.success(), "lab down: {}", text(&o));
+    assert!(!backing.exists(), "{} left", backing.display());
+    assert!(
+        !loop_devices().contains(&backing.display().to_string()),
+        "a loop device over the store is left"
+    );
+}
+
+#[test]
 fn a_media_layer_that_cannot_start_names_its_step_and_leaves_nothing() {
     support::assert_root("the lab needs root (network namespaces, mount(2))");
     let before = storlab_netns();

@@ -108,7 +108,7 @@ fn the_dss_study_runs_on_its_own_lab_and_its_report_renders_in_chromium() {
     // The study's table 2: a column per protocol, every figure measured.
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("Table 2: throughput and host CPU utilization"));
-    assert_eq!(row(&stdout, "metric"), ["FC 8Gb (block)", "nfs3", "iscsi"]);
+    assert_eq!(row(&stdout, "metric"), ["FC 4Gb (block)", "nfs3", "iscsi"]);
     for name in ["Avg throughput (Gb/s)", "Peak throughput (Gb/s)"] {
         let cells = row(&stdout, name);
         assert_eq!(cells.len(), 3, "{name}: {cells:?}");
@@ -129,7 +129,7 @@ fn the_dss_study_runs_on_its_own_lab_and_its_report_renders_in_chromium() {
         assert!(p >= a, "a peak interval below the average: {p} < {a}");
     }
     assert_eq!(
-        row(&stdout, "Avg throughput relative to FC 8Gb (block) = 100")[0],
+        row(&stdout, "Avg throughput relative to FC 4Gb (block) = 100")[0],
         "100"
     );
     let saved = std::fs::read_to_string(out_dir.join("report.txt")).unwrap();
@@ -142,7 +142,7 @@ fn the_dss_study_runs_on_its_own_lab_and_its_report_renders_in_chromium() {
     let points: Vec<_> = run.jobs.iter().flat_map(|j| &j.points).collect();
     assert_eq!(points.len(), 3);
     assert!(points.iter().all(|p| p.summary.total.ios > 0));
-    assert_eq!(run.compare.unwrap().baseline, "FC 8Gb (block)");
+    assert_eq!(run.compare.unwrap().baseline, "FC 4Gb (block)");
 
     // The HTML report draws in Chromium, its charts and table in the DOM.
     let dom = support::chromium::render(&out_dir.join("report.html"), dir.path());

@@ -60,7 +60,8 @@ pub struct LabUpArgs {
     net: Option<NetMode>,
     /// The emulated medium under the store, which every path (the block
     /// baseline, NFS, iSCSI, NBD) goes through: ram, fixed:US, or a preset
-    /// (`storlab media` lists them; default: the lab's, `array-15k`).
+    /// (`storlab media` lists them; default: the lab's, `array-15k`); `none`
+    /// serves the backing file with no media layer (to measure its cost).
     #[arg(long, value_name = "MEDIUM")]
     pub media: Option<String>,
     /// A media file (TOML) whose preset --media names.
@@ -226,7 +227,12 @@ fn status_text(st: &LabState) -> String {
             format_size(b.size)
         ));
     }
-    if let Some(m) = &st.media {
+    if let Some(m) = st.media.as_ref().filter(|m| m.spec == lab::media::NO_MEDIA) {
+        out.push_str(&format!(
+            "media: none (every server opens the backing file in {} itself)\n",
+            m.mountpoint.display()
+        ));
+    } else if let Some(m) = &st.media {
         let file = m
             .file
             .as_ref()

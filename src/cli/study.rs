@@ -10,7 +10,7 @@ use super::lab::LabUpArgs;
 use super::{CliError, ExitCode, OutArgs, ProfileArg, session, signals};
 use crate::compare::{self, LAB_TARGETS};
 use crate::lab::{self, LabConfig};
-use crate::study::{self, DEFAULT_BASELINE, LabRun, Results, STUDIES, Study};
+use crate::study::{self, LabRun, Results, STUDIES, Study};
 use crate::workload::catalogue::Catalogue;
 use crate::workload::{Job, Profile};
 use std::path::PathBuf;
@@ -28,9 +28,10 @@ pub struct StudyArgs {
     /// run); created if missing. Default: ./storlab-study-NAME.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// The lab target every figure is relative to (= 100).
-    #[arg(long, default_value = DEFAULT_BASELINE)]
-    pub baseline: String,
+    /// The lab target every figure is relative to (= 100); default: the
+    /// study's own (`storlab study list` shows it).
+    #[arg(long, value_name = "TARGET")]
+    pub baseline: Option<String>,
     /// Lab targets beside the baseline, instead of the study's own.
     #[arg(long, value_delimiter = ',', value_name = "T1,T2,...")]
     pub targets: Vec<String>,
@@ -70,6 +71,8 @@ struct Plan {
     parts: Vec<Part>,
     media: Vec<Option<String>>,
     out_dir: PathBuf,
+    /// The lab target name every figure is relative to.
+    baseline: String,
 }
 
 /// Run `storlab study`.
@@ -119,7 +122,7 @@ pub fn run(a: StudyArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             break;
         }
     }
-    report(&plan, &compare::label(&a.baseline), runs, a.quiet)?;
+    report(&plan, &compare::label(&plan.baseline), runs, a.quiet)?;
     outcome
 }
 
@@ -142,12 +145,12 @@ fn list_text() -> String {
             out.push_str(&format!(
                 "     {}: on {}; {}\n",
                 p.workloads.join(", "),
-                std::iter::once(DEFAULT_BASELINE)
+                std::iter::once(s.baseline)
                     .chain(p.targets.iter().copied())
                     .collect::<Vec<_>>()
                     .join(", "),
                 if s.media.is_empty() {
-                    "the lab's medium".to_string()
+                    format!("the lab's medium ({})", lab::media::LAB_DEFAULT_MEDIA)
                 } else if p.every_medium {
                     format!("each medium: {}", s.media.join(", "))
                 } else {
@@ -166,8 +169,12 @@ fn list_text() -> String {
 fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
     let study = study::find(&a.name).map_err(CliError::input)?;
     let profile: Profile = a.profile.into();
-    for (opt, name) in std::iter::once(("--baseline", &a.baseline))
-        .chain(a.targets.iter().map(|t| ("--targets", t)))
+    let baseline = a
+        .baseline
+        .clone()
+        .unwrap_or_else(|| study.baseline.to_string());
+    for (opt, name) in
+        std::iter::once(("--baseline", &baseline)).chain(a.targets.iter().map(|t| ("--targets", t)))
     {
         if !LAB_TARGETS.contains(&name.as_str()) {
             return Err(CliError::input(format!(
@@ -212,7 +219,7 @@ fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| CliError::input(e.to_string()))?
                 .concat();
-            let mut targets = vec![a.baseline.clone()];
+            let mut targets = vec![baseline.clone()];
             let own: Vec<String> = p.targets.iter().map(|t| t.to_string()).collect();
             for t in if a.targets.is_empty() {
                 &own
@@ -235,6 +242,7 @@ fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
         profile,
         parts,
         media,
+        baseline,
         out_dir: a
             .out
             .clone()
@@ -295,7 +303,7 @@ fn on_lab(
         Err(e) => return (None, Err(CliError::input(e))),
     };
     // A lab name (`fc8`) goes by its label ("FC 8Gb (block)") in the run.
-    let baseline = compare::label(&a.baseline);
+    let baseline = compare::label(&plan.baseline);
     if let Err(e) = check_baseline(&baseline, &contenders) {
         return (None, Err(e));
     }

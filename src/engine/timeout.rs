@@ -126,7 +126,7 @@ pub fn message(dir: Dir, len: u32, offset: u64, target: &str, limit: Duration) -
 mod tests {
     use super::*;
     use crate::engine::worker::{self, Msg, ThreadCtx, Timing};
-    use crate::io::{Backend, BackendError, Completion, QueueError, Request};
+    use crate::io::{Backend, BackendError, Completion, Lane, QueueError, Request};
     use crate::plan::{self, TargetKind};
     use crate::target::Target;
     use std::sync::atomic::AtomicBool;
@@ -218,10 +218,11 @@ mod tests {
     /// Accepts requests and never completes them; counts `abandon` calls.
     struct Stuck {
         queued: usize,
-        abandoned: bool,
+        abandoned: std::sync::Arc<std::sync::atomic::AtomicBool>,
     }
 
-    impl Backend for Stuck {
+    // SAFETY: Stuck never touches a request's buffer.
+    unsafe impl Backend for Stuck {
         fn name(&self) -> &'static str {
             "stuck"
         }
@@ -249,7 +250,8 @@ mod tests {
             Ok(0)
         }
         fn abandon(&mut self) {
-            self.abandoned = true;
+            self.abandoned
+                .store(true, std::sync::atomic::Ordering::SeqCst);
         }
     }
 
@@ -282,13 +284,16 @@ mod tests {
             io_timeout: limit,
             hooks: None,
         };
-        let mut pool = worker::make_pool(&ctx);
-        let mut b = Stuck {
+        let pool = worker::make_pool(&ctx);
+        let abandoned = std::sync::Arc::default();
+        let b = Stuck {
             queued: 0,
-            abandoned: false,
+            abandoned: std::sync::Arc::clone(&abandoned),
         };
+        let b: Box<dyn Backend> = Box::new(b);
+        let mut b = Lane::new(b, pool).unwrap();
         let start = Instant::now();
-        let err = worker::run(&ctx, &mut b, &mut pool, start).unwrap_err();
+        let err = worker::run(&ctx, &mut b, start).unwrap_err();
         let took = start.elapsed();
         assert!(
             took >= limit && took < limit + Duration::from_millis(400),
@@ -297,7 +302,10 @@ mod tests {
         assert!(err.contains("did not complete within 400 ms"), "{err}");
         assert!(err.contains("bytes at offset"), "{err}");
         assert!(err.contains("null"), "names the target: {err}");
-        assert!(b.abandoned, "the backend was told to give up on its I/O");
+        assert!(
+            abandoned.load(std::sync::atomic::Ordering::SeqCst),
+            "the backend was told to give up on its I/O"
+        );
         drop(ctx);
         let intervals = rx
             .try_iter()

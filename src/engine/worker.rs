@@ -10,7 +10,7 @@
 
 use super::hooks::PointHooks;
 use super::timeout::{self, IoWatch};
-use crate::io::{Backend, BufferPool, Completion, QueueError, Request};
+use crate::io::{BufferPool, Completion, Lane, QueueError};
 use crate::plan::{Disk, ThreadPlan};
 use crate::stats::{Recorder, Snapshot};
 use crate::workload::content;
@@ -141,12 +141,7 @@ pub fn make_pool(ctx: &ThreadCtx) -> BufferPool {
 
 /// Run the thread's share of the point until the end, `stop`, or an error.
 /// Returns `Err` with a message naming the disk and offset on an I/O error.
-pub fn run(
-    ctx: &ThreadCtx,
-    backend: &mut dyn Backend,
-    pool: &mut BufferPool,
-    t0: Instant,
-) -> Result<(), String> {
+pub fn run(ctx: &ThreadCtx, lane: &mut Lane, t0: Instant) -> Result<(), String> {
     let now_ns = || t0.elapsed().as_nanos() as u64;
     let mut workers: Vec<Worker> = Vec::with_capacity(ctx.plan.workers.len());
     let mut slots: Vec<Slot> = Vec::new();
@@ -255,11 +250,10 @@ pub fn run(
                 }
                 None => w.pattern.next(slot.wdisk as usize),
             };
-            let buf = pool.ptr(s as usize);
             if io.dir == Dir::Write {
                 w.write_seq += 1;
                 // The slot is not in flight, so its buffer is ours to change.
-                let data = &mut pool.slice_mut(s as usize)[..io.len as usize];
+                let data = &mut lane.buf_mut(s)[..io.len as usize];
                 if let Some(v) = verify.as_mut() {
                     v.prepare_write(s, data, w.index);
                 } else if dedupe {
@@ -275,15 +269,7 @@ pub fn run(
                     content::stamp(data, ctx.content, w.write_seq);
                 }
             }
-            let req = Request {
-                slot: s,
-                disk: slot.disk,
-                dir: io.dir,
-                offset: io.offset,
-                len: io.len,
-                buf,
-            };
-            match backend.queue(req) {
+            match lane.queue(s, slot.disk, io.dir, io.offset, io.len) {
                 Ok(()) => {
                     slot.dir = io.dir;
                     slot.len = io.len;
@@ -320,7 +306,7 @@ pub fn run(
             }
             in_flight += batch.len();
             batch.clear();
-            if let Err(e) = backend.commit() {
+            if let Err(e) = lane.commit() {
                 failure = Some(e.to_string());
                 break;
             }
@@ -348,14 +334,14 @@ pub fn run(
                 next_boundary += interval_ns;
             }
             if interval != before
-                && let Err(e) = backend.check()
+                && let Err(e) = lane.check()
             {
                 failure = Some(e.to_string());
                 break;
             }
             continue;
         };
-        if let Err(e) = backend.reap(min, timeout, &mut done) {
+        if let Err(e) = lane.reap(min, timeout, &mut done) {
             failure = Some(e.to_string());
             break;
         }
@@ -368,7 +354,7 @@ pub fn run(
         }
         if interval != before
             && failure.is_none()
-            && let Err(e) = backend.check()
+            && let Err(e) = lane.check()
         {
             failure = Some(e.to_string());
         }
@@ -386,7 +372,7 @@ pub fn run(
                     w.rec.record_error(slot.dir);
                     if failure.is_none() {
                         let mut m = io_error_message(ctx, slot, other);
-                        if let Some(detail) = backend.error_detail() {
+                        if let Some(detail) = lane.backend().error_detail() {
                             m = format!("{m} [{detail}]");
                         }
                         failure = Some(m);
@@ -395,7 +381,7 @@ pub fn run(
             }
             if let Some(v) = verify.as_mut() {
                 let ok = matches!(c.result, Ok(n) if n == slot.len);
-                let data = &pool.slice(c.slot as usize)[..slot.len as usize];
+                let data = &lane.buf(c.slot)[..slot.len as usize];
                 w.rec.record_verify_errors(v.completed(c.slot, ok, data));
             }
             free.push(c.slot);
@@ -409,7 +395,7 @@ pub fn run(
             let mut m = timeout::message(slot.dir, slot.len, slot.offset, &name, limit);
             // What the backend saw go wrong may explain the silence (an NFS
             // server answering with wrong XIDs).
-            if let Some(detail) = backend.error_detail() {
+            if let Some(detail) = lane.backend().error_detail() {
                 m = format!("{m} [{detail}]");
             }
             failure = Some(m);
@@ -430,21 +416,21 @@ pub fn run(
         let left = drain_deadline.saturating_duration_since(Instant::now());
         if left.is_zero() || timed_out {
             // What the storage never answered is given up, not waited for.
-            backend.abandon();
+            lane.abandon();
             let target = ctx.disks[ctx.plan.disks[0] as usize].name();
             let msg = format!(
                 "{in_flight} I/Os on {target} still in flight {drain:?} after the run ended"
             );
             return Err(failure.unwrap_or(msg));
         }
-        match backend.reap(in_flight, Some(left), &mut done) {
+        match lane.reap(in_flight, Some(left), &mut done) {
             Ok(_) => {
                 for c in done.drain(..) {
                     in_flight -= 1;
                     if let Some(v) = verify.as_mut() {
                         let len = slots[c.slot as usize].len as usize;
                         let ok = matches!(c.result, Ok(n) if n as usize == len);
-                        v.completed(c.slot, ok, &pool.slice(c.slot as usize)[..len]);
+                        v.completed(c.slot, ok, &lane.buf(c.slot)[..len]);
                     }
                 }
             }

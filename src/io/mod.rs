@@ -7,15 +7,17 @@
 //! from one [`BufferPool`] per engine thread.
 
 pub mod buffers;
+mod lane;
 
 use crate::workload::Dir;
 use std::fmt;
 use std::time::Duration;
 
-pub use buffers::BufferPool;
+pub use buffers::{BufferPool, IoBuf};
+pub use lane::{Io, Lane};
 
 /// One I/O handed to a backend.
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 pub struct Request {
     /// The engine's slot for this I/O; echoed back in its [`Completion`].
     /// It is also the index of the slot's buffer in the registered [`BufferPool`].
@@ -26,17 +28,24 @@ pub struct Request {
     pub dir: Dir,
     /// Byte offset on the disk.
     pub offset: u64,
-    /// Length in bytes.
-    pub len: u32,
-    /// Start of the slot's buffer: `len` bytes, valid and used by no one else
-    /// from `queue` until the completion for `slot` has been returned by `reap`.
-    pub buf: *mut u8,
+    /// The slot's buffer, leased to this request: its length is the
+    /// request's length.
+    pub buf: IoBuf,
 }
 
-// SAFETY: the pointer refers to the engine's BufferPool, which the engine keeps
-// alive (and does not touch for this slot) until the completion is reaped; the
-// request is moved to the backend of the same thread only.
-unsafe impl Send for Request {}
+impl Request {
+    /// Length in bytes (the lease's).
+    #[inline]
+    pub fn len(&self) -> u32 {
+        self.buf.len()
+    }
+
+    /// Whether the request moves no bytes.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+}
 
 /// The outcome of one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,7 +95,9 @@ impl std::error::Error for BackendError {}
 /// A storage backend, driven by one engine thread (fio's `ioengine_ops`).
 ///
 /// The lifecycle is `register_buffers` once, then any number of rounds of
-/// `queue`* → `commit` → `reap`, then drop. The contract:
+/// `queue`* → `commit` → `reap`, then drop. Callers drive it through a
+/// [`Lane`], which owns the backend and the buffers its requests lease. The
+/// contract:
 ///
 /// * **Queue depth.** `queue` accepts at least [`Backend::depth`] requests that
 ///   have not yet been returned by `reap`. Past that it may return
@@ -111,9 +122,32 @@ impl std::error::Error for BackendError {}
 /// * **Durability.** With `OpenOptions::sync`, a write is completed only once the
 ///   storage has made it stable (O_DSYNC/O_SYNC locally, FILE_SYNC over NFS,
 ///   FUA or SYNCHRONIZE CACHE over iSCSI, FUA over NBD).
+/// * **Size.** A request that reaches past the end of its disk never completes
+///   with its full length: it fails with an errno (NBD, iSCSI) or completes
+///   short (`Ok(n)` with `n` below the length: files, NFS), which the engine
+///   counts as an error. Alignment is the storage's business: a backend that
+///   cannot carry an unaligned request fails it with `EINVAL` (iSCSI: block
+///   size; files with O_DIRECT: the kernel) and goes on.
 /// * **Time.** A backend never reads the clock for statistics; the engine stamps
 ///   submission before `commit` and completion after `reap`.
-pub trait Backend: Send {
+///
+/// tests/backend_contract.rs checks every backend against this contract.
+///
+/// # Safety
+/// Implementations promise, about the buffer each request leases
+/// ([`Request::buf`]):
+/// * it is read or written (by the backend, its library or the kernel) only
+///   after `queue` accepted the request (returned `Ok`) and until `reap`
+///   returns that request's completion, which it returns once, with the
+///   request's slot; a request `queue` refused is not touched after it returns;
+/// * once drop has returned, no buffer of a request the backend accepted and
+///   did not complete is read or written again, unless [`Backend::retire`]
+///   returned false before the drop: then some may still be written later,
+///   and the [`Lane`] never frees them.
+///
+/// The engine relies on this to reuse a slot's buffer the moment its
+/// completion is reaped, and to free the pool after the backend is dropped.
+pub unsafe trait Backend: Send {
     /// Short backend name ("file", "null").
     fn name(&self) -> &'static str;
 
@@ -126,8 +160,8 @@ pub trait Backend: Send {
         String::new()
     }
 
-    /// Called once, before the first `queue`, with the pool that every
-    /// `Request::buf` will point into. Backends that can pin buffers (io_uring's
+    /// Called once, before the first `queue`, with the pool every
+    /// `Request::buf` will lease from. Backends that can pin buffers (io_uring's
     /// registered buffers) do it here; the default does nothing.
     fn register_buffers(&mut self, _pool: &BufferPool) -> Result<(), BackendError> {
         Ok(())
@@ -159,6 +193,17 @@ pub trait Backend: Send {
     /// no flush or COMMIT, no orderly close) beyond what memory safety needs.
     /// The default does nothing, for backends whose drop never waits.
     fn abandon(&mut self) {}
+
+    /// The backend is about to be dropped with requests in flight: make sure
+    /// the storage no longer touches their buffers (close the connection,
+    /// cancel, or wait for a bounded time) and say so with true; false when
+    /// some may still be written later (the kernel still owns them after the
+    /// wait), and the [`Lane`] then never frees the pool. The default says
+    /// true, for backends whose drop alone retires everything (a library that
+    /// writes into buffers only inside calls on its handle, closed at drop).
+    fn retire(&mut self) -> bool {
+        true
+    }
 
     /// Whether the storage is still there, asked once per measured interval
     /// (not per I/O): an error names the target and what happened to it, and

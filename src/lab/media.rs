@@ -26,6 +26,11 @@ use std::path::{Path, PathBuf};
 /// keeps the loopback ceiling of labs before media.
 pub const LAB_DEFAULT_MEDIA: &str = crate::media::presets::DEFAULT_MEDIA;
 
+/// `--media none`: no media layer at all. Every server and the loop device
+/// open the backing file itself, as labs did before media; for measuring
+/// what the media layer costs (bench/media_ceiling.sh), not for studies.
+pub const NO_MEDIA: &str = "none";
+
 /// The mount point's name inside the state directory.
 pub const MOUNT_DIR: &str = "media";
 
@@ -75,6 +80,14 @@ pub fn step_failed(step: &str, message: impl std::fmt::Display) -> LabError {
 /// be a built-in preset, `fixed:...`, or a preset of the readable, valid
 /// media file given.
 pub fn validate(spec: &str, file: Option<&Path>) -> Result<(), LabError> {
+    if spec == NO_MEDIA {
+        return match file {
+            None => Ok(()),
+            Some(_) => Err(LabError::BadConfig(
+                "--media none takes no --media-file (it serves the backing file itself)".into(),
+            )),
+        };
+    }
     crate::media::presets::resolve(spec, file)
         .map(|_| ())
         .map_err(|e| match file {
@@ -103,6 +116,20 @@ pub fn start(
     backing_dir: &Path,
     st: &mut LabState,
 ) -> Result<MediaInfo, LabError> {
+    if spec == NO_MEDIA {
+        // The "mount point" is the backing directory itself: nothing served.
+        let dir = std::fs::canonicalize(backing_dir).unwrap_or(backing_dir.to_path_buf());
+        let info = MediaInfo {
+            spec: spec.to_string(),
+            file: None,
+            mountpoint: dir,
+            server: None,
+            loop_dev: None,
+        };
+        st.media = Some(info.clone());
+        st.save().map_err(LabError::System)?;
+        return Ok(info);
+    }
     let mp = st.state_dir.join(MOUNT_DIR);
     std::fs::create_dir_all(&mp).map_err(|e| {
         step_failed(
@@ -151,6 +178,9 @@ pub fn start(
 /// mount point. Returns what could not be undone.
 pub fn stop(info: &MediaInfo, this_boot: bool) -> Vec<String> {
     let mut errors = super::loopdev::detach_all(info);
+    if info.spec == NO_MEDIA {
+        return errors; // the backing directory is the backing store's to remove
+    }
     match info.server.clone().filter(|_| this_boot) {
         Some(p) => {
             if let Err(e) = MediaServer::from_proc(p, &info.mountpoint).stop() {

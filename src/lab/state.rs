@@ -185,9 +185,12 @@ impl LabState {
     }
 
     /// Whether the media server still runs (`None`: the lab has no media
-    /// layer, as labs recorded before it).
+    /// layer, as labs recorded before it or made with `--media none`).
     pub fn media_running(&self) -> Option<bool> {
-        let m = self.media.as_ref()?;
+        let m = self
+            .media
+            .as_ref()
+            .filter(|m| m.spec != super::media::NO_MEDIA)?;
         Some(
             m.server
                 .as_ref()

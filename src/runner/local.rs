@@ -13,7 +13,7 @@ use super::{
 use crate::backends;
 use crate::engine::hooks::PointHooks;
 use crate::engine::worker::{self, Msg, ThreadCtx, Timing};
-use crate::io::OpenOptions;
+use crate::io::{Lane, OpenOptions};
 use crate::model::{HostVerify, PreparedFile};
 use crate::plan::{self, Disk, Plan, TargetKind};
 use crate::prepare::{self, PrepareRequest};
@@ -198,7 +198,7 @@ impl EngineThread {
             io_timeout: self.io_timeout,
             hooks: self.verify.as_deref(),
         };
-        let mut pool = worker::make_pool(&ctx);
+        let pool = worker::make_pool(&ctx);
         let depth: u32 = tp.workers.iter().map(|w| w.access.iodepth).sum();
         let disks: Vec<&Disk> = tp
             .disks
@@ -206,17 +206,14 @@ impl EngineThread {
             .map(|&d| &self.plan.disks[d as usize])
             .collect();
         let opened = backends::open(&self.target, &disks, &OpenOptions { depth, ..self.open })
-            .and_then(|mut b| {
-                b.register_buffers(&pool)?;
-                Ok(b)
-            });
-        let mut backend = match opened {
-            Ok(b) => {
+            .and_then(|b| Lane::new(b, pool));
+        let mut lane = match opened {
+            Ok(l) => {
                 let _ = self.tx.send(Msg::Ready {
                     thread: i,
-                    result: Ok(backends::describe(b.as_ref())),
+                    result: Ok(backends::describe(l.backend())),
                 });
-                b
+                l
             }
             Err(e) => {
                 let _ = self.tx.send(Msg::Ready {
@@ -232,13 +229,12 @@ impl EngineThread {
         if !wait.is_zero() {
             std::thread::sleep(wait);
         }
-        let result = worker::run(&ctx, backend.as_mut(), &mut pool, t0);
+        let result = worker::run(&ctx, &mut lane, t0);
         if result.is_err() {
             self.stop.store(true, Ordering::SeqCst);
         }
-        // The backend goes first: it may still reference the pool.
-        drop(backend);
-        drop(pool);
+        // The backend goes first, then the buffers its requests leased.
+        drop(lane);
         let _ = self.tx.send(Msg::Done { thread: i, result });
     }
 }

@@ -2,13 +2,14 @@
 //! workloads are the built-in catalogue's (src/workload/catalogue/builtin.toml);
 //! the findings are the studies' own words, shortened (docs/studies.md).
 
-use super::{Part, Study, dss, freenas, ramp, vsphere, zfs};
+use super::{DEFAULT_BASELINE, Part, Study, dss, freenas, ramp, vsphere, zfs};
 
 /// Every study, in the seeds' order.
 pub static STUDIES: [Study; 5] = [
     Study {
         name: "vsphere-fc-fcoe-iscsi-nfs",
         number: "000",
+        baseline: "fc4",
         title: "VMware and NetApp: vSphere 4.1 FC (4 and 8 Gb), FCoE, iSCSI and NFS",
         finding: "at 32..128 VMs every protocol within 5% of 4 Gb FC in IOPS and latency; \
                   host CPU within about 3 points; single-VM OLTP within 3% (8% on 1 GbE)",
@@ -23,6 +24,7 @@ pub static STUDIES: [Study; 5] = [
     Study {
         name: "fc-8gb-vmware-ramp",
         number: "001",
+        baseline: DEFAULT_BASELINE,
         title: "openBench Labs: an 8 Gb FC SAN for a VMware host",
         finding: "8 VMs reading with growing block sizes converge on the wire: about 800 MB/s \
                   on 8 Gb FC, 400 MB/s on 4 Gb FC",
@@ -37,6 +39,7 @@ pub static STUDIES: [Study; 5] = [
     Study {
         name: "zfs-nfs-iscsi-vmware",
         number: "002",
+        baseline: DEFAULT_BASELINE,
         title: "A ZFS store for VMware over NFS and iSCSI",
         finding: "8K synchronous random writes: a log device cut mean latency from 34 to 8 ms \
                   (4x the IOPS); NFS used about twice the host CPU of iSCSI for the same 32K reads",
@@ -58,6 +61,7 @@ pub static STUDIES: [Study; 5] = [
     Study {
         name: "oracle-dss-10gbe-fc",
         number: "003",
+        baseline: "fc4",
         title: "Chelsio, BLADE and NetApp: Oracle DSS over 10 GbE iSCSI and NFS vs 4 Gb FC",
         finding: "average 7.74 Gb/s NFS, 6.95 iSCSI, 3.22 FC (peaks near each wire's limit); \
                   host CPU 81% NFS, 99% iSCSI, 91% FC",
@@ -72,6 +76,7 @@ pub static STUDIES: [Study; 5] = [
     Study {
         name: "freenas-nfs-iscsi",
         number: "004",
+        baseline: DEFAULT_BASELINE,
         title: "NFS vs iSCSI on FreeNAS 8 (ZFS mirror)",
         finding: "3.05 GB copy: to the store 16m35s over NFS (sync writes) vs 49 s over iSCSI, \
                   from it about 2m15s on both; NFS for reads, iSCSI for writes",

@@ -29,11 +29,10 @@ use crate::report::relative::{Comparison, Source};
 use crate::workload::Profile;
 use std::fmt::Write;
 
-/// The target every study's figures are relative to (= 100), unless
-/// `--baseline` says otherwise: the studies' baseline is Fibre Channel, and
-/// this lab's block baseline in that role is `fc8` (an O_DIRECT loop device
-/// over the store on its emulated medium, capped at 8 Gb FC's payload rate),
-/// shown as "FC 8Gb (block)".
+/// The lab's block baseline in the Fibre Channel role at 8 Gb FC (an
+/// O_DIRECT loop device over the store on its emulated medium, capped at
+/// 8 Gb FC's payload rate), shown as "FC 8Gb (block)": the baseline of the
+/// studies that measured no FC of their own (002, 004) and of 001's 8 Gb SAN.
 pub const DEFAULT_BASELINE: &str = "fc8";
 
 /// One part of a study: workloads run on targets.
@@ -57,6 +56,9 @@ pub struct Study {
     pub number: &'static str,
     /// What it was.
     pub title: &'static str,
+    /// The lab target its figures are relative to (= 100): the FC link the
+    /// study itself compared against (`fc4`, `fc8`), or [`DEFAULT_BASELINE`].
+    pub baseline: &'static str,
     /// Its published finding, in a sentence or two (docs/studies.md has more).
     pub finding: &'static str,
     /// What it measures, in order.

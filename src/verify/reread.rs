@@ -6,10 +6,9 @@ use super::check::{Bad, Expect, check_block};
 use super::format::{MAGIC, VBLOCK, target_id};
 use super::journal::StoreInfo;
 use crate::backends;
-use crate::io::{BufferPool, Completion, OpenOptions, QueueError, Request};
+use crate::io::{BufferPool, Io, Lane, OpenOptions};
 use crate::plan::Disk;
 use crate::target::Target;
-use crate::workload::Dir;
 use crate::workload::content;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -97,7 +96,7 @@ fn check_store(
         size: info.size,
     };
     let depth = opts.depth.max(1);
-    let mut backend = backends::open(
+    let backend = backends::open(
         target,
         &[&disk],
         &OpenOptions {
@@ -110,119 +109,72 @@ fn check_store(
     )
     .map_err(|e| format!("cannot open {} to verify it: {e}", info.name))?;
     let pool = BufferPool::new(depth, EXTENT_BLOCKS as usize * VBLOCK);
-    backend
-        .register_buffers(&pool)
-        .map_err(|e| format!("{}: {e}", info.name))?;
+    let mut lane = Lane::new(backend, pool).map_err(|e| format!("{}: {e}", info.name))?;
     let id = target_id(&info.name);
-    let mut free: Vec<u32> = (0..depth as u32).rev().collect();
-    let mut slot_extent: Vec<(u64, u32)> = vec![(0, 0); depth];
-    let mut next = 0usize;
-    let mut in_flight = 0usize;
-    let mut done: Vec<Completion> = Vec::new();
+    let ios: Vec<Io> = extents
+        .iter()
+        .map(|&(first, n)| Io::read(first * VBLOCK as u64, n * VBLOCK as u32))
+        .collect();
     let mut prepared = Vec::new();
-    while next < extents.len() || in_flight > 0 {
-        let mut queued = false;
-        while next < extents.len() {
-            let Some(s) = free.pop() else { break };
-            let (first, n) = extents[next];
-            let req = Request {
-                slot: s,
-                disk: 0,
-                dir: Dir::Read,
-                offset: first * VBLOCK as u64,
-                len: n * VBLOCK as u32,
-                buf: pool.ptr(s as usize),
-            };
-            match backend.queue(req) {
-                Ok(()) => {
-                    slot_extent[s as usize] = (first, n);
-                    next += 1;
-                    in_flight += 1;
-                    queued = true;
-                }
-                Err(QueueError::Busy) => {
-                    free.push(s);
-                    break;
-                }
-                Err(QueueError::Fatal(e)) => return Err(format!("{}: {e}", info.name)),
-            }
-        }
-        if queued {
-            backend
-                .commit()
-                .map_err(|e| format!("{}: {e}", info.name))?;
-        }
-        let got = backend
-            .reap(1, Some(READ_TIMEOUT), &mut done)
-            .map_err(|e| format!("{}: {e}", info.name))?;
-        if got == 0 && in_flight > 0 {
-            return Err(format!(
-                "{}: {in_flight} read(s) got no answer in {READ_TIMEOUT:?}",
-                info.name
-            ));
-        }
-        for c in done.drain(..) {
-            in_flight -= 1;
-            let (first, n) = slot_extent[c.slot as usize];
-            let len = n as usize * VBLOCK;
-            match c.result {
-                Ok(got) if got as usize == len => {}
-                other => {
-                    let why = match other {
-                        Err(errno) => std::io::Error::from_raw_os_error(errno).to_string(),
-                        Ok(got) => format!("short read: {got} of {len} bytes"),
-                    };
-                    return Err(format!(
-                        "{}: reading {len} bytes at offset {} to verify them: {why}",
-                        info.name,
-                        first * VBLOCK as u64
-                    ));
-                }
-            }
-            let buf = &pool.slice(c.slot as usize)[..len];
-            let needs_prepared = buf
-                .chunks_exact(VBLOCK)
-                .any(|b| b[..8] != MAGIC.to_le_bytes());
-            prepared.clear();
-            if needs_prepared && let Some(p) = &info.prepared {
-                prepared.resize(len, 0);
-                let k = content::prepared_bytes(
-                    &mut prepared,
-                    p.content,
-                    p.seed,
-                    p.chunk,
-                    p.size,
-                    first * VBLOCK as u64,
-                );
-                prepared.truncate(k);
-            }
-            for (i, block) in buf.chunks_exact(VBLOCK).enumerate() {
-                let b = first + i as u64;
-                let exp = Expect {
-                    target: id,
-                    offset: b * VBLOCK as u64,
-                    run: loaded.run,
-                    entry: blocks[&b],
-                    newer_ok: loaded.journal,
-                    prepared: (prepared.len() >= (i + 1) * VBLOCK)
-                        .then(|| &prepared[i * VBLOCK..(i + 1) * VBLOCK]),
+    let done = |i: usize, result: Result<u32, i32>, buf: &[u8]| {
+        let (first, n) = extents[i];
+        let len = n as usize * VBLOCK;
+        match result {
+            Ok(got) if got as usize == len => {}
+            other => {
+                let why = match other {
+                    Err(errno) => std::io::Error::from_raw_os_error(errno).to_string(),
+                    Ok(got) => format!("short read: {got} of {len} bytes"),
                 };
-                out.blocks += 1;
-                if let Err((problem, expected, found)) = check_block(block, &exp) {
-                    out.bad_count += 1;
-                    if out.bad.len() < opts.keep {
-                        out.bad.push(Bad {
-                            store: info.name.clone(),
-                            offset: exp.offset,
-                            problem,
-                            expected,
-                            found,
-                        });
-                    }
+                return Err(format!(
+                    "reading {len} bytes at offset {} to verify them: {why}",
+                    first * VBLOCK as u64
+                ));
+            }
+        }
+        let needs_prepared = buf
+            .chunks_exact(VBLOCK)
+            .any(|b| b[..8] != MAGIC.to_le_bytes());
+        prepared.clear();
+        if needs_prepared && let Some(p) = &info.prepared {
+            prepared.resize(len, 0);
+            let k = content::prepared_bytes(
+                &mut prepared,
+                p.content,
+                p.seed,
+                p.chunk,
+                p.size,
+                first * VBLOCK as u64,
+            );
+            prepared.truncate(k);
+        }
+        for (i, block) in buf.chunks_exact(VBLOCK).enumerate() {
+            let b = first + i as u64;
+            let exp = Expect {
+                target: id,
+                offset: b * VBLOCK as u64,
+                run: loaded.run,
+                entry: blocks[&b],
+                newer_ok: loaded.journal,
+                prepared: (prepared.len() >= (i + 1) * VBLOCK)
+                    .then(|| &prepared[i * VBLOCK..(i + 1) * VBLOCK]),
+            };
+            out.blocks += 1;
+            if let Err((problem, expected, found)) = check_block(block, &exp) {
+                out.bad_count += 1;
+                if out.bad.len() < opts.keep {
+                    out.bad.push(Bad {
+                        store: info.name.clone(),
+                        offset: exp.offset,
+                        problem,
+                        expected,
+                        found,
+                    });
                 }
             }
-            free.push(c.slot);
         }
-    }
-    Ok(())
+        Ok(())
+    };
+    lane.run(&ios, depth, READ_TIMEOUT, |_, _| {}, done)
+        .map_err(|e| format!("{}: {e}", info.name))
 }

@@ -48,6 +48,52 @@ pub fn alive(pid: i32) -> bool {
     }
 }
 
+/// A process stopped with SIGSTOP, every thread of it, and continued with
+/// SIGCONT on drop whatever happened (a stopped server would hang `lab down`).
+pub struct Stopped(pub i32);
+
+impl Stopped {
+    /// Stop `pid` and wait until each of its threads is stopped: kill(2)
+    /// returns before the group stop takes effect (one thread takes the
+    /// signal and stops the others when it next runs), and on a loaded
+    /// machine the others go on serving requests meanwhile.
+    pub fn new(pid: i32) -> Stopped {
+        // SAFETY: kill(2) on a PID the test started or its lab recorded.
+        let r = unsafe { libc::kill(pid, libc::SIGSTOP) };
+        assert_eq!(r, 0, "SIGSTOP {pid}");
+        let stopped = Stopped(pid);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !all_threads_stopped(pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "process {pid} did not stop within 10 s of SIGSTOP"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        stopped
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        // SAFETY: as in `new`.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
+/// Whether every thread of `pid` is in the stopped state (T).
+fn all_threads_stopped(pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|t| {
+        std::fs::read_to_string(t.path().join("stat")).is_ok_and(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
+        })
+    })
+}
+
 /// Whether `pid` is running: it exists and is neither a zombie nor dead
 /// (states Z and X).
 pub fn pid_alive(pid: u64) -> bool {

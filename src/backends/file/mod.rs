@@ -44,6 +44,8 @@ pub struct FileBackend {
     reg_bufs: u32,
     depth: usize,
     inflight: usize,
+    /// `quiesce` waited [`DROP_WAIT`] and the kernel still owned requests.
+    gave_up: bool,
     fixed_files: bool,
     buffers_note: String,
     files_note: String,
@@ -156,6 +158,7 @@ impl FileBackend {
             reg_bufs: 0,
             depth,
             inflight: 0,
+            gave_up: false,
             fixed_files,
             buffers_note: "plain buffers".to_string(),
             files_note,
@@ -212,7 +215,11 @@ impl FileBackend {
     }
 }
 
-impl Backend for FileBackend {
+// SAFETY: a request's buffer goes to the kernel in `queue` and is reported
+// done only when the kernel posts its completion (`drain`); drop cancels and
+// waits for what the kernel still owns, and `retire` says false when some of
+// it outlived the wait (see `quiesce`).
+unsafe impl Backend for FileBackend {
     fn name(&self) -> &'static str {
         "file"
     }
@@ -283,34 +290,35 @@ impl Backend for FileBackend {
         };
         let buf_index = (req.slot < self.reg_bufs).then_some(req.slot as u16);
         let write = req.dir == Dir::Write;
-        let mut pushed = self.ring.push_rw(
-            write,
-            target,
-            req.buf,
-            req.len,
-            req.offset,
-            buf_index,
-            req.slot as u64,
-        );
-        if !pushed {
-            // The SQ is smaller than the depth (clamped): start what is queued.
-            self.enter(0, Some(Duration::ZERO))
-                .map_err(QueueError::Fatal)?;
-            pushed = self.ring.push_rw(
+        // SAFETY: the request's lease lasts until its completion is reaped
+        // (Lane), and the completion carrying `slot` is reported only once the
+        // kernel posts it; drop and `retire` wait for (or cancel) every request
+        // the kernel owns, and `retire` says false when some outlive the wait.
+        // Registered buffer `slot` is the pool's buffer `slot`, which holds the lease.
+        let push = |ring: &mut Ring| unsafe {
+            ring.push_rw(
                 write,
                 target,
-                req.buf,
-                req.len,
+                &req.buf,
                 req.offset,
                 buf_index,
                 req.slot as u64,
-            );
-            if !pushed {
+            )
+        };
+        if !push(&mut self.ring) {
+            // The SQ is smaller than the depth (clamped): start what is queued.
+            self.enter(0, Some(Duration::ZERO))
+                .map_err(QueueError::Fatal)?;
+            if !push(&mut self.ring) {
                 return Err(QueueError::Busy);
             }
         }
         self.inflight += 1;
         Ok(())
+    }
+
+    fn retire(&mut self) -> bool {
+        self.quiesce()
     }
 
     #[inline]
@@ -368,13 +376,14 @@ impl Backend for FileBackend {
     }
 }
 
-impl Drop for FileBackend {
-    fn drop(&mut self) {
-        if self.inflight == 0 || !self.ring.is_enabled() {
-            return;
+impl FileBackend {
+    /// Cancel what the kernel has not started and wait up to [`DROP_WAIT`]
+    /// for the rest (requests already at the device cannot be cancelled):
+    /// true when the kernel owns no request any more.
+    fn quiesce(&mut self) -> bool {
+        if self.inflight == 0 || self.gave_up {
+            return self.inflight == 0;
         }
-        // Nothing here wants the results: cancel what has not started (requests
-        // already at the device cannot be cancelled and are waited for).
         if !self.ring.push_cancel_all() {
             let _ = self.ring.submit_wait(0, None);
             let _ = self.ring.push_cancel_all();
@@ -391,19 +400,30 @@ impl Drop for FileBackend {
             self.inflight -= self.ring.discard();
         }
         if self.inflight > 0 {
+            self.gave_up = true;
             eprintln!(
-                "storlab: {}: {} I/O requests still owned by the kernel after {} s; their buffers may be written later",
+                "storlab: {}: {} I/O requests still owned by the kernel after {} s",
                 self.name,
                 self.inflight,
                 DROP_WAIT.as_secs()
             );
         }
+        self.inflight == 0
+    }
+}
+
+impl Drop for FileBackend {
+    fn drop(&mut self) {
+        // Nothing here wants the results. The lane asked `retire` first when
+        // requests were in flight, and keeps their buffers if it said false.
+        self.quiesce();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::Lane;
     use crate::workload::Content;
     use crate::workload::content;
     use std::sync::atomic::{AtomicU32, Ordering};
@@ -440,19 +460,13 @@ mod tests {
         }
     }
 
-    fn req(pool: &BufferPool, slot: u32, dir: Dir, offset: u64, len: u32) -> Request {
-        Request {
-            slot,
-            disk: 0,
-            dir,
-            offset,
-            len,
-            buf: pool.ptr(slot as usize),
-        }
+    /// `b` with a pool of `slots` buffers of `size` bytes, registered.
+    fn lane(b: FileBackend, slots: usize, size: usize) -> Lane<FileBackend> {
+        Lane::new(Box::new(b), BufferPool::new(slots, size)).unwrap()
     }
 
     /// Reap until every slot in `n` requests has completed.
-    fn reap_all(b: &mut FileBackend, n: usize) -> Vec<Completion> {
+    fn reap_all(b: &mut Lane<FileBackend>, n: usize) -> Vec<Completion> {
         let mut out = Vec::new();
         while out.len() < n {
             b.reap(n - out.len(), None, &mut out).unwrap();
@@ -465,26 +479,29 @@ mod tests {
         const BS: usize = 64 * 1024;
         const SLOTS: usize = 8;
         let t = TempFile::new(0);
-        let mut b =
-            FileBackend::open(std::slice::from_ref(&t.0), &opts(true, SLOTS as u32)).unwrap();
-        let mut pool = BufferPool::new(SLOTS, BS);
-        if register {
-            b.register_buffers(&pool).unwrap();
-        }
-        println!("features: {}", b.features());
+        let b = FileBackend::open(std::slice::from_ref(&t.0), &opts(true, SLOTS as u32)).unwrap();
+        let pool = BufferPool::new(SLOTS, BS);
+        let mut b = if register {
+            Lane::new(Box::new(b), pool).unwrap()
+        } else {
+            Lane::unregistered(Box::new(b), pool)
+        };
+        let f = b.backend();
+        println!("features: {}", f.features());
         assert_eq!(
-            b.registered_files(),
-            b.features().contains("registered files")
+            f.registered_files(),
+            f.features().contains("registered files")
         );
+        assert_eq!(f.registered_buffers(), register);
         let content = Content::Mixed {
             compress_pct: 20,
             dedupe_pct: 0,
         };
         for s in 0..SLOTS {
-            content::fill(pool.slice_mut(s), content, 3, s as u64);
+            content::fill(b.buf_mut(s as u32), content, 3, s as u64);
         }
         for s in 0..SLOTS as u32 {
-            b.queue(req(&pool, s, Dir::Write, s as u64 * BS as u64, BS as u32))
+            b.queue(s, 0, Dir::Write, s as u64 * BS as u64, BS as u32)
                 .unwrap();
         }
         b.commit().unwrap();
@@ -492,12 +509,12 @@ mod tests {
         assert!(done.iter().all(|c| c.result == Ok(BS as u32)), "{done:?}");
         assert_eq!(b.in_flight(), 0);
         for s in 0..SLOTS {
-            pool.slice_mut(s).fill(0xAA);
+            b.buf_mut(s as u32).fill(0xAA);
         }
         // Read back in reverse slot order so each slot reads another block.
         for s in 0..SLOTS as u32 {
             let block = SLOTS as u64 - 1 - s as u64;
-            b.queue(req(&pool, s, Dir::Read, block * BS as u64, BS as u32))
+            b.queue(s, 0, Dir::Read, block * BS as u64, BS as u32)
                 .unwrap();
         }
         b.commit().unwrap();
@@ -506,7 +523,7 @@ mod tests {
         let mut expect = vec![0u8; BS];
         for s in 0..SLOTS {
             content::fill(&mut expect, content, 3, (SLOTS - 1 - s) as u64);
-            assert!(pool.slice(s) == &expect[..], "slot {s} read wrong data");
+            assert!(b.buf(s as u32) == &expect[..], "slot {s} read wrong data");
         }
         // The file holds what was written.
         let data = std::fs::read(&t.0).unwrap();
@@ -544,9 +561,8 @@ mod tests {
     #[test]
     fn busy_past_depth_and_reap_timeouts() {
         let t = TempFile::new(1 << 20);
-        let mut b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 3)).unwrap();
-        let pool = BufferPool::new(4, 4096);
-        b.register_buffers(&pool).unwrap();
+        let b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 3)).unwrap();
+        let mut b = lane(b, 4, 4096);
         let mut out = Vec::new();
         // Nothing in flight: returns at once, whatever min and timeout.
         assert_eq!(b.reap(1, None, &mut out).unwrap(), 0);
@@ -556,11 +572,10 @@ mod tests {
             0
         );
         for s in 0..3 {
-            b.queue(req(&pool, s, Dir::Read, s as u64 * 4096, 4096))
-                .unwrap();
+            b.queue(s, 0, Dir::Read, s as u64 * 4096, 4096).unwrap();
         }
         assert!(matches!(
-            b.queue(req(&pool, 3, Dir::Read, 0, 4096)),
+            b.queue(3, 0, Dir::Read, 0, 4096),
             Err(QueueError::Busy)
         ));
         b.commit().unwrap();
@@ -568,7 +583,7 @@ mod tests {
         let n = b.reap(10, None, &mut out).unwrap();
         assert_eq!(n, 3);
         assert_eq!(out.len(), 3);
-        b.queue(req(&pool, 3, Dir::Read, 0, 4096)).unwrap();
+        b.queue(3, 0, Dir::Read, 0, 4096).unwrap();
         b.commit().unwrap();
         // A poll eventually sees it without blocking.
         let mut polls = 0;
@@ -584,7 +599,8 @@ mod tests {
     fn timed_reap_returns_after_timeout_with_fewer() {
         // A pipe stands in for slow storage: the read cannot finish.
         let t = TempFile::new(0);
-        let mut b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 2)).unwrap();
+        let b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 2)).unwrap();
+        let mut b = lane(b, 1, 4096);
         let mut out = Vec::new();
         let start = Instant::now();
         assert_eq!(
@@ -597,8 +613,7 @@ mod tests {
             "nothing in flight must not wait"
         );
         // A read at EOF is a short (zero-length) completion, reported as such.
-        let pool = BufferPool::new(1, 4096);
-        b.queue(req(&pool, 0, Dir::Read, 0, 4096)).unwrap();
+        b.queue(0, 0, Dir::Read, 0, 4096).unwrap();
         b.commit().unwrap();
         assert_eq!(
             b.reap(1, Some(Duration::from_secs(5)), &mut out).unwrap(),
@@ -622,8 +637,8 @@ mod tests {
         let mut b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 2)).unwrap();
         let (rx, mut tx) = UnixStream::pair().unwrap();
         b.targets[0] = Target::Fd(rx.as_raw_fd());
-        let pool = BufferPool::new(1, 16);
-        b.queue(req(&pool, 0, Dir::Read, u64::MAX, 16)).unwrap();
+        let mut b = lane(b, 1, 16);
+        b.queue(0, 0, Dir::Read, u64::MAX, 16).unwrap();
         b.commit().unwrap();
         let mut out = Vec::new();
         assert_eq!(
@@ -653,16 +668,16 @@ mod tests {
                 result: Ok(16)
             }]
         );
-        assert!(pool.slice(0) == b"0123456789abcdef");
+        assert!(b.buf(0) == b"0123456789abcdef");
 
         // Dropping with a request the kernel still owns cancels it and waits.
-        b.queue(req(&pool, 0, Dir::Read, u64::MAX, 16)).unwrap();
+        b.queue(0, 0, Dir::Read, u64::MAX, 16).unwrap();
         b.commit().unwrap();
         assert_eq!(
             b.reap(0, Some(Duration::from_millis(5)), &mut out).unwrap(),
             0
         );
-        assert_eq!(b.in_flight(), 1);
+        assert_eq!(b.backend().in_flight(), 1);
         let start = Instant::now();
         drop(b);
         assert!(
@@ -670,18 +685,16 @@ mod tests {
             "drop took {:?}",
             start.elapsed()
         );
-        drop(pool);
         tx.write_all(b"late").unwrap();
     }
 
     #[test]
     fn write_on_read_only_fd_is_an_error_completion() {
         let t = TempFile::new(8192);
-        let mut b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 2)).unwrap();
-        let pool = BufferPool::new(2, 4096);
-        b.register_buffers(&pool).unwrap();
-        b.queue(req(&pool, 1, Dir::Write, 0, 4096)).unwrap();
-        b.queue(req(&pool, 0, Dir::Read, 4096, 4096)).unwrap();
+        let b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 2)).unwrap();
+        let mut b = lane(b, 2, 4096);
+        b.queue(1, 0, Dir::Write, 0, 4096).unwrap();
+        b.queue(0, 0, Dir::Read, 4096, 4096).unwrap();
         b.commit().unwrap();
         let done = reap_all(&mut b, 2);
         assert_eq!(
@@ -699,7 +712,7 @@ mod tests {
             }
         );
         // The backend stays usable.
-        b.queue(req(&pool, 0, Dir::Read, 0, 4096)).unwrap();
+        b.queue(0, 0, Dir::Read, 0, 4096).unwrap();
         b.commit().unwrap();
         assert_eq!(reap_all(&mut b, 1)[0].result, Ok(4096));
     }
@@ -754,11 +767,10 @@ mod tests {
                     "{msg}"
                 );
             }
-            Ok(mut b) => {
-                let pool = BufferPool::new(2, 8192);
-                b.register_buffers(&pool).unwrap();
-                b.queue(req(&pool, 0, Dir::Read, 8192, 8192)).unwrap();
-                b.queue(req(&pool, 1, Dir::Read, 0, 8192)).unwrap();
+            Ok(b) => {
+                let mut b = lane(b, 2, 8192);
+                b.queue(0, 0, Dir::Read, 8192, 8192).unwrap();
+                b.queue(1, 0, Dir::Read, 0, 8192).unwrap();
                 b.commit().unwrap();
                 let done = reap_all(&mut b, 2);
                 if done[0].result == Err(libc::EINVAL) {
@@ -769,8 +781,8 @@ mod tests {
                 }
                 assert_eq!(done[0].result, Ok(8192));
                 assert_eq!(done[1].result, Ok(8192));
-                assert!(pool.slice(0) == &data[8192..]);
-                assert!(pool.slice(1) == &data[..8192]);
+                assert!(b.buf(0) == &data[8192..]);
+                assert!(b.buf(1) == &data[..8192]);
             }
         }
     }
@@ -778,16 +790,13 @@ mod tests {
     #[test]
     fn backend_moves_to_another_thread() {
         let t = TempFile::new(1 << 16);
-        let mut b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 4)).unwrap();
-        let pool = BufferPool::new(4, 4096);
-        b.register_buffers(&pool).unwrap();
+        let b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 4)).unwrap();
+        let b = lane(b, 4, 4096);
         std::thread::spawn(move || {
-            let p2 = pool;
             let mut b = b;
             for round in 0..100u64 {
                 for s in 0..4u32 {
-                    b.queue(req(&p2, s, Dir::Read, (round % 16) * 4096, 4096))
-                        .unwrap();
+                    b.queue(s, 0, Dir::Read, (round % 16) * 4096, 4096).unwrap();
                 }
                 b.commit().unwrap();
                 assert!(reap_all(&mut b, 4).iter().all(|c| c.result == Ok(4096)));
@@ -815,15 +824,13 @@ mod tests {
                 f.write_all_at(&data, i << 20).unwrap();
             }
         }
-        let mut b =
-            FileBackend::open(std::slice::from_ref(&t.0), &opts(false, DEPTH as u32)).unwrap();
-        let pool = BufferPool::new(DEPTH, 4096);
-        b.register_buffers(&pool).unwrap();
+        let b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, DEPTH as u32)).unwrap();
+        let mut b = lane(b, DEPTH, 4096);
         let mut rng = Rng::new(7);
         let mut out = Vec::with_capacity(DEPTH);
         let blocks = SIZE / 4096;
         for s in 0..DEPTH as u32 {
-            b.queue(req(&pool, s, Dir::Read, rng.below(blocks) * 4096, 4096))
+            b.queue(s, 0, Dir::Read, rng.below(blocks) * 4096, 4096)
                 .unwrap();
         }
         b.commit().unwrap();
@@ -834,14 +841,8 @@ mod tests {
             b.reap(1, None, &mut out).unwrap();
             for c in &out {
                 assert_eq!(c.result, Ok(4096));
-                b.queue(req(
-                    &pool,
-                    c.slot,
-                    Dir::Read,
-                    rng.below(blocks) * 4096,
-                    4096,
-                ))
-                .unwrap();
+                b.queue(c.slot, 0, Dir::Read, rng.below(blocks) * 4096, 4096)
+                    .unwrap();
             }
             n += out.len() as u64;
             b.commit().unwrap();
@@ -851,7 +852,7 @@ mod tests {
             "{}: {:.0} IOPS on one thread ({})",
             t.0.display(),
             n as f64 / secs,
-            b.features()
+            b.backend().features()
         );
     }
 }

@@ -1,8 +1,10 @@
 //! The unsafe/FFI boundary of the file backend: a thin io_uring ring wrapper
-//! and the block-device size ioctl. Everything `unsafe` in the file backend
-//! and in prepare lives here; the rest of the crate sees safe functions.
+//! and the block-device size ioctl. Every system call of the file backend and
+//! of prepare is here; the one that hands the kernel a buffer it keeps
+//! ([`Ring::push_rw`]) is an `unsafe fn`, called from the backend's `queue`
+//! (docs/unsafe.md).
 
-use crate::io::{BufferPool, Completion};
+use crate::io::{BufferPool, Completion, IoBuf};
 use io_uring::{IoUring, opcode, types};
 use std::io;
 use std::os::fd::RawFd;
@@ -143,7 +145,7 @@ impl Ring {
         }
         let iov: Vec<libc::iovec> = (0..pool.count())
             .map(|slot| libc::iovec {
-                iov_base: pool.ptr(slot).cast(),
+                iov_base: pool.addr(slot).as_ptr().cast(),
                 iov_len: pool.size().max(1),
             })
             .collect();
@@ -159,20 +161,31 @@ impl Ring {
         self.ring.submission().len()
     }
 
-    /// Push one read or write. `buf_index` selects ReadFixed/WriteFixed.
-    /// Returns false when the submission queue is full.
-    #[allow(clippy::too_many_arguments)]
+    /// Push one read or write of `buf` (its whole length). `buf_index`
+    /// selects ReadFixed/WriteFixed. Returns false when the submission queue
+    /// is full (nothing was pushed).
+    ///
+    /// # Safety
+    /// When this returns true, the kernel reads or writes `buf`'s bytes until
+    /// the completion carrying `user_data` is drained (or the ring is torn
+    /// down), whatever becomes of the `IoBuf` handle: the caller keeps `buf`'s
+    /// lease alive until then, which means reporting that completion for the
+    /// request that holds the lease, and not letting the ring go while the
+    /// kernel still owns it ([`Ring::discard`] after a cancel, or leaking the
+    /// buffers). With `buf_index`, the registered buffer of that index must
+    /// contain the lease (the kernel checks and fails the request otherwise).
     #[inline]
-    pub fn push_rw(
+    pub unsafe fn push_rw(
         &mut self,
         write: bool,
         target: Target,
-        buf: *mut u8,
-        len: u32,
+        buf: &IoBuf,
         offset: u64,
         buf_index: Option<u16>,
         user_data: u64,
     ) -> bool {
+        let len = buf.len();
+        let buf = buf.as_mut_ptr();
         let entry = match (target, buf_index, write) {
             (Target::Fixed(i), Some(bi), false) => {
                 opcode::ReadFixed::new(types::Fixed(i), buf, len, bi)
@@ -208,9 +221,8 @@ impl Ring {
                 .build(),
         }
         .user_data(user_data);
-        // SAFETY: the engine's Request contract keeps `buf` valid for `len` bytes
-        // and untouched until this request's completion is reaped; the backend
-        // waits for in-flight requests before the ring (and the fds) go away.
+        // SAFETY: the entry names `len` bytes of the lease, which the caller
+        // keeps alive until its completion is drained (this function's contract).
         unsafe { self.ring.submission().push(&entry).is_ok() }
     }
 

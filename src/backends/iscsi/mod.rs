@@ -5,7 +5,7 @@
 //! it gets N sessions (N contexts, each with its own ISID, so the target sees
 //! N sessions of one initiator) and its requests go round robin over them. I/O is READ(16) and
 //! WRITE(16): reads land straight in the engine's buffer (the task's data-in
-//! iovec points at `Request::buf`), writes are sent straight from it. `commit`
+//! iovec points at the request's buffer), writes are sent straight from it. `commit`
 //! flushes the queued PDUs to the sockets; `reap` polls the sockets and lets
 //! libiscsi parse the answers, whose callbacks record `(tag, status, sense)`.
 //!
@@ -483,7 +483,12 @@ impl IscsiBackend {
     }
 }
 
-impl Backend for IscsiBackend {
+// SAFETY: a request's buffer goes to libiscsi in `queue` (READ(16) lands in
+// it, WRITE(16) sends from it) and its completion is made only from its task's
+// callback, once libiscsi is through with it; a refused request never reaches
+// libiscsi; dropping a session destroys its context, which cancels every task
+// before returning, and libiscsi touches buffers only inside calls on it.
+unsafe impl Backend for IscsiBackend {
     fn name(&self) -> &'static str {
         "iscsi"
     }
@@ -517,16 +522,19 @@ impl Backend for IscsiBackend {
         route.next = (route.next + 1) % route.n;
         let disk = &mut self.disks[di];
         let bs = disk.block_size;
-        if req.offset % u64::from(bs) != 0 || req.len % bs != 0 {
+        if req.offset % u64::from(bs) != 0 || req.len() % bs != 0 {
             let why = format!(
                 "{}: {} bytes at {} is not aligned to the LUN's {}-byte blocks",
-                disk.url, req.len, req.offset, bs
+                disk.url,
+                req.len(),
+                req.offset,
+                bs
             );
             self.inflight += 1;
             self.refuse(req.slot, libc::EINVAL, why);
             return Ok(());
         }
-        if req.len == 0 {
+        if req.is_empty() {
             self.inflight += 1;
             self.ready.push(Completion {
                 slot: req.slot,
@@ -535,13 +543,16 @@ impl Backend for IscsiBackend {
             return Ok(());
         }
         let lba = req.offset / u64::from(bs);
-        let (res, phase) = match req.dir {
-            Dir::Read => (disk.session.read16(lba, req.len, bs, req.buf), Phase::Read),
-            Dir::Write => (
-                disk.session
-                    .write16(lba, req.len, bs, req.buf, self.sync == SyncVia::Fua),
-                Phase::Write,
-            ),
+        let fua = self.sync == SyncVia::Fua;
+        // SAFETY: the lease lasts until the request's completion is reaped
+        // (Lane); the completion is made from this tag's Done, after libiscsi
+        // is through with the buffer, and dropping the session cancels the
+        // task before the lane frees the pool.
+        let (res, phase) = unsafe {
+            match req.dir {
+                Dir::Read => (disk.session.read16(lba, bs, &req.buf), Phase::Read),
+                Dir::Write => (disk.session.write16(lba, bs, &req.buf, fua), Phase::Write),
+            }
         };
         match res {
             Ok(tag) => {
@@ -549,7 +560,7 @@ impl Backend for IscsiBackend {
                     slot: req.slot,
                     phase,
                     offset: req.offset,
-                    len: req.len,
+                    len: req.len(),
                 };
                 self.inflight += 1;
                 Ok(())
@@ -633,6 +644,7 @@ mod tests {
     //! /run/tgtd/socket.N), so tests and the lab never share a daemon.
 
     use super::*;
+    use crate::io::{BufferPool, Io, Lane};
     use std::fs::File;
     use std::net::{TcpListener, TcpStream};
     use std::path::{Path, PathBuf};
@@ -840,84 +852,66 @@ mod tests {
         (offset / 4096).wrapping_mul(31).wrapping_add(i as u64 * 7) as u8
     }
 
-    /// Run `ios` at the backend's depth, each with a `bs`-byte buffer; writes
-    /// carry the pattern, reads are checked against it.
-    fn drive(b: &mut IscsiBackend, ios: &[(Dir, u64)], bs: u32) -> usize {
+    /// `b` with one buffer per slot of its depth, and one more (to see Busy).
+    fn lane(b: IscsiBackend) -> Lane<IscsiBackend> {
         let depth = b.depth();
-        let mut bufs = vec![0u8; depth * bs as usize];
-        let mut free: Vec<u32> = (0..depth as u32).collect();
-        let mut owner: Vec<u64> = vec![0; depth];
-        let mut dirs: Vec<Dir> = vec![Dir::Read; depth];
-        let mut next = 0;
+        Lane::new(Box::new(b), BufferPool::new(depth + 1, 4096)).unwrap()
+    }
+
+    /// Run `ios` at the backend's depth, each of `bs` bytes; writes carry the
+    /// pattern, reads are checked against it.
+    fn drive(b: &mut Lane<IscsiBackend>, ios: &[(Dir, u64)], bs: u32) -> usize {
+        let ios: Vec<Io> = ios
+            .iter()
+            .map(|&(dir, offset)| Io {
+                disk: 0,
+                dir,
+                offset,
+                len: bs,
+            })
+            .collect();
         let mut finished = 0;
-        let mut out = Vec::with_capacity(depth);
-        while finished < ios.len() {
-            while next < ios.len() {
-                let Some(slot) = free.pop() else { break };
-                let (dir, offset) = ios[next];
-                let buf = &mut bufs[slot as usize * bs as usize..][..bs as usize];
-                if dir == Dir::Write {
-                    for (i, x) in buf.iter_mut().enumerate() {
-                        *x = pattern(offset, i);
-                    }
-                } else {
-                    buf.fill(0xee);
-                }
-                let req = Request {
-                    slot,
-                    disk: 0,
-                    dir,
-                    offset,
-                    len: bs,
-                    buf: buf.as_mut_ptr(),
-                };
-                match b.queue(req) {
-                    Ok(()) => {
-                        owner[slot as usize] = offset;
-                        dirs[slot as usize] = dir;
-                        next += 1;
-                    }
-                    Err(QueueError::Busy) => {
-                        free.push(slot);
-                        break;
-                    }
-                    Err(QueueError::Fatal(e)) => panic!("queue: {e}"),
+        let fill = |i: usize, buf: &mut [u8]| match ios[i].dir {
+            Dir::Write => {
+                for (j, x) in buf.iter_mut().enumerate() {
+                    *x = pattern(ios[i].offset, j);
                 }
             }
-            b.commit().unwrap();
-            out.clear();
-            b.reap(1, Some(Duration::from_secs(10)), &mut out)
-                .unwrap_or_else(|e| panic!("reap: {e}"));
-            for c in &out {
-                assert_eq!(c.result, Ok(bs), "slot {}: {:?}", c.slot, b.last_error());
-                let s = c.slot as usize;
-                if dirs[s] == Dir::Read {
-                    let buf = &bufs[s * bs as usize..][..bs as usize];
-                    let off = owner[s];
-                    assert!(
-                        buf.iter().enumerate().all(|(i, &x)| x == pattern(off, i)),
-                        "data read at {off} differs from what was written: {:?} vs {:?}",
-                        &buf[..8],
-                        (0..8).map(|i| pattern(off, i)).collect::<Vec<_>>()
-                    );
-                }
-                free.push(c.slot);
-                finished += 1;
+            Dir::Read => buf.fill(0xee),
+        };
+        let done = |i: usize, r: Result<u32, i32>, buf: &[u8]| {
+            let Io { dir, offset, .. } = ios[i];
+            assert_eq!(r, Ok(bs), "{dir:?} at {offset}");
+            if dir == Dir::Read {
+                assert!(
+                    buf.iter()
+                        .enumerate()
+                        .all(|(j, &x)| x == pattern(offset, j)),
+                    "data read at {offset} differs from what was written: {:?} vs {:?}",
+                    &buf[..8],
+                    (0..8).map(|j| pattern(offset, j)).collect::<Vec<_>>()
+                );
             }
-        }
+            finished += 1;
+            Ok(())
+        };
+        let depth = b.backend().depth();
+        b.run(&ios, depth, Duration::from_secs(10), fill, done)
+            .unwrap_or_else(|e| panic!("{e}"));
         finished
     }
 
     #[test]
     fn pattern_written_at_qd16_reads_back() {
         let tgt = Tgt::start(16 << 20);
-        let mut b = IscsiBackend::open(&[tgt.target(1)], &opts(16, 16 << 20), &default_initiator())
+        let b = IscsiBackend::open(&[tgt.target(1)], &opts(16, 16 << 20), &default_initiator())
             .unwrap();
         assert_eq!(b.name(), "iscsi");
         assert_eq!(b.depth(), 16);
         assert_eq!(b.disk_size(0), Some(16 << 20));
         assert_eq!(b.block_size(0), Some(512));
         assert!(b.features().contains("block 512"), "{}", b.features());
+        let mut b = lane(b);
         // A scattered order so neighbouring requests are not adjacent.
         let blocks: Vec<u64> = (0..1024u64).map(|i| (i * 389) % 1024 * 4096).collect();
         let writes: Vec<_> = blocks.iter().map(|&o| (Dir::Write, o)).collect();
@@ -925,27 +919,13 @@ mod tests {
         let reads: Vec<_> = blocks.iter().rev().map(|&o| (Dir::Read, o)).collect();
         assert_eq!(drive(&mut b, &reads, 4096), 1024);
         // Busy past depth, and reap with nothing in flight returns at once.
-        let mut buf = vec![0u8; 17 * 4096];
         for s in 0..16u32 {
-            let req = Request {
-                slot: s,
-                disk: 0,
-                dir: Dir::Read,
-                offset: u64::from(s) * 4096,
-                len: 4096,
-                buf: buf[s as usize * 4096..].as_mut_ptr(),
-            };
-            b.queue(req).unwrap();
+            b.queue(s, 0, Dir::Read, u64::from(s) * 4096, 4096).unwrap();
         }
-        let extra = Request {
-            slot: 16,
-            disk: 0,
-            dir: Dir::Read,
-            offset: 0,
-            len: 4096,
-            buf: buf[16 * 4096..].as_mut_ptr(),
-        };
-        assert!(matches!(b.queue(extra), Err(QueueError::Busy)));
+        assert!(matches!(
+            b.queue(16, 0, Dir::Read, 0, 4096),
+            Err(QueueError::Busy)
+        ));
         b.commit().unwrap();
         let mut out = Vec::new();
         while out.len() < 16 {
@@ -960,21 +940,26 @@ mod tests {
         let tgt = Tgt::start(4 << 20);
         let mut o = opts(8, 0);
         o.sync = Some(SyncMode::Dsync);
-        let mut b = IscsiBackend::open(&[tgt.target(1)], &o, &default_initiator()).unwrap();
+        let b = IscsiBackend::open(&[tgt.target(1)], &o, &default_initiator()).unwrap();
         let f = b.features();
         assert!(
             f.contains("FUA") || f.contains("SYNCHRONIZE CACHE"),
             "features do not say how sync writes are made durable: {f}"
         );
         println!("features: {f}");
+        let chosen = b.sync;
+        let mut b = lane(b);
         let ios: Vec<_> = (0..64u64).map(|i| (Dir::Write, i * 4096)).collect();
         assert_eq!(drive(&mut b, &ios, 4096), 64);
+        drop(b);
         // The other method too, whichever the LUN chose.
-        b.sync = if b.sync == SyncVia::Fua {
+        let mut b = IscsiBackend::open(&[tgt.target(1)], &o, &default_initiator()).unwrap();
+        b.sync = if chosen == SyncVia::Fua {
             SyncVia::SyncCache
         } else {
             SyncVia::Fua
         };
+        let mut b = lane(b);
         let ios: Vec<_> = (64..128u64).map(|i| (Dir::Write, i * 4096)).collect();
         assert_eq!(drive(&mut b, &ios, 4096), 64);
         let ios: Vec<_> = (0..128u64).map(|i| (Dir::Read, i * 4096)).collect();
@@ -1052,21 +1037,11 @@ mod tests {
     #[test]
     fn unaligned_and_out_of_range_requests_fail_cleanly() {
         let tgt = Tgt::start(1 << 20);
-        let mut b =
-            IscsiBackend::open(&[tgt.target(1)], &opts(4, 0), &default_initiator()).unwrap();
-        let mut buf = vec![0u8; 3 * 4096];
-        let mk = |slot: u32, offset: u64, len: u32, p: *mut u8| Request {
-            slot,
-            disk: 0,
-            dir: Dir::Read,
-            offset,
-            len,
-            buf: p,
-        };
-        let p = buf.as_mut_ptr();
-        b.queue(mk(0, 100, 4096, p)).unwrap();
-        b.queue(mk(1, 0, 1000, p)).unwrap();
-        b.queue(mk(2, 1 << 20, 4096, p)).unwrap();
+        let b = IscsiBackend::open(&[tgt.target(1)], &opts(4, 0), &default_initiator()).unwrap();
+        let mut b = lane(b);
+        b.queue(0, 0, Dir::Read, 100, 4096).unwrap();
+        b.queue(1, 0, Dir::Read, 0, 1000).unwrap();
+        b.queue(2, 0, Dir::Read, 1 << 20, 4096).unwrap();
         b.commit().unwrap();
         let mut out = Vec::new();
         while out.len() < 3 {
@@ -1076,7 +1051,7 @@ mod tests {
         assert_eq!(out[0].result, Err(libc::EINVAL));
         assert_eq!(out[1].result, Err(libc::EINVAL));
         assert_eq!(out[2].result, Err(libc::EIO));
-        let e = b.last_error().unwrap();
+        let e = b.backend().last_error().unwrap();
         assert!(
             e.contains("READ(16)") && e.contains("CHECK CONDITION"),
             "{e}"
@@ -1085,38 +1060,22 @@ mod tests {
         let ios: Vec<_> = (0..8u64).map(|i| (Dir::Write, i * 4096)).collect();
         assert_eq!(drive(&mut b, &ios, 4096), 8);
         // Dropping with requests in flight on a live session is safe: libiscsi
-        // cancels them and the buffers are ours again once drop returns.
+        // cancels them before the lane frees the buffers.
         for s in 0..3u32 {
-            b.queue(mk(
-                s,
-                u64::from(s) * 4096,
-                4096,
-                buf[s as usize * 4096..].as_mut_ptr(),
-            ))
-            .unwrap();
+            b.queue(s, 0, Dir::Read, u64::from(s) * 4096, 4096).unwrap();
         }
         b.commit().unwrap();
+        assert_eq!(b.in_flight(), 3);
         drop(b);
-        buf.fill(7);
-        assert!(buf.iter().all(|&x| x == 7));
     }
 
     #[test]
     fn server_death_breaks_reap_and_drop_is_safe() {
         let mut tgt = Tgt::start(4 << 20);
-        let mut b =
-            IscsiBackend::open(&[tgt.target(1)], &opts(8, 0), &default_initiator()).unwrap();
-        let mut buf = vec![0u8; 8 * 4096];
+        let b = IscsiBackend::open(&[tgt.target(1)], &opts(8, 0), &default_initiator()).unwrap();
+        let mut b = lane(b);
         for s in 0..8u32 {
-            let req = Request {
-                slot: s,
-                disk: 0,
-                dir: Dir::Read,
-                offset: u64::from(s) * 4096,
-                len: 4096,
-                buf: buf[s as usize * 4096..].as_mut_ptr(),
-            };
-            b.queue(req).unwrap();
+            b.queue(s, 0, Dir::Read, u64::from(s) * 4096, 4096).unwrap();
         }
         tgt.kill_now();
         let mut out = Vec::new();
@@ -1132,15 +1091,7 @@ mod tests {
                     // Everything answered before the kill: issue more.
                     out.clear();
                     for s in 0..8u32 {
-                        let req = Request {
-                            slot: s,
-                            disk: 0,
-                            dir: Dir::Read,
-                            offset: 0,
-                            len: 4096,
-                            buf: buf[s as usize * 4096..].as_mut_ptr(),
-                        };
-                        if let Err(QueueError::Fatal(e)) = b.queue(req) {
+                        if let Err(QueueError::Fatal(e)) = b.queue(s, 0, Dir::Read, 0, 4096) {
                             break 'wait e;
                         }
                     }
@@ -1156,19 +1107,10 @@ mod tests {
         assert!(msg.contains("connection lost"), "{msg}");
         assert!(b.reap(1, Some(Duration::ZERO), &mut out).is_err());
         assert!(matches!(
-            b.queue(Request {
-                slot: 0,
-                disk: 0,
-                dir: Dir::Read,
-                offset: 0,
-                len: 4096,
-                buf: buf.as_mut_ptr(),
-            }),
+            b.queue(8, 0, Dir::Read, 0, 4096),
             Err(QueueError::Fatal(_))
         ));
         drop(b);
-        // The buffers were not touched after the drop returned.
-        buf.fill(1);
     }
 
     /// 4k random reads at QD32 against tgtd over loopback, LUN in /dev/shm.
@@ -1179,9 +1121,9 @@ mod tests {
         const LUN: u64 = 256 << 20;
         let tgt = Tgt::start(LUN);
         let depth = 32;
-        let mut b =
+        let b =
             IscsiBackend::open(&[tgt.target(1)], &opts(depth, LUN), &default_initiator()).unwrap();
-        let mut bufs = vec![0u8; depth as usize * 4096];
+        let mut b = lane(b);
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         let mut rand_off = || {
             seed ^= seed << 13;
@@ -1196,15 +1138,7 @@ mod tests {
             let mut n = 0u64;
             while start.elapsed() < Duration::from_secs(secs) {
                 while let Some(slot) = free.pop() {
-                    let req = Request {
-                        slot,
-                        disk: 0,
-                        dir: Dir::Read,
-                        offset: rand_off(),
-                        len: 4096,
-                        buf: bufs[slot as usize * 4096..].as_mut_ptr(),
-                    };
-                    b.queue(req).unwrap();
+                    b.queue(slot, 0, Dir::Read, rand_off(), 4096).unwrap();
                 }
                 b.commit().unwrap();
                 out.clear();

@@ -1,6 +1,8 @@
 //! The unsafe/FFI boundary of the iSCSI backend: hand-written declarations of
-//! the few libiscsi functions it uses and a safe [`Session`] around one
-//! `iscsi_context`. Everything `unsafe` in the iSCSI backend lives here.
+//! the few libiscsi functions it uses and a [`Session`] around one
+//! `iscsi_context`, safe except for the two calls that keep a buffer
+//! (`read16`, `write16`: `unsafe fn`s, see docs/unsafe.md). Every FFI call of
+//! the iSCSI backend is here.
 //!
 //! Ownership rules the wrapper keeps:
 //!
@@ -17,6 +19,7 @@
 //! * A slot (tag) is reused only after its completion has been drained, so the
 //!   iovec a read task points at is never rewritten while the task is live.
 
+use crate::io::IoBuf;
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::io;
 use std::os::fd::RawFd;
@@ -492,20 +495,19 @@ impl Session {
         Ok(tag)
     }
 
-    /// Start READ(16) of `len` bytes at `lba` straight into `buf` (no copy:
-    /// the task's data-in iovec points at `buf`). The caller keeps `buf`
-    /// valid and unused for `len` bytes until the tag has been drained or the
-    /// session dropped (the engine's `Request` contract).
-    pub fn read16(
-        &mut self,
-        lba: u64,
-        len: u32,
-        block_size: u32,
-        buf: *mut u8,
-    ) -> Result<u32, String> {
+    /// Start READ(16) of `buf`'s length at `lba` straight into `buf` (no
+    /// copy: the task's data-in iovec points at it). Returns the tag.
+    ///
+    /// # Safety
+    /// libiscsi writes into `buf` until this tag's [`Done`] is drained or the
+    /// session is dropped (which cancels the task first), whatever becomes of
+    /// the `IoBuf` handle: the caller keeps the lease alive until then.
+    pub unsafe fn read16(&mut self, lba: u64, block_size: u32, buf: &IoBuf) -> Result<u32, String> {
+        let (len, buf) = (buf.len(), buf.as_mut_ptr());
         self.submit(|ctx, lun, slot| {
             // SAFETY: the slot is ours until drained; its iovec stays put (heap
-            // array) while the task is live; `buf` is valid per the caller.
+            // array) while the task is live; `buf` is leased until then (the
+            // caller's contract).
             unsafe {
                 (*slot).iov = ScsiIovec {
                     iov_base: buf.cast(),
@@ -531,20 +533,24 @@ impl Session {
         })
     }
 
-    /// Start WRITE(16) of `len` bytes from `buf` at `lba`, with the FUA bit if
-    /// `fua`. libiscsi sends straight from `buf`; the same validity rule as
-    /// [`Session::read16`] applies.
-    pub fn write16(
+    /// Start WRITE(16) of `buf` at `lba`, with the FUA bit if `fua`.
+    /// libiscsi sends straight from `buf`. Returns the tag.
+    ///
+    /// # Safety
+    /// libiscsi reads `buf` until this tag's [`Done`] is drained or the
+    /// session is dropped, as for [`Session::read16`].
+    pub unsafe fn write16(
         &mut self,
         lba: u64,
-        len: u32,
         block_size: u32,
-        buf: *const u8,
+        buf: &IoBuf,
         fua: bool,
     ) -> Result<u32, String> {
+        let (len, buf) = (buf.len(), buf.as_ptr());
         self.submit(|ctx, lun, slot| {
-            // SAFETY: `buf` is valid for `len` bytes per the caller; libiscsi
-            // only reads it (the mut in its signature is historical).
+            // SAFETY: `buf` is leased for `len` bytes until the tag is drained
+            // (the caller's contract); libiscsi only reads it (the mut in its
+            // signature is historical).
             unsafe {
                 iscsi_write16_task(
                     ctx,

@@ -27,7 +27,7 @@
 
 mod sys;
 
-use crate::io::{Backend, BackendError, Completion, OpenOptions, QueueError, Request};
+use crate::io::{Backend, BackendError, Completion, IoBuf, OpenOptions, QueueError, Request};
 use crate::target::{NbdAddr, NbdReplies, Target};
 use crate::workload::units::format_size;
 use crate::workload::{Dir, SyncMode};
@@ -48,7 +48,7 @@ enum Stage {
 }
 
 /// One request the backend holds.
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 struct Ticket {
     req: Request,
     stage: Stage,
@@ -258,23 +258,19 @@ impl NbdBackend {
             features.push_str(&format!(", multi-conn {multi} connections per export"));
         }
         let n = depth as usize;
-        let idle = Request {
-            slot: 0,
-            disk: 0,
-            dir: Dir::Read,
-            offset: 0,
-            len: 0,
-            buf: std::ptr::null_mut(),
+        let idle = || Ticket {
+            req: Request {
+                slot: 0,
+                disk: 0,
+                dir: Dir::Read,
+                offset: 0,
+                buf: IoBuf::empty(),
+            },
+            stage: Stage::Free,
+            conn: 0,
         };
         Ok(NbdBackend {
-            tickets: vec![
-                Ticket {
-                    req: idle,
-                    stage: Stage::Free,
-                    conn: 0,
-                };
-                n
-            ],
+            tickets: (0..n).map(|_| idle()).collect(),
             free: (0..depth).rev().collect(),
             queued: Vec::with_capacity(n),
             refused: Vec::with_capacity(n),
@@ -306,17 +302,22 @@ impl NbdBackend {
 
     /// Hand one queued ticket to libnbd.
     fn start(&mut self, t: u32) -> Result<(), BackendError> {
-        let tk = self.tickets[t as usize];
-        let d = &mut self.disks[tk.req.disk as usize];
+        let disk = self.tickets[t as usize].req.disk as usize;
+        let d = &mut self.disks[disk];
         let c = d.first + d.next;
         d.next = (d.next + 1) % d.n;
         self.tickets[t as usize].conn = c as u32;
+        let req = &self.tickets[t as usize].req;
         let conn = &mut self.conns[c];
-        let r = match tk.req.dir {
-            Dir::Read => conn.h.pread(t, tk.req.buf, tk.req.len, tk.req.offset),
-            Dir::Write => {
-                let fua = self.sync && conn.fua;
-                conn.h.pwrite(t, tk.req.buf, tk.req.len, tk.req.offset, fua)
+        let fua = self.sync && conn.fua;
+        // SAFETY: the lease lasts until the request's completion is reaped
+        // (Lane); `finish` makes it only from this ticket's callback, once
+        // libnbd retired the command, and drop closes every handle (retiring
+        // every command) before the lane frees the pool.
+        let r = unsafe {
+            match req.dir {
+                Dir::Read => conn.h.pread(t, &req.buf, req.offset),
+                Dir::Write => conn.h.pwrite(t, &req.buf, req.offset, fua),
             }
         };
         match r {
@@ -350,7 +351,8 @@ impl NbdBackend {
         mut err: i32,
         out: &mut Vec<Completion>,
     ) -> Result<bool, BackendError> {
-        let tk = self.tickets[t as usize];
+        let tk = &self.tickets[t as usize];
+        let (slot, len, dir, stage) = (tk.req.slot, tk.req.len(), tk.req.dir, tk.stage);
         let c = tk.conn as usize;
         if err != 0 && self.conns[c].h.is_broken() {
             // libnbd fails what was in flight when the connection dies (a
@@ -362,15 +364,10 @@ impl NbdBackend {
             return Err(self.lost(c, &e));
         }
         let conn = &mut self.conns[c];
-        if matches!(tk.stage, Stage::Running | Stage::Flushing) {
+        if matches!(stage, Stage::Running | Stage::Flushing) {
             conn.running -= 1;
         }
-        if err == 0
-            && tk.stage == Stage::Running
-            && tk.req.dir == Dir::Write
-            && self.sync
-            && !conn.fua
-        {
+        if err == 0 && stage == Stage::Running && dir == Dir::Write && self.sync && !conn.fua {
             match conn.h.flush(t) {
                 Ok(()) => {
                     conn.running += 1;
@@ -382,8 +379,8 @@ impl NbdBackend {
             }
         }
         out.push(Completion {
-            slot: tk.req.slot,
-            result: if err == 0 { Ok(tk.req.len) } else { Err(err) },
+            slot,
+            result: if err == 0 { Ok(len) } else { Err(err) },
         });
         self.tickets[t as usize].stage = Stage::Free;
         self.free.push(t);
@@ -480,7 +477,13 @@ impl NbdBackend {
     }
 }
 
-impl Backend for NbdBackend {
+// SAFETY: a request's buffer goes to libnbd at `commit` (aio_pread lands in
+// it, aio_pwrite sends from it) and its completion is made only from its
+// command's callback, once libnbd retired the command (a refused command is
+// failed at once and never reaches libnbd); dropping the backend closes the
+// handles, which retires every command, and libnbd touches buffers only inside
+// calls on a handle.
+unsafe impl Backend for NbdBackend {
     fn name(&self) -> &'static str {
         "nbd"
     }
@@ -559,6 +562,7 @@ impl Backend for NbdBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::{BufferPool, Io, Lane};
     use std::net::TcpListener;
     use std::os::unix::net::UnixStream;
     use std::path::{Path, PathBuf};
@@ -691,65 +695,48 @@ mod tests {
         (offset / 4096).wrapping_mul(31).wrapping_add(i as u64) as u8
     }
 
+    /// `b` with one `size`-byte buffer per slot of its depth, and one more.
+    fn lane(b: NbdBackend, size: usize) -> Lane<NbdBackend> {
+        let depth = b.depth();
+        Lane::new(Box::new(b), BufferPool::new(depth + 1, size)).unwrap()
+    }
+
     /// Run `ios` (dir, offset) of `bs` bytes at the backend's depth; buffers of
     /// writes hold the pattern, reads are checked against it.
-    fn run(b: &mut NbdBackend, ios: &[(Dir, u64)], bs: usize) {
-        let depth = b.depth();
-        let mut bufs = vec![0u8; depth * bs];
-        let mut slot_io: Vec<Option<(Dir, u64)>> = vec![None; depth];
-        let mut free: Vec<u32> = (0..depth as u32).collect();
-        let mut next = 0;
-        let mut done = Vec::new();
-        let mut left = ios.len();
-        while left > 0 {
-            while next < ios.len() {
-                let Some(s) = free.pop() else { break };
-                let (dir, offset) = ios[next];
-                let buf = &mut bufs[s as usize * bs..][..bs];
-                for (i, x) in buf.iter_mut().enumerate() {
-                    *x = if dir == Dir::Write {
-                        pattern(offset, i)
-                    } else {
-                        0
-                    };
-                }
-                let req = Request {
-                    slot: s,
-                    disk: 0,
-                    dir,
-                    offset,
-                    len: bs as u32,
-                    buf: buf.as_mut_ptr(),
+    fn run(b: &mut Lane<NbdBackend>, ios: &[(Dir, u64)], bs: usize) {
+        let depth = b.backend().depth();
+        let ios: Vec<Io> = ios
+            .iter()
+            .map(|&(dir, offset)| Io {
+                disk: 0,
+                dir,
+                offset,
+                len: bs as u32,
+            })
+            .collect();
+        let fill = |i: usize, buf: &mut [u8]| {
+            let Io { dir, offset, .. } = ios[i];
+            for (j, x) in buf.iter_mut().enumerate() {
+                *x = if dir == Dir::Write {
+                    pattern(offset, j)
+                } else {
+                    0
                 };
-                match b.queue(req) {
-                    Ok(()) => {
-                        slot_io[s as usize] = Some((dir, offset));
-                        next += 1;
-                    }
-                    Err(QueueError::Busy) => {
-                        free.push(s);
-                        break;
-                    }
-                    Err(QueueError::Fatal(e)) => panic!("{e}"),
+            }
+        };
+        let done = |i: usize, r: Result<u32, i32>, buf: &[u8]| {
+            let Io { dir, offset, .. } = ios[i];
+            assert_eq!(r, Ok(bs as u32), "{dir:?} at {offset}");
+            if dir == Dir::Read {
+                for (j, &x) in buf.iter().enumerate() {
+                    assert_eq!(x, pattern(offset, j), "byte {j} of block at {offset}");
                 }
             }
-            b.commit().unwrap();
-            b.reap(1, Some(Duration::from_secs(10)), &mut done).unwrap();
-            assert!(!done.is_empty(), "no completion within 10 s");
-            for c in done.drain(..) {
-                assert_eq!(c.result, Ok(bs as u32), "slot {}", c.slot);
-                let (dir, offset) = slot_io[c.slot as usize].take().unwrap();
-                if dir == Dir::Read {
-                    let buf = &bufs[c.slot as usize * bs..][..bs];
-                    for (i, &x) in buf.iter().enumerate() {
-                        assert_eq!(x, pattern(offset, i), "byte {i} of block at {offset}");
-                    }
-                }
-                free.push(c.slot);
-                left -= 1;
-            }
-        }
-        assert_eq!(b.in_flight(), 0);
+            Ok(())
+        };
+        b.run(&ios, depth, Duration::from_secs(10), fill, done)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(b.backend().in_flight(), 0);
     }
 
     /// 512 distinct 4 KiB blocks of a 64 MiB export, in scattered order.
@@ -765,19 +752,18 @@ mod tests {
     fn write_read_back_on(target: &Target, sync: Option<SyncMode>, want_feature: &str) {
         let mut o = opts(true, 16, 64 * MIB);
         o.sync = sync;
-        let mut b = NbdBackend::open(std::slice::from_ref(target), &o).unwrap();
+        let b = NbdBackend::open(std::slice::from_ref(target), &o).unwrap();
         assert_eq!(b.name(), "nbd");
         assert_eq!(b.depth(), 16);
         assert!(b.features().starts_with("libnbd 1."), "{}", b.features());
         assert!(b.features().contains(want_feature), "{}", b.features());
         let offs = offsets();
         let writes: Vec<_> = offs.iter().map(|&o| (Dir::Write, o)).collect();
-        run(&mut b, &writes, 4096);
-        drop(b);
+        run(&mut lane(b, 4096), &writes, 4096);
         // A new connection sees the data: it reached the server.
-        let mut b = NbdBackend::open(std::slice::from_ref(target), &opts(false, 16, 0)).unwrap();
+        let b = NbdBackend::open(std::slice::from_ref(target), &opts(false, 16, 0)).unwrap();
         let reads: Vec<_> = offs.iter().rev().map(|&o| (Dir::Read, o)).collect();
-        run(&mut b, &reads, 4096);
+        run(&mut lane(b, 4096), &reads, 4096);
     }
 
     #[test]
@@ -816,10 +802,12 @@ mod tests {
         assert!(t.to_string().ends_with("/store?nconnect=4"), "{t}");
         write_read_back_on(&t, Some(SyncMode::Dsync), ", multi-conn 4 connections");
         // Round robin: 8 reads went 2 to each of the 4 connections.
-        let mut b = NbdBackend::open(std::slice::from_ref(&t), &opts(false, 8, 0)).unwrap();
+        let b = NbdBackend::open(std::slice::from_ref(&t), &opts(false, 8, 0)).unwrap();
         assert_eq!(b.conns.len(), 4);
+        let mut b = lane(b, 4096);
         let reads: Vec<_> = offsets()[..8].iter().map(|&o| (Dir::Read, o)).collect();
         run(&mut b, &reads, 4096);
+        let b = b.backend();
         assert!(b.conns.iter().all(|c| c.running == 0));
         assert_eq!(
             b.disks[0].next, 0,
@@ -864,22 +852,15 @@ mod tests {
     #[test]
     fn busy_past_depth_and_reap_polls() {
         let srv = Nbdkit::start(false, &["memory", "64M"]);
-        let mut b =
-            NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 4, 0)).unwrap();
-        let mut bufs = vec![0u8; 5 * 512];
-        let mut req = |s: u32| Request {
-            slot: s,
-            disk: 0,
-            dir: Dir::Read,
-            offset: s as u64 * 512,
-            len: 512,
-            buf: bufs[s as usize * 512..].as_mut_ptr(),
-        };
-        let reqs: Vec<_> = (0..5).map(&mut req).collect();
-        for r in &reqs[..4] {
-            b.queue(*r).unwrap();
+        let b = NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 4, 0)).unwrap();
+        let mut b = lane(b, 512);
+        for s in 0..4 {
+            b.queue(s, 0, Dir::Read, s as u64 * 512, 512).unwrap();
         }
-        assert!(matches!(b.queue(reqs[4]), Err(QueueError::Busy)));
+        assert!(matches!(
+            b.queue(4, 0, Dir::Read, 4 * 512, 512),
+            Err(QueueError::Busy)
+        ));
         let mut out = Vec::new();
         // Nothing committed: reap still starts the queued requests.
         let t = Instant::now();
@@ -893,9 +874,7 @@ mod tests {
         // Nothing in flight: min is bounded by 0, no hang without a timeout.
         assert_eq!(b.reap(4, None, &mut out).unwrap(), 0);
         // A read past the end fails alone; the backend goes on.
-        let mut past = reqs[4];
-        past.offset = 64 * MIB;
-        b.queue(past).unwrap();
+        b.queue(4, 0, Dir::Read, 64 * MIB, 512).unwrap();
         b.commit().unwrap();
         out.clear();
         assert_eq!(
@@ -903,7 +882,7 @@ mod tests {
             1
         );
         assert!(matches!(out[0].result, Err(e) if e > 0), "{out:?}");
-        b.queue(reqs[4]).unwrap();
+        b.queue(4, 0, Dir::Read, 4 * 512, 512).unwrap();
         b.commit().unwrap();
         out.clear();
         assert_eq!(b.reap(1, None, &mut out).unwrap(), 1);
@@ -1032,19 +1011,10 @@ mod tests {
     fn server_death_mid_flight_fails_reap() {
         // Every read waits 2 s in the server, so all 16 are in flight at the kill.
         let mut srv = Nbdkit::start(true, &["--filter=delay", "memory", "64M", "rdelay=2"]);
-        let mut b =
-            NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 16, 0)).unwrap();
-        let mut bufs = vec![0u8; 16 * 4096];
+        let b = NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 16, 0)).unwrap();
+        let mut b = lane(b, 4096);
         for s in 0..16u32 {
-            let req = Request {
-                slot: s,
-                disk: 0,
-                dir: Dir::Read,
-                offset: s as u64 * 4096,
-                len: 4096,
-                buf: bufs[s as usize * 4096..].as_mut_ptr(),
-            };
-            b.queue(req).unwrap();
+            b.queue(s, 0, Dir::Read, s as u64 * 4096, 4096).unwrap();
         }
         b.commit().unwrap();
         let mut out = Vec::new();
@@ -1062,9 +1032,9 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
         assert!(e.starts_with(&srv.target.to_string()), "{e}");
         assert!(e.contains("connection lost"), "{e}");
+        // Dropping closes the handle (retiring its commands) before the
+        // lane frees the buffers.
         drop(b);
-        // The buffers are ours again once the backend is gone.
-        bufs.fill(1);
     }
 
     /// 4 KiB random reads at QD32 for 3 s against nbdkit's memory plugin, over
@@ -1075,9 +1045,9 @@ mod tests {
     fn iops_4k_random_read_qd32() {
         for tcp in [false, true] {
             let srv = Nbdkit::start(tcp, &["memory", "1G"]);
-            let mut b =
+            let b =
                 NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 32, 0)).unwrap();
-            let mut bufs = vec![0u8; 32 * 4096];
+            let mut b = lane(b, 4096);
             let mut rng = 0x9e37_79b9_7f4a_7c15u64;
             let mut out = Vec::with_capacity(32);
             let mut free: Vec<u32> = (0..32).collect();
@@ -1089,15 +1059,8 @@ mod tests {
                     rng ^= rng << 13;
                     rng ^= rng >> 7;
                     rng ^= rng << 17;
-                    let req = Request {
-                        slot: s,
-                        disk: 0,
-                        dir: Dir::Read,
-                        offset: (rng % (262_144)) * 4096,
-                        len: 4096,
-                        buf: bufs[s as usize * 4096..].as_mut_ptr(),
-                    };
-                    b.queue(req).unwrap();
+                    b.queue(s, 0, Dir::Read, (rng % (262_144)) * 4096, 4096)
+                        .unwrap();
                 }
                 b.commit().unwrap();
                 b.reap(1, Some(Duration::from_secs(1)), &mut out).unwrap();

@@ -1,5 +1,7 @@
-//! The only unsafe code of the NBD backend: hand-written declarations of the
-//! few libnbd functions it uses, and a safe [`Handle`] around them.
+//! Every FFI call of the NBD backend: hand-written declarations of the few
+//! libnbd functions it uses, and a [`Handle`] around them, safe except for the
+//! two calls that keep a buffer (`pread`, `pwrite`: `unsafe fn`s, see
+//! docs/unsafe.md).
 //!
 //! Completion callbacks never own memory: their `user_data` points at a
 //! [`Token`] in an array owned by the [`Handle`], and their free function is
@@ -8,6 +10,7 @@
 //! token array and the completion list are freed, so no callback can reach
 //! freed memory, whatever state the connection is in.
 
+use crate::io::IoBuf;
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 use std::io;
@@ -304,40 +307,38 @@ impl Handle {
         if r == -1 { Err(last_error()) } else { Ok(()) }
     }
 
-    /// Start reading `len` bytes at `offset` into `buf` for `ticket`.
+    /// Start reading `buf`'s length at `offset` into `buf` for `ticket`.
     ///
-    /// `buf` is a `Request::buf`: the engine's contract keeps it valid, and
-    /// used by no one else, until the request is reaped, which the backend
-    /// does only after this command's callback ran (or after drop, which
-    /// closes the handle first).
-    pub fn pread(
-        &mut self,
-        ticket: u32,
-        buf: *mut u8,
-        len: u32,
-        offset: u64,
-    ) -> Result<(), NbdError> {
+    /// # Safety
+    /// libnbd writes into `buf` until this ticket's callback has run (its
+    /// entry is in [`Handle::take_done`]) or the handle is dropped, whatever
+    /// becomes of the `IoBuf` handle: the caller keeps the lease alive until
+    /// then. A call that fails started nothing.
+    pub unsafe fn pread(&mut self, ticket: u32, buf: &IoBuf, offset: u64) -> Result<(), NbdError> {
         let cb = self.callback(ticket);
-        // SAFETY: h is valid; buf is valid for len bytes until the command is
-        // retired (see above); cb's token outlives the handle's commands.
-        Self::cookie(unsafe { nbd_aio_pread(self.h, buf.cast(), len as usize, offset, cb, 0) })
+        let (p, len) = (buf.as_mut_ptr(), buf.len() as usize);
+        // SAFETY: h is valid; buf is leased for len bytes until the command is
+        // retired (the caller's contract); cb's token outlives the handle's commands.
+        Self::cookie(unsafe { nbd_aio_pread(self.h, p.cast(), len, offset, cb, 0) })
     }
 
-    /// Start writing `len` bytes of `buf` at `offset` for `ticket`, with FUA if asked.
+    /// Start writing `buf` at `offset` for `ticket`, with FUA if asked.
     ///
-    /// `buf` is kept valid as for [`Handle::pread`].
-    pub fn pwrite(
+    /// # Safety
+    /// libnbd reads `buf` until this ticket's callback has run or the handle
+    /// is dropped, as for [`Handle::pread`].
+    pub unsafe fn pwrite(
         &mut self,
         ticket: u32,
-        buf: *const u8,
-        len: u32,
+        buf: &IoBuf,
         offset: u64,
         fua: bool,
     ) -> Result<(), NbdError> {
         let cb = self.callback(ticket);
         let flags = if fua { CMD_FLAG_FUA } else { 0 };
+        let (p, len) = (buf.as_ptr(), buf.len() as usize);
         // SAFETY: as in pread; libnbd only reads buf.
-        Self::cookie(unsafe { nbd_aio_pwrite(self.h, buf.cast(), len as usize, offset, cb, flags) })
+        Self::cookie(unsafe { nbd_aio_pwrite(self.h, p.cast(), len, offset, cb, flags) })
     }
 
     /// Start a flush for `ticket`.

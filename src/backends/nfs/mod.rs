@@ -445,7 +445,13 @@ fn open41(
 
 /// Send `part` on the next connection of `disk` (after SEQUENCE on a free
 /// session slot in NFSv4.1; with no slot free, it waits in `disk.waiting`).
-fn send(disk: &mut Disk, stable: u32, p: Part) {
+///
+/// # Safety
+/// `p.buf` must be valid for `p.len` bytes (read for a WRITE, written for a
+/// READ, used by no one else) until the part's reply has been delivered or
+/// `disk`'s connections dropped, as `Conn::start` requires; a part
+/// waiting in `disk.waiting` keeps that promise while it waits.
+unsafe fn send(disk: &mut Disk, stable: u32, p: Part) {
     let Disk {
         conns,
         next,
@@ -478,37 +484,44 @@ fn send(disk: &mut Disk, stable: u32, p: Part) {
     let conn = &mut conns[c];
     let tag = tag_of(p.slot, seq);
     let (off, n) = (p.offset, p.len);
-    if p.write {
-        conn.start(
-            NFS_PROG,
-            vers,
-            write_proc,
-            tag,
-            None,
-            Some((p.buf as *const u8, n as usize)),
-            |e| match proto {
-                Proto::V3(f) => v3::encode_write(e, f, off, n, stable),
-                Proto::V4(f) => v4::encode_write(e, f, seq, off, n, stable),
-            },
-        );
-    } else {
-        conn.start(
-            NFS_PROG,
-            vers,
-            read_proc,
-            tag,
-            Some((p.buf, n)),
-            None,
-            |e| match proto {
-                Proto::V3(f) => v3::encode_read(e, f, off, n),
-                Proto::V4(f) => v4::encode_read(e, f, seq, off, n),
-            },
-        );
+    // SAFETY: the caller promises `p.buf` for `p.len` bytes until the reply.
+    unsafe {
+        if p.write {
+            conn.start(
+                NFS_PROG,
+                vers,
+                write_proc,
+                tag,
+                None,
+                Some((p.buf as *const u8, n as usize)),
+                |e| match proto {
+                    Proto::V3(f) => v3::encode_write(e, f, off, n, stable),
+                    Proto::V4(f) => v4::encode_write(e, f, seq, off, n, stable),
+                },
+            );
+        } else {
+            conn.start(
+                NFS_PROG,
+                vers,
+                read_proc,
+                tag,
+                Some((p.buf, n)),
+                None,
+                |e| match proto {
+                    Proto::V3(f) => v3::encode_read(e, f, off, n),
+                    Proto::V4(f) => v4::encode_read(e, f, seq, off, n),
+                },
+            );
+        }
     }
 }
 
 /// Send the parts waiting for a session slot (those due) while slots are free.
-fn send_waiting(disk: &mut Disk, stable: u32) {
+///
+/// # Safety
+/// Every waiting part's buffer must still be valid as [`send`] requires
+/// (parts wait only while their request is in flight).
+unsafe fn send_waiting(disk: &mut Disk, stable: u32) {
     let now = Instant::now();
     let mut i = 0;
     while i < disk.waiting.len() && disk.session.as_ref().is_some_and(|s| s.free_slots() > 0) {
@@ -517,7 +530,8 @@ fn send_waiting(disk: &mut Disk, stable: u32) {
             continue;
         }
         if let Some(p) = disk.waiting.remove(i) {
-            send(disk, stable, Part { due: None, ..p });
+            // SAFETY: as this function's caller promises for every waiting part.
+            unsafe { send(disk, stable, Part { due: None, ..p }) };
         }
     }
 }
@@ -596,7 +610,10 @@ impl NfsBackend {
                 }
             }
             if !self.disks[i].waiting.is_empty() {
-                send_waiting(&mut self.disks[i], self.stable);
+                // SAFETY: a part waits only while its request is in flight,
+                // and its request's lease lasts until the completion is
+                // reaped (see `queue`).
+                unsafe { send_waiting(&mut self.disks[i], self.stable) };
                 for j in 0..self.disks[i].conns.len() {
                     if let Err(e) = self.disks[i].conns[j].flush() {
                         return Err(self.fail(i, "sending to the server failed", e));
@@ -812,7 +829,12 @@ impl Drop for NfsBackend {
     }
 }
 
-impl Backend for NfsBackend {
+// SAFETY: a request's buffer is handed to the RPC connections in `queue` (a
+// READ reply's data lands in it, a WRITE is sent from it) and its completion is
+// made only once every part's reply has been delivered; a refused request
+// never reaches a connection; dropping the backend drops the connections (our
+// own code, which touches buffers only inside calls on them).
+unsafe impl Backend for NfsBackend {
     fn name(&self) -> &'static str {
         "nfs"
     }
@@ -867,7 +889,7 @@ impl Backend for NfsBackend {
         }
         debug_assert!(!self.slots[s].active, "slot {s} queued twice");
         self.inflight += 1;
-        if req.len == 0 {
+        if req.is_empty() {
             self.done.push(Completion {
                 slot: req.slot,
                 result: Ok(0),
@@ -876,7 +898,7 @@ impl Backend for NfsBackend {
         }
         let write = req.dir == Dir::Write;
         let max = if write { disk.wsize } else { disk.rsize };
-        let parts = req.len.div_ceil(max);
+        let parts = req.len().div_ceil(max);
         self.slots[s] = Slot {
             active: true,
             write,
@@ -886,18 +908,24 @@ impl Backend for NfsBackend {
         };
         let stable = self.stable;
         disk.unstable |= write && stable == UNSTABLE;
+        let len = req.len();
         for p in 0..parts {
             let at = p * max;
             let part = Part {
                 slot: req.slot,
                 write,
                 offset: req.offset + at as u64,
-                len: max.min(req.len - at),
-                buf: req.buf.wrapping_add(at as usize),
+                len: max.min(len - at),
+                buf: req.buf.as_mut_ptr().wrapping_add(at as usize),
                 tries: 0,
                 due: None,
             };
-            send(disk, stable, part);
+            // SAFETY: the part is bytes at..at + len of the request's lease,
+            // which lasts until the request's completion is reaped (Lane); the
+            // completion is made only once every part's reply was delivered
+            // (`pump`), and dropping the backend closes the connections
+            // before the lane frees the pool.
+            unsafe { send(disk, stable, part) };
         }
         Ok(())
     }

@@ -230,9 +230,10 @@ pub struct Conn {
     first_stray: u32,
 }
 
-// SAFETY: the raw pointers are WRITE payloads and READ destinations of the
-// engine's requests, valid until their completion is reaped; the connection
-// is used by one thread at a time.
+// SAFETY: the raw pointers are WRITE payloads and READ destinations handed
+// over by `start`, whose contract keeps them valid until their reply is
+// delivered, from whatever thread; the connection is used by one thread at a
+// time (`&mut self`).
 unsafe impl Send for Conn {}
 
 fn no_head(_: &[u8]) -> Head {
@@ -342,11 +343,14 @@ impl Conn {
     /// (sent from the caller's memory, followed by XDR padding). A reply's
     /// READ data goes to `dst` when given. Returns the XID.
     ///
-    /// # Safety contract
-    /// `payload` and `dst` must stay valid (and `dst` unused by anyone else)
-    /// until the reply has been delivered or the connection dropped.
+    /// # Safety
+    /// The connection keeps both pointers after this returns: `payload`
+    /// (`len` bytes, read while sending) and `dst` (`len` bytes, written when
+    /// the reply's READ data arrives) must stay valid, and `dst` unused by
+    /// anyone else, until this call's reply has been delivered (`receive`
+    /// called back with its tag) or the connection dropped.
     #[allow(clippy::too_many_arguments)]
-    pub fn start(
+    pub unsafe fn start(
         &mut self,
         prog: u32,
         vers: u32,
@@ -764,7 +768,8 @@ impl Conn {
         timeout: Duration,
         args: impl FnOnce(&mut Enc),
     ) -> Result<Vec<u8>, RpcError> {
-        self.start(prog, vers, proc_, SYNC_TAG, None, None, args);
+        // SAFETY: no caller memory is handed over (no payload, no destination).
+        unsafe { self.start(prog, vers, proc_, SYNC_TAG, None, None, args) };
         let deadline = Instant::now() + timeout;
         let mut result = None;
         loop {
@@ -882,9 +887,12 @@ mod tests {
         let mut c = Conn::connect("127.0.0.1", port, Duration::from_secs(5)).unwrap();
         let (mut s, _) = l.accept().unwrap();
         let payload = *b"hello";
-        let xid = c.start(NFS_PROG, 3, 7, 1, None, Some((payload.as_ptr(), 5)), |e| {
-            e.u32(42).u32(5);
-        });
+        // SAFETY: `payload` outlives the connection.
+        let xid = unsafe {
+            c.start(NFS_PROG, 3, 7, 1, None, Some((payload.as_ptr(), 5)), |e| {
+                e.u32(42).u32(5);
+            })
+        };
         assert!(c.wants_write());
         assert!(c.flush().unwrap());
         let body = read_call(&mut s);
@@ -918,12 +926,17 @@ mod tests {
         let mut xids = Vec::new();
         for (i, b) in bufs.iter_mut().enumerate() {
             let dst = Some((b.as_mut_ptr(), 3000u32));
-            xids.push(c.start(NFS_PROG, 3, 6, i as u64, dst, None, |e| {
-                e.u32(i as u32);
-            }));
+            // SAFETY: `bufs` outlives the connection and is read only after
+            // every reply has been delivered.
+            xids.push(unsafe {
+                c.start(NFS_PROG, 3, 6, i as u64, dst, None, |e| {
+                    e.u32(i as u32);
+                })
+            });
         }
         // A call without a destination, answered with a plain body.
-        xids.push(c.start(NFS_PROG, 3, 1, 3, None, None, |_| {}));
+        // SAFETY: no caller memory is handed over.
+        xids.push(unsafe { c.start(NFS_PROG, 3, 1, 3, None, None, |_| {}) });
         assert!(c.flush().unwrap());
         let server = std::thread::spawn(move || {
             for _ in 0..4 {
@@ -993,15 +1006,19 @@ mod tests {
         let (mut s, _) = l.accept().unwrap();
         let n = 3 << 20;
         let mut buf = vec![0u8; n];
-        c.start(
-            NFS_PROG,
-            3,
-            6,
-            9,
-            Some((buf.as_mut_ptr(), n as u32)),
-            None,
-            |_| {},
-        );
+        // SAFETY: `buf` outlives the connection and is read only after the
+        // reply has been delivered.
+        unsafe {
+            c.start(
+                NFS_PROG,
+                3,
+                6,
+                9,
+                Some((buf.as_mut_ptr(), n as u32)),
+                None,
+                |_| {},
+            )
+        };
         c.flush().unwrap();
         let server = std::thread::spawn(move || {
             let call = read_call(&mut s);

@@ -8,6 +8,7 @@
 use super::compound::{NFS4ERR_BADSLOT, NFS4ERR_DELAY, NFS4ERR_SEQ_MISORDERED};
 use super::xdr::{Dec, Enc, Short};
 use super::*;
+use crate::io::{BufferPool, Lane};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -358,11 +359,15 @@ fn byte(o: usize) -> u8 {
     (o * 31 + o / 4096) as u8
 }
 
-/// Run `reqs` (write, offset, len) at depth `qd` with a buffer per slot:
+/// `b` behind a lane of 8 slots of 4 MiB (the largest request here is 3 MiB).
+fn lane(b: NfsBackend) -> Lane<NfsBackend> {
+    Lane::new(Box::new(b), BufferPool::new(8, 4 << 20)).unwrap()
+}
+
+/// Run `reqs` (write, offset, len) at depth `qd` through the lane's slots:
 /// writes carry the pattern, reads are checked against it. The results.
-fn run(b: &mut NfsBackend, reqs: &[(bool, u64, u32)], qd: usize) -> Vec<Result<u32, i32>> {
-    let max = reqs.iter().map(|r| r.2).max().unwrap_or(0) as usize;
-    let mut bufs = vec![vec![0u8; max]; qd];
+fn run(b: &mut Lane<NfsBackend>, reqs: &[(bool, u64, u32)], qd: usize) -> Vec<Result<u32, i32>> {
+    assert!(qd <= b.slots());
     let mut owner = vec![0; qd];
     let mut free: Vec<u32> = (0..qd as u32).rev().collect();
     let mut results = vec![Ok(0); reqs.len()];
@@ -372,8 +377,7 @@ fn run(b: &mut NfsBackend, reqs: &[(bool, u64, u32)], qd: usize) -> Vec<Result<u
             && let Some(slot) = free.pop()
         {
             let (write, offset, len) = reqs[next];
-            let buf = &mut bufs[slot as usize];
-            for (i, x) in buf[..len as usize].iter_mut().enumerate() {
+            for (i, x) in b.buf_mut(slot)[..len as usize].iter_mut().enumerate() {
                 *x = if write {
                     byte(offset as usize + i)
                 } else {
@@ -381,16 +385,7 @@ fn run(b: &mut NfsBackend, reqs: &[(bool, u64, u32)], qd: usize) -> Vec<Result<u
                 };
             }
             let dir = if write { Dir::Write } else { Dir::Read };
-            let buf = buf.as_mut_ptr();
-            let r = Request {
-                slot,
-                disk: 0,
-                dir,
-                offset,
-                len,
-                buf,
-            };
-            b.queue(r).unwrap();
+            b.queue(slot, 0, dir, offset, len).unwrap();
             owner[slot as usize] = next;
             next += 1;
         }
@@ -402,7 +397,7 @@ fn run(b: &mut NfsBackend, reqs: &[(bool, u64, u32)], qd: usize) -> Vec<Result<u
             let i = owner[c.slot as usize];
             let (write, offset, len) = reqs[i];
             if !write && c.result == Ok(len) {
-                for (k, &x) in bufs[c.slot as usize][..len as usize].iter().enumerate() {
+                for (k, &x) in b.buf(c.slot)[..len as usize].iter().enumerate() {
                     assert_eq!(x, byte(offset as usize + k), "read back at {offset}+{k}");
                 }
             }
@@ -417,12 +412,14 @@ fn run(b: &mut NfsBackend, reqs: &[(bool, u64, u32)], qd: usize) -> Vec<Result<u
 #[test]
 fn a_session_keeps_to_the_slots_granted() {
     let (t, st) = fake(3, 2);
-    let mut b = NfsBackend::open(std::slice::from_ref(&t), &opts(true, 8)).unwrap();
+    let mut b = lane(NfsBackend::open(std::slice::from_ref(&t), &opts(true, 8)).unwrap());
     assert!(
-        b.features().contains("NFSv4.1 (session of 3 slots)")
-            && b.features().contains("nconnect 2"),
+        b.backend()
+            .features()
+            .contains("NFSv4.1 (session of 3 slots)")
+            && b.backend().features().contains("nconnect 2"),
         "{}",
-        b.features()
+        b.backend().features()
     );
     // 4 KiB writes at depth 8 over 3 slots, a 3 MiB write (three RPCs),
     // then all of it read back.
@@ -444,20 +441,20 @@ fn a_session_keeps_to_the_slots_granted() {
 fn delay_is_retried_a_bounded_number_of_times() {
     let (t, st) = fake(4, 1);
     st.lock().unwrap().fault = Some(Fault::DelayFirst(6));
-    let mut b = NfsBackend::open(std::slice::from_ref(&t), &opts(true, 4)).unwrap();
+    let mut b = lane(NfsBackend::open(std::slice::from_ref(&t), &opts(true, 4)).unwrap());
     let reqs: Vec<_> = (0..16).map(|i| (true, i * 4096, 4096)).collect();
     assert!(run(&mut b, &reqs, 4).iter().all(|r| r.is_ok()));
     let reads: Vec<_> = (0..16).map(|i| (false, i * 4096, 4096)).collect();
     assert!(run(&mut b, &reads, 4).iter().all(|r| r.is_ok()));
     assert_eq!(st.lock().unwrap().delays, 6);
-    assert_eq!(b.error_detail(), None);
+    assert_eq!(b.backend().error_detail(), None);
 
     // A server that stays busy: the write fails after the retries, named.
     st.lock().unwrap().fault = Some(Fault::DelayAlways);
     let before = st.lock().unwrap().delays;
     let got = run(&mut b, &[(true, 0, 4096)], 1);
     assert_eq!(got, [Err(libc::EAGAIN)]);
-    let detail = b.error_detail().unwrap();
+    let detail = b.backend().error_detail().unwrap();
     assert!(detail.contains("NFS4ERR_DELAY 11 times"), "{detail}");
     assert_eq!(st.lock().unwrap().delays - before, 11);
     st.lock().unwrap().fault = None;
@@ -473,12 +470,12 @@ fn misordered_and_bad_slots_fail_the_io_naming_the_error() {
     ] {
         let (t, st) = fake(4, 1);
         st.lock().unwrap().fault = Some(fault);
-        let mut b = NfsBackend::open(std::slice::from_ref(&t), &opts(true, 4)).unwrap();
+        let mut b = lane(NfsBackend::open(std::slice::from_ref(&t), &opts(true, 4)).unwrap());
         let reqs: Vec<_> = (0..16).map(|i| (true, i * 4096, 4096)).collect();
         let got = run(&mut b, &reqs, 4);
         assert!(got[..4].iter().all(|r| r.is_ok()), "{fault:?}: {got:?}");
         assert!(got.contains(&Err(libc::EIO)), "{fault:?}: {got:?}");
-        let detail = b.error_detail().unwrap();
+        let detail = b.backend().error_detail().unwrap();
         assert!(
             detail.contains(&format!("SEQUENCE: {name}")),
             "{fault:?}: {detail}"

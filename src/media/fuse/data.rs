@@ -2,7 +2,7 @@
 //! medium when it completes (at its arrival time), then does the real I/O on
 //! the backing file, and is answered no earlier than the medium's time.
 
-use super::abi::{self, BackingMap, fopen};
+use super::abi::{self, fopen};
 use super::fs::{Answer, CacheMode, Fs, OpenFile};
 use super::reply::Reply;
 use super::sys::{self, Errno, Sys};
@@ -96,11 +96,8 @@ impl Fs {
             .nodes
             .fd(node)
             .and_then(|n| sys::reopen(n.as_fd(), libc::O_RDWR));
-        let mut map = BackingMap {
-            fd: rw.as_ref().map_or(fd.as_raw_fd(), |f| f.as_raw_fd()),
-            ..Default::default()
-        };
-        let id = sys::ioctl(chan.as_fd(), abi::DEV_IOC_BACKING_OPEN, &mut map)?;
+        let backing = rw.as_ref().map_or(fd.as_raw_fd(), |f| f.as_raw_fd());
+        let id = sys::backing_open(chan.as_fd(), backing)?;
         b.insert(node, (id, 1));
         Ok(id)
     }
@@ -116,9 +113,9 @@ impl Fs {
                     *opens -= 1;
                     (*opens == 0).then_some(*id)
                 });
-                if let Some(Some(mut id)) = last {
+                if let Some(Some(id)) = last {
                     b.remove(&f.node);
-                    let _ = sys::ioctl(chan.as_fd(), abi::DEV_IOC_BACKING_CLOSE, &mut id);
+                    let _ = sys::backing_close(chan.as_fd(), id);
                 }
             }
         }

@@ -127,8 +127,7 @@ fn handshake(dev: &OwnedFd, mode: CacheMode) -> Result<CacheMode, String> {
 /// Another descriptor of `dev`'s connection.
 fn clone_dev(dev: &OwnedFd) -> Result<OwnedFd, String> {
     let fd = open_dev()?;
-    let mut src = dev.as_raw_fd() as u32;
-    sys::ioctl(fd.as_fd(), abi::DEV_IOC_CLONE, &mut src)
+    sys::dev_clone(fd.as_fd(), dev.as_raw_fd())
         .map_err(|e| format!("cannot clone the /dev/fuse descriptor: {e}"))?;
     Ok(fd)
 }

@@ -3,6 +3,7 @@
 //! the kernel touches; failures are the raw errno, which the server passes back
 //! to the kernel unchanged.
 
+use super::abi;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
@@ -425,10 +426,41 @@ pub fn write(fd: BorrowedFd, buf: &[u8]) -> Sys<usize> {
 }
 
 /// ioctl(2) on /dev/fuse with a pointer argument to `arg`; returns the result.
-pub fn ioctl<T>(fd: BorrowedFd, request: libc::c_ulong, arg: &mut T) -> Sys<i32> {
-    // SAFETY: `arg` is a live, exclusively borrowed T of the size the
-    // request's number encodes (the callers pass the matching type).
+///
+/// # Safety
+/// `request` must be an ioctl whose argument is one `T` (the size its number
+/// encodes), which the kernel reads or writes only during the call.
+unsafe fn ioctl<T>(fd: BorrowedFd, request: libc::c_ulong, arg: &mut T) -> Sys<i32> {
+    // SAFETY: `arg` is a live, exclusively borrowed T, the argument `request`
+    // takes (the caller's contract).
     check(unsafe { libc::ioctl(fd.as_raw_fd(), request, arg as *mut T) } as _).map(|r| r as i32)
+}
+
+/// FUSE_DEV_IOC_CLONE: attach the fresh /dev/fuse descriptor `fd` to the
+/// connection of descriptor `src`.
+pub fn dev_clone(fd: BorrowedFd, src: RawFd) -> Sys<i32> {
+    let mut src = src as u32;
+    // SAFETY: the request's argument is one u32 (`_IOR(229, 0, u32)`).
+    unsafe { ioctl(fd, abi::DEV_IOC_CLONE, &mut src) }
+}
+
+/// FUSE_DEV_IOC_BACKING_OPEN: register `backing` for passthrough on the
+/// connection `fd`; returns its backing id.
+pub fn backing_open(fd: BorrowedFd, backing: RawFd) -> Sys<i32> {
+    let mut map = abi::BackingMap {
+        fd: backing,
+        ..Default::default()
+    };
+    // SAFETY: the request's argument is one struct fuse_backing_map
+    // (`_IOW(229, 1, ...)`, 16 bytes), which BackingMap is.
+    unsafe { ioctl(fd, abi::DEV_IOC_BACKING_OPEN, &mut map) }
+}
+
+/// FUSE_DEV_IOC_BACKING_CLOSE: drop backing id `id` on the connection `fd`.
+pub fn backing_close(fd: BorrowedFd, id: i32) -> Sys<i32> {
+    let mut id = id as u32;
+    // SAFETY: the request's argument is one u32 (`_IOW(229, 2, u32)`).
+    unsafe { ioctl(fd, abi::DEV_IOC_BACKING_CLOSE, &mut id) }
 }
 
 /// mount(2).

@@ -152,18 +152,27 @@ fn read_cache_hits_follow_cache_over_region_touched() {
     );
 }
 
-#[test]
-fn write_back_cache_absorbs_a_burst_then_waits_for_destage() {
+/// A SATA SSD with a 1 MiB write-back cache and no bus limit, and its figures.
+fn small_cache() -> (Model, Params) {
     let mut p = params("sata-ssd");
     p.write_cache = 1 << 20;
     p.bus = None;
-    let m = Model::new("t", p.clone());
-    let write = |i: u64| MediaOp {
+    (Model::new("t", p.clone()), p)
+}
+
+/// The `i`th 64 KiB write.
+fn write(i: u64) -> MediaOp {
+    MediaOp {
         kind: OpKind::Write,
         offset: i * 65536,
         len: 65536,
         sync: false,
-    };
+    }
+}
+
+#[test]
+fn write_back_cache_absorbs_a_burst_then_waits_for_destage() {
+    let (m, p) = small_cache();
     // 16 writes of 64 KiB fill 1 MiB at once; the 17th waits for 64 KiB to drain.
     for i in 0..16 {
         let t = m.schedule(&write(i), 0);
@@ -188,16 +197,7 @@ fn write_back_cache_absorbs_a_burst_then_waits_for_destage() {
 
 #[test]
 fn reset_empties_the_write_back_cache() {
-    let mut p = params("sata-ssd");
-    p.write_cache = 1 << 20;
-    p.bus = None;
-    let m = Model::new("t", p.clone());
-    let write = |i: u64| MediaOp {
-        kind: OpKind::Write,
-        offset: i * 65536,
-        len: 65536,
-        sync: false,
-    };
+    let (m, p) = small_cache();
     for i in 0..16 {
         m.schedule(&write(i), 0);
     }
