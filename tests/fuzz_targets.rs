@@ -11,7 +11,13 @@ use std::time::Instant;
 use storlab::target::Target;
 
 /// Every target in fuzz/Cargo.toml.
-const TARGETS: [&str; 4] = ["jobfile", "cli_args", "agent_request", "imports"];
+const TARGETS: [&str; 5] = [
+    "jobfile",
+    "cli_args",
+    "agent_request",
+    "imports",
+    "nfs_reply",
+];
 
 /// Inputs per libFuzzer invocation (keeps the command line short).
 const CHUNK: usize = 400;

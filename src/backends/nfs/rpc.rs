@@ -124,7 +124,9 @@ pub struct Body<'a> {
 }
 
 /// Parse an RPC reply header: Ok((xid, Ok(body offset) or the RPC error)).
-fn parse_reply(msg: &[u8]) -> Result<(u32, Result<usize, RpcError>), Short> {
+/// Public for the `nfs_reply` fuzz target; any bytes give a value or
+/// `Short`, never a panic.
+pub fn parse_reply(msg: &[u8]) -> Result<(u32, Result<usize, RpcError>), Short> {
     let mut d = Dec::new(msg);
     let xid = d.u32()?;
     if d.u32()? != REPLY {

@@ -198,8 +198,9 @@ fn skip_delegation(d: &mut Dec) -> Result<(), Short> {
     }
 }
 
-/// The file attributes we ask for: (type, size, maxread, maxwrite).
-fn parse_attrs(d: &mut Dec) -> Result<(u32, u64, u64, u64), Short> {
+/// The file attributes we ask for: (type, size, maxread, maxwrite). Public
+/// for the `nfs_reply` fuzz target.
+pub fn parse_attrs(d: &mut Dec) -> Result<(u32, u64, u64, u64), Short> {
     let words = d.u32()?;
     let mut mask = 0u32;
     for i in 0..words {
