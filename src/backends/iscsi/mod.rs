@@ -22,8 +22,12 @@
 //!   `EINVAL`, and [`IscsiBackend::last_error`] says why.
 //! * **Errors.** A SCSI failure completes the request with `EIO`; the status
 //!   and sense are kept for [`IscsiBackend::last_error`]. A lost connection
-//!   (libiscsi's automatic reconnect is off) makes `reap` fail: the backend is
-//!   broken, and dropping it cancels what libiscsi still holds.
+//!   or a PDU libiscsi refuses (bad opcode, data past the task's buffer or
+//!   MaxRecvDataSegmentLength; its automatic reconnect is off) makes `reap`
+//!   fail with libiscsi's reason, explained (`explain`): the backend is
+//!   broken, and dropping it cancels what libiscsi still holds. A PDU for no
+//!   task libiscsi drops without a word: the engine's I/O timeout ends that
+//!   (tests/hostile/iscsi.rs).
 
 mod sys;
 
@@ -179,6 +183,33 @@ fn tcp_problem(host: &str, port: u16) -> Option<String> {
             portal(host, port)
         ),
     })
+}
+
+/// Whether libiscsi's `text` names errno `n` (":n" or "(n)", the number whole).
+fn names_errno(text: &str, n: i32) -> bool {
+    let n = n.to_string();
+    text.match_indices(&n).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + n.len()..].chars().next();
+        matches!(before, Some(':' | '(')) && !after.is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
+/// libiscsi's text for a session it tore down, with what it means where the
+/// text alone does not say: libiscsi 1.19 reports data past the end of a
+/// task's buffer (Data-In longer than the command) as a socket read failing
+/// with EINVAL, a data segment over its MaxRecvDataSegmentLength as an
+/// invalid data size, and a reset met while writing as a bare errno.
+fn explain(what: &str) -> String {
+    if names_errno(what, libc::EINVAL) {
+        format!("{what}: the target sent more data than the command asked for")
+    } else if what.contains("Invalid data size") {
+        format!("{what}: a data segment longer than the initiator's MaxRecvDataSegmentLength")
+    } else if names_errno(what, libc::ECONNRESET) && !what.contains("reset by peer") {
+        format!("{what}: connection reset by peer")
+    } else {
+        what.to_string()
+    }
 }
 
 /// Turn libiscsi's connect/login error text into one actionable line.
@@ -372,7 +403,10 @@ impl IscsiBackend {
 
     fn mark_broken(&mut self, disk: usize, what: &str) -> BackendError {
         let d = &self.disks[disk];
-        let msg = format!("connection lost ({what}); the backend cannot go on");
+        let msg = format!(
+            "connection lost ({}); the backend cannot go on",
+            explain(what)
+        );
         self.broken = Some(msg.clone());
         BackendError::new(d.url.clone(), msg)
     }
@@ -387,6 +421,19 @@ impl IscsiBackend {
             // drain frees every drained tag at once: read all their Pending
             // entries before any new submit may take one of those tags.
             self.disks[di].session.drain(&mut done);
+            if let Some(d) = done
+                .iter()
+                .find(|d| matches!(d.status, sys::STATUS_CANCELLED | sys::STATUS_ERROR))
+            {
+                // libiscsi tore the session down (a protocol error or a lost
+                // connection) and cancelled its tasks: say why, not "cancelled".
+                let why = self.disks[di]
+                    .session
+                    .last_error()
+                    .unwrap_or_else(|| sys::status_text(d.status, d.sense_key, d.ascq));
+                self.done = done;
+                return Err(self.mark_broken(di, &why));
+            }
             for d in done.iter() {
                 let disk = &self.disks[di];
                 let p = disk.pending[d.tag as usize];
@@ -571,9 +618,21 @@ unsafe impl Backend for IscsiBackend {
 
     /// The SCSI status and sense of the last failed request.
     fn error_detail(&self) -> Option<String> {
-        self.last_error
+        let scsi = self
+            .last_error
             .as_ref()
-            .map(|e| format!("last SCSI error: {e}"))
+            .map(|e| format!("last SCSI error: {e}"));
+        // What libiscsi saw and dropped (a PDU for no task) may explain a
+        // silence.
+        let lib = self
+            .disks
+            .iter()
+            .find_map(|d| d.session.last_error())
+            .map(|e| format!("libiscsi: {e}"));
+        match (scsi, lib) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Writes the queued PDUs to the sockets without waiting.
@@ -899,6 +958,20 @@ mod tests {
         b.run(&ios, depth, Duration::from_secs(10), fill, done)
             .unwrap_or_else(|e| panic!("{e}"));
         finished
+    }
+
+    #[test]
+    fn libiscsi_errors_are_explained_by_their_errno() {
+        let e = explain("read from socket failed, errno:22");
+        assert!(e.ends_with("more data than the command asked for"), "{e}");
+        let e = explain("Error when writing to socket :104");
+        assert!(e.ends_with("connection reset by peer"), "{e}");
+        let e = "iscsi_service: socket error Connection reset by peer(104).";
+        assert_eq!(explain(e), e);
+        // Numbers that only contain an errno are no errno.
+        let e = "Got wrong opcode back for itt:1045  got:61 expected 33";
+        assert_eq!(explain(e), e);
+        assert!(!names_errno("errno:220", 22));
     }
 
     #[test]
