@@ -148,6 +148,11 @@ fn check_run(url: &str, what: &str, rw: &str, must: &[&str]) {
     let (status, err, took) = run.wait(FAULT_AFTER + BOUND + Duration::from_secs(5), what);
     assert_eq!(status.code(), Some(1), "{what}: exit code; stderr: {err}");
     assert!(!err.contains("panicked"), "{what}: {err}");
+    assert_eq!(
+        err.trim().lines().count(),
+        1,
+        "{what}: one error line: {err}"
+    );
     assert!(
         took < FAULT_AFTER + BOUND,
         "{what}: the run took {took:?}: {err}"

@@ -27,7 +27,8 @@
 //!   fail with libiscsi's reason, explained (`explain`): the backend is
 //!   broken, and dropping it cancels what libiscsi still holds. A PDU for no
 //!   task libiscsi drops without a word: the engine's I/O timeout ends that
-//!   (tests/hostile/iscsi.rs).
+//!   (tests/hostile/iscsi.rs). A task failed by the transport (a Reject)
+//!   completes with `EIO` and libiscsi's text.
 
 mod sys;
 
@@ -199,10 +200,13 @@ fn names_errno(text: &str, n: i32) -> bool {
 /// text alone does not say: libiscsi 1.19 reports data past the end of a
 /// task's buffer (Data-In longer than the command) as a socket read failing
 /// with EINVAL, a data segment over its MaxRecvDataSegmentLength as an
-/// invalid data size, and a reset met while writing as a bare errno.
+/// invalid data size, a reset met while writing as a bare errno, and gives
+/// opcodes in decimal.
 fn explain(what: &str) -> String {
     if names_errno(what, libc::EINVAL) {
         format!("{what}: the target sent more data than the command asked for")
+    } else if what.contains("wrong opcode") {
+        format!("{what}: the target answered a command with a PDU no answer to it may be")
     } else if what.contains("Invalid data size") {
         format!("{what}: a data segment longer than the initiator's MaxRecvDataSegmentLength")
     } else if names_errno(what, libc::ECONNRESET) && !what.contains("reset by peer") {
@@ -421,10 +425,7 @@ impl IscsiBackend {
             // drain frees every drained tag at once: read all their Pending
             // entries before any new submit may take one of those tags.
             self.disks[di].session.drain(&mut done);
-            if let Some(d) = done
-                .iter()
-                .find(|d| matches!(d.status, sys::STATUS_CANCELLED | sys::STATUS_ERROR))
-            {
+            if let Some(d) = done.iter().find(|d| d.status == sys::STATUS_CANCELLED) {
                 // libiscsi tore the session down (a protocol error or a lost
                 // connection) and cancelled its tasks: say why, not "cancelled".
                 let why = self.disks[di]
@@ -443,12 +444,15 @@ impl IscsiBackend {
                         Phase::Write => "WRITE(16)",
                         Phase::Flush => "SYNCHRONIZE CACHE(16)",
                     };
+                    let mut status = sys::status_text(d.status, d.sense_key, d.ascq);
+                    if d.status == sys::STATUS_ERROR
+                        && let Some(e) = disk.session.last_error()
+                    {
+                        status = format!("{status} ({e})");
+                    }
                     let why = format!(
-                        "{}: {op} of {} bytes at {}: {}",
-                        disk.url,
-                        p.len,
-                        p.offset,
-                        sys::status_text(d.status, d.sense_key, d.ascq)
+                        "{}: {op} of {} bytes at {}: {status}",
+                        disk.url, p.len, p.offset,
                     );
                     self.refuse(p.slot, libc::EIO, why);
                 } else if p.phase == Phase::Write && self.sync == SyncVia::SyncCache {
@@ -618,24 +622,11 @@ unsafe impl Backend for IscsiBackend {
 
     /// The SCSI status and sense of the last failed request.
     fn error_detail(&self) -> Option<String> {
-        let scsi = self
-            .last_error
+        self.last_error
             .as_ref()
-            .map(|e| format!("last SCSI error: {e}"));
-        // What libiscsi saw and dropped (a PDU for no task) may explain a
-        // silence.
-        let lib = self
-            .disks
-            .iter()
-            .find_map(|d| d.session.last_error())
-            .map(|e| format!("libiscsi: {e}"));
-        match (scsi, lib) {
-            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-            (a, b) => a.or(b),
-        }
+            .map(|e| format!("last SCSI error: {e}"))
     }
 
-    /// Writes the queued PDUs to the sockets without waiting.
     fn commit(&mut self) -> Result<(), BackendError> {
         if self.broken.is_some() {
             return Err(self.broken_error());
@@ -969,8 +960,8 @@ mod tests {
         let e = "iscsi_service: socket error Connection reset by peer(104).";
         assert_eq!(explain(e), e);
         // Numbers that only contain an errno are no errno.
-        let e = "Got wrong opcode back for itt:1045  got:61 expected 33";
-        assert_eq!(explain(e), e);
+        let e = explain("Got wrong opcode back for itt:1045  got:61 expected 33");
+        assert!(e.ends_with("a PDU no answer to it may be"), "{e}");
         assert!(!names_errno("errno:220", 22));
     }
 
