@@ -264,8 +264,11 @@ fn serve(mut s: TcpStream, fault: Fault, stop: &AtomicBool, first_io: &OnceLock<
     };
     let mut first_login = true;
     while let Some(req) = read_pdu(&mut s, stop) {
-        c.take(&req);
         let opcode = req.bhs[0] & 0x3f;
+        // Data-Out and SNACK carry no CmdSN.
+        if !matches!(opcode, 0x05 | 0x10) {
+            c.take(&req);
+        }
         let r = match opcode {
             // Login: agree to the transit asked for (T, CSG, NSG echoed).
             0x03 => {
