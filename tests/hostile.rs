@@ -4,11 +4,16 @@
 //! replies with wrong XIDs, READ data longer than the read, a reply record
 //! longer than any reply, a READ reply whose XDR ends early, a connection
 //! reset in the middle of a reply, silence; NBD (`nbd.rs`): a reply to no
-//! request, a bad reply magic, a reset mid-reply, silence. Each time storlab
+//! request, a bad reply magic, a reset mid-reply, silence; iSCSI
+//! (`iscsi.rs`): Data-In for a task never sent, a bad opcode, Data-In longer
+//! than the READ, a data segment past MaxRecvDataSegmentLength, a reset
+//! mid-PDU, silence. Each time storlab
 //! must end the run with exit 1 and one error naming the target and what was
 //! wrong, keep the intervals measured before (in the JSON and the results
 //! database), end within its I/O timeout plus a small slack, and not panic.
 
+#[path = "hostile/iscsi.rs"]
+mod iscsi;
 #[path = "hostile/nbd.rs"]
 mod nbd;
 #[path = "hostile/nfs.rs"]
@@ -143,6 +148,11 @@ fn check_run(url: &str, what: &str, rw: &str, must: &[&str]) {
     let (status, err, took) = run.wait(FAULT_AFTER + BOUND + Duration::from_secs(5), what);
     assert_eq!(status.code(), Some(1), "{what}: exit code; stderr: {err}");
     assert!(!err.contains("panicked"), "{what}: {err}");
+    assert_eq!(
+        err.trim().lines().count(),
+        1,
+        "{what}: one error line: {err}"
+    );
     assert!(
         took < FAULT_AFTER + BOUND,
         "{what}: the run took {took:?}: {err}"

@@ -22,8 +22,13 @@
 //!   `EINVAL`, and [`IscsiBackend::last_error`] says why.
 //! * **Errors.** A SCSI failure completes the request with `EIO`; the status
 //!   and sense are kept for [`IscsiBackend::last_error`]. A lost connection
-//!   (libiscsi's automatic reconnect is off) makes `reap` fail: the backend is
-//!   broken, and dropping it cancels what libiscsi still holds.
+//!   or a PDU libiscsi refuses (bad opcode, data past the task's buffer or
+//!   MaxRecvDataSegmentLength; its automatic reconnect is off) makes `reap`
+//!   fail with libiscsi's reason, explained (`explain`): the backend is
+//!   broken, and dropping it cancels what libiscsi still holds. A PDU for no
+//!   task libiscsi drops without a word: the engine's I/O timeout ends that
+//!   (tests/hostile/iscsi.rs). A task failed by the transport (a Reject)
+//!   completes with `EIO` and libiscsi's text.
 
 mod sys;
 
@@ -179,6 +184,36 @@ fn tcp_problem(host: &str, port: u16) -> Option<String> {
             portal(host, port)
         ),
     })
+}
+
+/// Whether libiscsi's `text` names errno `n` (":n" or "(n)", the number whole).
+fn names_errno(text: &str, n: i32) -> bool {
+    let n = n.to_string();
+    text.match_indices(&n).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + n.len()..].chars().next();
+        matches!(before, Some(':' | '(')) && !after.is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
+/// libiscsi's text for a session it tore down, with what it means where the
+/// text alone does not say: libiscsi 1.19 reports data past the end of a
+/// task's buffer (Data-In longer than the command) as a socket read failing
+/// with EINVAL, a data segment over its MaxRecvDataSegmentLength as an
+/// invalid data size, a reset met while writing as a bare errno, and gives
+/// opcodes in decimal.
+fn explain(what: &str) -> String {
+    if names_errno(what, libc::EINVAL) {
+        format!("{what}: the target sent more data than the command asked for")
+    } else if what.contains("wrong opcode") {
+        format!("{what}: the target answered a command with a PDU no answer to it may be")
+    } else if what.contains("Invalid data size") {
+        format!("{what}: a data segment longer than the initiator's MaxRecvDataSegmentLength")
+    } else if names_errno(what, libc::ECONNRESET) && !what.contains("reset by peer") {
+        format!("{what}: connection reset by peer")
+    } else {
+        what.to_string()
+    }
 }
 
 /// Turn libiscsi's connect/login error text into one actionable line.
@@ -372,7 +407,10 @@ impl IscsiBackend {
 
     fn mark_broken(&mut self, disk: usize, what: &str) -> BackendError {
         let d = &self.disks[disk];
-        let msg = format!("connection lost ({what}); the backend cannot go on");
+        let msg = format!(
+            "connection lost ({}); the backend cannot go on",
+            explain(what)
+        );
         self.broken = Some(msg.clone());
         BackendError::new(d.url.clone(), msg)
     }
@@ -387,6 +425,16 @@ impl IscsiBackend {
             // drain frees every drained tag at once: read all their Pending
             // entries before any new submit may take one of those tags.
             self.disks[di].session.drain(&mut done);
+            if let Some(d) = done.iter().find(|d| d.status == sys::STATUS_CANCELLED) {
+                // libiscsi tore the session down (a protocol error or a lost
+                // connection) and cancelled its tasks: say why, not "cancelled".
+                let why = self.disks[di]
+                    .session
+                    .last_error()
+                    .unwrap_or_else(|| sys::status_text(d.status, d.sense_key, d.ascq));
+                self.done = done;
+                return Err(self.mark_broken(di, &why));
+            }
             for d in done.iter() {
                 let disk = &self.disks[di];
                 let p = disk.pending[d.tag as usize];
@@ -396,12 +444,15 @@ impl IscsiBackend {
                         Phase::Write => "WRITE(16)",
                         Phase::Flush => "SYNCHRONIZE CACHE(16)",
                     };
+                    let mut status = sys::status_text(d.status, d.sense_key, d.ascq);
+                    if d.status == sys::STATUS_ERROR
+                        && let Some(e) = disk.session.last_error()
+                    {
+                        status = format!("{status} ({e})");
+                    }
                     let why = format!(
-                        "{}: {op} of {} bytes at {}: {}",
-                        disk.url,
-                        p.len,
-                        p.offset,
-                        sys::status_text(d.status, d.sense_key, d.ascq)
+                        "{}: {op} of {} bytes at {}: {status}",
+                        disk.url, p.len, p.offset,
                     );
                     self.refuse(p.slot, libc::EIO, why);
                 } else if p.phase == Phase::Write && self.sync == SyncVia::SyncCache {
@@ -576,7 +627,6 @@ unsafe impl Backend for IscsiBackend {
             .map(|e| format!("last SCSI error: {e}"))
     }
 
-    /// Writes the queued PDUs to the sockets without waiting.
     fn commit(&mut self) -> Result<(), BackendError> {
         if self.broken.is_some() {
             return Err(self.broken_error());
@@ -899,6 +949,20 @@ mod tests {
         b.run(&ios, depth, Duration::from_secs(10), fill, done)
             .unwrap_or_else(|e| panic!("{e}"));
         finished
+    }
+
+    #[test]
+    fn libiscsi_errors_are_explained_by_their_errno() {
+        let e = explain("read from socket failed, errno:22");
+        assert!(e.ends_with("more data than the command asked for"), "{e}");
+        let e = explain("Error when writing to socket :104");
+        assert!(e.ends_with("connection reset by peer"), "{e}");
+        let e = "iscsi_service: socket error Connection reset by peer(104).";
+        assert_eq!(explain(e), e);
+        // Numbers that only contain an errno are no errno.
+        let e = explain("Got wrong opcode back for itt:1045  got:61 expected 33");
+        assert!(e.ends_with("a PDU no answer to it may be"), "{e}");
+        assert!(!names_errno("errno:220", 22));
     }
 
     #[test]

@@ -375,22 +375,25 @@ impl Session {
 
     /// libiscsi's description of the last error on this context.
     pub fn error(&self) -> String {
+        self.last_error()
+            .unwrap_or_else(|| "unknown libiscsi error".into())
+    }
+
+    /// libiscsi's description of the last error on this context, `None`
+    /// if it has set none.
+    pub fn last_error(&self) -> Option<String> {
         // SAFETY: live context; the result is NULL or a NUL-terminated string
         // owned by the context, copied before any other libiscsi call.
         let p = unsafe { iscsi_get_error(self.ctx.as_ptr()) };
         if p.is_null() {
-            return "unknown libiscsi error".into();
+            return None;
         }
         // SAFETY: see above.
         let s = unsafe { CStr::from_ptr(p) }
             .to_string_lossy()
             .trim()
             .to_string();
-        if s.is_empty() {
-            "unknown libiscsi error".into()
-        } else {
-            s
-        }
+        (!s.is_empty()).then_some(s)
     }
 
     /// READ CAPACITY(16), synchronously.
