@@ -471,6 +471,7 @@ pub fn job_from_table(
 mod tests {
     use super::super::{Access, BlockSizes, Content, Rate, SyncMode};
     use super::*;
+    use crate::workload::testing::{assert_has, assert_starts};
     use std::time::Duration;
 
     fn err(text: &str) -> String {
@@ -630,56 +631,42 @@ mod tests {
     #[test]
     fn errors_name_file_and_key() {
         let e = err("bsx = 4");
-        assert!(
-            e.starts_with("job file jobs/x.toml: unknown key \"bsx\" (allowed: name, description"),
-            "{e}"
+        assert_starts(
+            &e,
+            "job file jobs/x.toml: unknown key \"bsx\" (allowed: name, description",
         );
-        assert!(e.contains("bssplit"), "{e}");
+        assert_has(&e, "bssplit");
         let e = err("[[group]]\nname = \"a\"\nsize = \"1m\"");
-        assert!(
-            e.starts_with(
-                "job file jobs/x.toml, [[group]] 1: unknown key \"size\" (allowed: name, vms"
-            ),
-            "{e}"
+        assert_starts(
+            &e,
+            "job file jobs/x.toml, [[group]] 1: unknown key \"size\" (allowed: name, vms",
         );
         let e = err("[sweep]\nsize = [\"1m\"]");
-        assert!(
-            e.contains("[sweep]: unknown key \"size\" (allowed: vms, numjobs"),
-            "{e}"
-        );
+        assert_has(&e, "[sweep]: unknown key \"size\" (allowed: vms, numjobs");
         let e = err("[sweep]\nvms = 3");
-        assert!(
-            e.contains("invalid vms = 3 (allowed: a non-empty array"),
-            "{e}"
-        );
+        assert_has(&e, "invalid vms = 3 (allowed: a non-empty array");
         let e = err("rwmixread = 150");
         assert_eq!(
             e,
             "job file jobs/x.toml: invalid rwmixread = 150 (allowed: 0..=100)"
         );
         let e = err("direct = true\nbs = 1000");
-        assert!(
-            e.contains("invalid bs = 1000 (allowed: 512 B ..= 64 MiB"),
-            "{e}"
-        );
+        assert_has(&e, "invalid bs = 1000 (allowed: 512 B ..= 64 MiB");
         let e = err("rw = \"randomread\"");
-        assert!(
-            e.contains("invalid rw = randomread (allowed: read, write"),
-            "{e}"
-        );
+        assert_has(&e, "invalid rw = randomread (allowed: read, write");
         let e = err("size = \"4q\"");
         assert!(
             e.contains("invalid size = 4q") && e.contains("unknown suffix"),
             "{e}"
         );
         let e = err("rate = \"1m\"\nrate_iops = 5");
-        assert!(e.contains("rate/rate_iops"), "{e}");
+        assert_has(&e, "rate/rate_iops");
         let e = err("content = { compress = 50, foo = 1 }");
-        assert!(e.contains("invalid content"), "{e}");
+        assert_has(&e, "invalid content");
         let e = err("[sweep]\nvms = [32, 0]");
-        assert!(e.contains("load point \"vms=0\": invalid vms = 0"), "{e}");
+        assert_has(&e, "load point \"vms=0\": invalid vms = 0");
         let e = err("name = 3");
-        assert!(e.contains("invalid name = 3 (allowed: a string)"), "{e}");
+        assert_has(&e, "invalid name = 3 (allowed: a string)");
     }
 
     #[test]
@@ -703,12 +690,9 @@ mod tests {
             "job file jobs/x.toml: invalid label = {vm} VMs (allowed: text, with {KEY} for the value of a swept key ({vms}))"
         );
         let e = err("label = \"{vms\"\n[sweep]\nvms = [1]");
-        assert!(
-            e.contains("invalid label = {vms (allowed: text, with {KEY}"),
-            "{e}"
-        );
+        assert_has(&e, "invalid label = {vms (allowed: text, with {KEY}");
         let e = err("label = \"{vms}\"");
-        assert!(e.contains("swept key (none: no [sweep])"), "{e}");
+        assert_has(&e, "swept key (none: no [sweep])");
     }
 
     #[test]
@@ -761,26 +745,20 @@ mod tests {
             "{e}"
         );
         let e = err("[[point]]\nlabel = \"p\"\nname = \"x\"");
-        assert!(
-            e.contains("[[point]] 1: unknown key \"name\" (allowed: label, groups, vms"),
-            "{e}"
+        assert_has(
+            &e,
+            "[[point]] 1: unknown key \"name\" (allowed: label, groups, vms",
         );
         let e = err("[sweep]\nvms = [1]\n[[point]]\nlabel = \"p\"");
-        assert!(e.contains("invalid sweep/point = both given"), "{e}");
+        assert_has(&e, "invalid sweep/point = both given");
         let e = err("label = \"x\"\n[[point]]\nlabel = \"p\"");
-        assert!(
-            e.contains("invalid label = x (allowed: a label in each [[point]]"),
-            "{e}"
-        );
+        assert_has(&e, "invalid label = x (allowed: a label in each [[point]]");
     }
 
     #[test]
     fn syntax_error_names_line() {
         let e = err("size = \"1m\"\n\nbs = \n");
-        assert!(
-            e.starts_with("job file jobs/x.toml, line 3: invalid TOML syntax"),
-            "{e}"
-        );
+        assert_starts(&e, "job file jobs/x.toml, line 3: invalid TOML syntax");
         assert!(!e.contains('\n'));
     }
 
@@ -789,6 +767,6 @@ mod tests {
         let e = load(Path::new("/nonexistent/j.toml"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("/nonexistent/j.toml"), "{e}");
+        assert_has(&e, "/nonexistent/j.toml");
     }
 }
