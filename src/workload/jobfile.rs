@@ -471,7 +471,7 @@ pub fn job_from_table(
 mod tests {
     use super::super::{Access, BlockSizes, Content, Rate, SyncMode};
     use super::*;
-    use crate::workload::testing::{assert_has, assert_starts};
+    use crate::workload::testing::{assert_has, assert_starts, example_files};
     use std::time::Duration;
 
     fn err(text: &str) -> String {
@@ -480,17 +480,12 @@ mod tests {
 
     #[test]
     fn examples_parse() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/jobs");
-        let mut n = 0;
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "toml") {
-                let job = load(&path).unwrap_or_else(|e| panic!("{e}"));
-                assert!(!job.points.is_empty());
-                n += 1;
-            }
+        let files = example_files("jobs", "toml");
+        for path in &files {
+            let job = load(path).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!job.points.is_empty());
         }
-        assert!(n >= 2);
+        assert!(files.len() >= 2);
     }
 
     #[test]
@@ -641,32 +636,40 @@ mod tests {
             &e,
             "job file jobs/x.toml, [[group]] 1: unknown key \"size\" (allowed: name, vms",
         );
-        let e = err("[sweep]\nsize = [\"1m\"]");
-        assert_has(&e, "[sweep]: unknown key \"size\" (allowed: vms, numjobs");
-        let e = err("[sweep]\nvms = 3");
-        assert_has(&e, "invalid vms = 3 (allowed: a non-empty array");
-        let e = err("rwmixread = 150");
         assert_eq!(
-            e,
+            err("rwmixread = 150"),
             "job file jobs/x.toml: invalid rwmixread = 150 (allowed: 0..=100)"
         );
-        let e = err("direct = true\nbs = 1000");
-        assert_has(&e, "invalid bs = 1000 (allowed: 512 B ..= 64 MiB");
-        let e = err("rw = \"randomread\"");
-        assert_has(&e, "invalid rw = randomread (allowed: read, write");
-        let e = err("size = \"4q\"");
-        assert!(
-            e.contains("invalid size = 4q") && e.contains("unknown suffix"),
-            "{e}"
-        );
-        let e = err("rate = \"1m\"\nrate_iops = 5");
-        assert_has(&e, "rate/rate_iops");
-        let e = err("content = { compress = 50, foo = 1 }");
-        assert_has(&e, "invalid content");
-        let e = err("[sweep]\nvms = [32, 0]");
-        assert_has(&e, "load point \"vms=0\": invalid vms = 0");
-        let e = err("name = 3");
-        assert_has(&e, "invalid name = 3 (allowed: a string)");
+        // Each text, and a part its error must contain.
+        for (text, part) in [
+            (
+                "[sweep]\nsize = [\"1m\"]",
+                "[sweep]: unknown key \"size\" (allowed: vms, numjobs",
+            ),
+            (
+                "[sweep]\nvms = 3",
+                "invalid vms = 3 (allowed: a non-empty array",
+            ),
+            (
+                "direct = true\nbs = 1000",
+                "invalid bs = 1000 (allowed: 512 B ..= 64 MiB",
+            ),
+            (
+                "rw = \"randomread\"",
+                "invalid rw = randomread (allowed: read, write",
+            ),
+            ("size = \"4q\"", "invalid size = 4q"),
+            ("size = \"4q\"", "unknown suffix"),
+            ("rate = \"1m\"\nrate_iops = 5", "rate/rate_iops"),
+            ("content = { compress = 50, foo = 1 }", "invalid content"),
+            (
+                "[sweep]\nvms = [32, 0]",
+                "load point \"vms=0\": invalid vms = 0",
+            ),
+            ("name = 3", "invalid name = 3 (allowed: a string)"),
+        ] {
+            assert_has(&err(text), part);
+        }
     }
 
     #[test]
@@ -739,20 +742,26 @@ mod tests {
             ),
             "{e}"
         );
-        let e = err("[[point]]\nlabel = \"o\"\n[[point]]\nlabel = \"p\"\nvms = 0");
-        assert!(
-            e.contains("load point \"p\"") && e.contains("invalid vms = 0"),
-            "{e}"
-        );
-        let e = err("[[point]]\nlabel = \"p\"\nname = \"x\"");
-        assert_has(
-            &e,
-            "[[point]] 1: unknown key \"name\" (allowed: label, groups, vms",
-        );
-        let e = err("[sweep]\nvms = [1]\n[[point]]\nlabel = \"p\"");
-        assert_has(&e, "invalid sweep/point = both given");
-        let e = err("label = \"x\"\n[[point]]\nlabel = \"p\"");
-        assert_has(&e, "invalid label = x (allowed: a label in each [[point]]");
+        let two_points = "[[point]]\nlabel = \"o\"\n[[point]]\nlabel = \"p\"\nvms = 0";
+        // Each text, and a part its error must contain.
+        for (text, part) in [
+            (two_points, "load point \"p\""),
+            (two_points, "invalid vms = 0"),
+            (
+                "[[point]]\nlabel = \"p\"\nname = \"x\"",
+                "[[point]] 1: unknown key \"name\" (allowed: label, groups, vms",
+            ),
+            (
+                "[sweep]\nvms = [1]\n[[point]]\nlabel = \"p\"",
+                "invalid sweep/point = both given",
+            ),
+            (
+                "label = \"x\"\n[[point]]\nlabel = \"p\"",
+                "invalid label = x (allowed: a label in each [[point]]",
+            ),
+        ] {
+            assert_has(&err(text), part);
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
 use super::*;
-use crate::workload::testing::{assert_has, assert_starts};
+use crate::workload::testing::{assert_has, assert_starts, example_files, import_errors};
 use crate::workload::{BlockSizes, DiskLayout, Rate, SyncMode, jobfile};
 use std::time::Duration;
 
@@ -8,12 +8,7 @@ fn job(text: &str) -> Imported {
 }
 
 fn errors(text: &str) -> Vec<String> {
-    parse(text, "dir/x.fio")
-        .unwrap_err()
-        .0
-        .iter()
-        .map(|e| e.to_string())
-        .collect()
+    import_errors(parse(text, "dir/x.fio"))
 }
 
 /// `convert`'s text read back as a storlab job file gives the same job.
@@ -25,17 +20,12 @@ fn round_trips(imp: &Imported) {
 
 #[test]
 fn examples_load_and_round_trip() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fio");
-    let mut n = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "fio") {
-            let imp = load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            round_trips(&imp);
-            n += 1;
-        }
+    let files = example_files("fio", "fio");
+    for path in &files {
+        let imp = load(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        round_trips(&imp);
     }
-    assert!(n >= 3);
+    assert!(files.len() >= 3);
 }
 
 #[test]

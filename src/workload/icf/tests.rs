@@ -1,6 +1,6 @@
 use super::*;
 use crate::workload::catalogue::Catalogue;
-use crate::workload::testing::{assert_has, assert_starts};
+use crate::workload::testing::{assert_has, assert_starts, import_errors};
 use crate::workload::{BlockSizes, Profile, jobfile};
 use std::time::Duration;
 
@@ -42,12 +42,7 @@ const SPECS: &str = "'Access specification name,default assignment\n\tmix,NONE\n
      'Access specification name,default assignment\n\tseq,ALL\n'size,% of size,% reads,% random,delay,burst,align,reply\n\t1048576,100,0,0,0,1,1048576,0\n";
 
 fn errors(text: &str) -> Vec<String> {
-    parse(text, "dir/x.icf")
-        .unwrap_err()
-        .0
-        .iter()
-        .map(|e| e.to_string())
-        .collect()
+    import_errors(parse(text, "dir/x.icf"))
 }
 
 #[test]
