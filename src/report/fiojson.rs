@@ -311,13 +311,10 @@ fn ctime_utc(unix: u64) -> String {
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
     format!(
-        "{} {} {:2} {:02}:{:02}:{:02} {year}",
+        "{} {} {day:2} {} {year}",
         WEEKDAYS[days.rem_euclid(7) as usize],
         MONTHS[(month - 1) as usize],
-        day,
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
+        super::format::clock_time(secs)
     )
 }
 

@@ -32,6 +32,11 @@ pub fn civil_date(days: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
+/// Seconds into a day as "HH:MM:SS".
+pub fn clock_time(secs: u64) -> String {
+    format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
 /// A number with about four significant digits, for tables: no decimals from
 /// 1000 up, three below 10; nothing at all is "0".
 pub fn fmt_num(v: f64) -> String {

@@ -239,12 +239,8 @@ pub fn fmt_time(unix: f64) -> String {
     let secs = unix.max(0.0) as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = super::format::civil_date(days);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    let time = super::format::clock_time(rem as u64);
+    format!("{y:04}-{m:02}-{d:02} {time} UTC")
 }
 
 /// Every table of the report, in order.
