@@ -687,15 +687,15 @@ mod tests {
             labels("label = \"bs={bs} {rw}\"\n[sweep]\nbs = [\"4k\"]\nrw = [\"write\", \"read\"]"),
             ["bs=4k write", "bs=4k read"]
         );
-        let e = err("label = \"{vm} VMs\"\n[sweep]\nvms = [1]");
         assert_eq!(
-            e,
+            err("label = \"{vm} VMs\"\n[sweep]\nvms = [1]"),
             "job file jobs/x.toml: invalid label = {vm} VMs (allowed: text, with {KEY} for the value of a swept key ({vms}))"
         );
-        let e = err("label = \"{vms\"\n[sweep]\nvms = [1]");
-        assert_has(&e, "invalid label = {vms (allowed: text, with {KEY}");
-        let e = err("label = \"{vms}\"");
-        assert_has(&e, "swept key (none: no [sweep])");
+        assert_has(
+            &err("label = \"{vms\"\n[sweep]\nvms = [1]"),
+            "invalid label = {vms (allowed: text, with {KEY}",
+        );
+        assert_has(&err("label = \"{vms}\""), "swept key (none: no [sweep])");
     }
 
     #[test]
@@ -730,9 +730,8 @@ mod tests {
         assert_eq!(p[1].groups[1].access.iodepth, 4);
         assert_eq!(p[1].runtime, Duration::from_secs(5));
 
-        let e = err("[[group]]\nname = \"a\"\n[[point]]\nlabel = \"p\"\ngroups = [\"b\"]");
         assert_eq!(
-            e,
+            err("[[group]]\nname = \"a\"\n[[point]]\nlabel = \"p\"\ngroups = [\"b\"]"),
             "job file jobs/x.toml, [[point]] 1: invalid groups = \"b\" (allowed: a non-empty array of group names (a))"
         );
         let e = err("[[point]]\nbs = \"4k\"");

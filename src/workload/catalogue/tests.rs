@@ -432,31 +432,28 @@ fn errors_name_the_file_line_workload_and_key() {
         let e = user_err(&entry(body));
         assert!(e.contains(want), "{body}:\n{e}\nwants {want}");
     }
-    let e = user_err("\n\n[[workload]]\nname = \"w\"\nsummary = \"y\"\n");
     assert_eq!(
-        e,
+        user_err("\n\n[[workload]]\nname = \"w\"\nsummary = \"y\"\n"),
         "catalogue file /cat/mine.toml, line 3, workload \"w\": invalid study = (none) (allowed: a string naming the study it comes from)"
     );
-    let e = user_err("[[workload]]\nname = \"a b\"\n");
-    assert_has(&e, "invalid name = a b (allowed: letters, digits");
-    let e = user_err("direct = 2\n");
+    assert_has(
+        &user_err("[[workload]]\nname = \"a b\"\n"),
+        "invalid name = a b (allowed: letters, digits",
+    );
     assert_eq!(
-        e,
+        user_err("direct = 2\n"),
         "catalogue file /cat/mine.toml: invalid direct = 2 (allowed: 0, 1, true, false)"
     );
-    let e = user_err("suites = 1\n");
     assert_starts(
-        &e,
+        &user_err("suites = 1\n"),
         "catalogue file /cat/mine.toml: unknown key \"suites\" (allowed: source, workload, suite, vms",
     );
-    let e = user_err("[[suite]]\nname = \"s\"\nsummary = \"y\"\nworkloads = [\"nope\"]\n");
     assert_starts(
-        &e,
+        &user_err("[[suite]]\nname = \"s\"\nsummary = \"y\"\nworkloads = [\"nope\"]\n"),
         "catalogue file /cat/mine.toml, line 1, suite \"s\": invalid workloads = \"nope\" (allowed: names of workloads (vsphere-shared-4k,",
     );
-    let e = user_err("[[workload]\n");
     assert_starts(
-        &e,
+        &user_err("[[workload]\n"),
         "catalogue file /cat/mine.toml, line 1: invalid TOML syntax",
     );
 }
