@@ -276,16 +276,26 @@ mod tests {
     fn a_listening_loopback_port_is_found_with_its_holder() {
         let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let port = l.local_addr().unwrap().port();
-        let (p, server, by) = loopback_port_in_use(&[(port, "nbdkit (NBD)")]).unwrap();
-        assert_eq!((p, server.as_str()), (port, "nbdkit (NBD)"));
-        assert!(
-            by.contains(&format!("pid {}", std::process::id()))
-                && by.contains(&format!("127.0.0.1:{port}")),
-            "{by}"
-        );
+        let found = loopback_port_in_use(&[(port, "nbdkit (NBD)")]);
+        assert_held_by_us(found, port, "nbdkit (NBD)", &format!("127.0.0.1:{port}"));
         drop(l);
         let free = eventually(|| loopback_port_in_use(&[(port, "nbdkit (NBD)")]).is_none());
         assert!(free, "port {port} still reported in use after closing it");
+    }
+
+    /// `found` names `port`, `server`, and this process as the holder at `addr`.
+    fn assert_held_by_us(
+        found: Option<(u16, String, String)>,
+        port: u16,
+        server: &str,
+        addr: &str,
+    ) {
+        let (p, named, by) = found.unwrap();
+        assert_eq!((p, named.as_str()), (port, server));
+        assert!(
+            by.contains(&format!("pid {}", std::process::id())) && by.contains(addr),
+            "{by}"
+        );
     }
 
     /// Whether `f` holds within 2 s: a port closed by a test is free again,
@@ -305,12 +315,12 @@ mod tests {
     fn a_bound_udp_loopback_port_is_found_with_its_holder() {
         let u = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let port = u.local_addr().unwrap().port();
-        let (p, server, by) = loopback_udp_port_in_use(&[(port, "ganesha (NFS)")]).unwrap();
-        assert_eq!((p, server.as_str()), (port, "ganesha (NFS)"));
-        assert!(
-            by.contains(&format!("pid {}", std::process::id()))
-                && by.contains(&format!("UDP 127.0.0.1:{port}")),
-            "{by}"
+        let found = loopback_udp_port_in_use(&[(port, "ganesha (NFS)")]);
+        assert_held_by_us(
+            found,
+            port,
+            "ganesha (NFS)",
+            &format!("UDP 127.0.0.1:{port}"),
         );
         assert!(
             udp_sockets(port)

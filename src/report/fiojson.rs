@@ -305,28 +305,16 @@ fn direction(d: &DirStats, secs: f64, samples: &[(f64, f64)], flavor: Flavor) ->
 fn ctime_utc(unix: u64) -> String {
     let days = (unix / 86_400) as i64;
     let secs = unix % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = super::format::civil_date(days);
     const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
     format!(
-        "{} {} {:2} {:02}:{:02}:{:02} {year}",
+        "{} {} {day:2} {} {year}",
         WEEKDAYS[days.rem_euclid(7) as usize],
         MONTHS[(month - 1) as usize],
-        day,
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
+        super::format::clock_time(secs)
     )
 }
 

@@ -18,6 +18,25 @@ pub struct TextTable {
     pub note: String,
 }
 
+/// The civil date (year, month 1-12, day 1-31) of a count of days since
+/// 1970-01-01 (Howard Hinnant's algorithm), for the formats that print times.
+pub fn civil_date(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+/// Seconds into a day as "HH:MM:SS".
+pub fn clock_time(secs: u64) -> String {
+    format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
 /// A number with about four significant digits, for tables: no decimals from
 /// 1000 up, three below 10; nothing at all is "0".
 pub fn fmt_num(v: f64) -> String {

@@ -644,41 +644,56 @@ fn verify_maps_of(
     let Some(v) = verify else {
         return Default::default();
     };
-    let journals = match v.journals {
-        Err(e) => {
-            obs.note(&format!("host {name}: journal: {e}"));
-            Vec::new()
-        }
-        Ok(journals) => {
-            for j in &journals {
-                obs.note(&format!(
-                    "host {name}: journal of {} written on that host at {}; check it there with: {}",
-                    j.target,
-                    j.path,
-                    j.recheck_journal()
-                ));
-            }
-            journals
-        }
-    };
+    let journals = note_saved(
+        obs,
+        v.journals,
+        |e| format!("host {name}: journal: {e}"),
+        |j| {
+            format!(
+                "host {name}: journal of {} written on that host at {}; check it there with: {}",
+                j.target,
+                j.path,
+                j.recheck_journal()
+            )
+        },
+    );
     for b in &v.bad {
         eprintln!("storlab: verify: {b} (host {name})");
     }
-    match v.maps {
+    let maps = note_saved(
+        obs,
+        v.maps,
+        |e| format!("host {name}: verify: could not save its map: {e}"),
+        |m| {
+            format!(
+                "host {name}: verify map of {} saved on that host at {}; re-check there with: {}",
+                m.target,
+                m.path,
+                m.recheck()
+            )
+        },
+    );
+    (maps, journals)
+}
+
+/// Note each file a host saved with `each`, or why it saved none with
+/// `failed`; returns what it saved.
+fn note_saved(
+    obs: &mut dyn Observer,
+    saved: Result<Vec<SavedMap>, String>,
+    failed: impl FnOnce(String) -> String,
+    each: impl Fn(&SavedMap) -> String,
+) -> Vec<SavedMap> {
+    match saved {
         Err(e) => {
-            obs.note(&format!("host {name}: verify: could not save its map: {e}"));
-            (Vec::new(), journals)
+            obs.note(&failed(e));
+            Vec::new()
         }
-        Ok(maps) => {
-            for m in &maps {
-                obs.note(&format!(
-                    "host {name}: verify map of {} saved on that host at {}; re-check there with: {}",
-                    m.target,
-                    m.path,
-                    m.recheck()
-                ));
+        Ok(saved) => {
+            for m in &saved {
+                obs.note(&each(m));
             }
-            (maps, journals)
+            saved
         }
     }
 }

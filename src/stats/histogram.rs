@@ -22,7 +22,7 @@
 //! Both hold counts only; percentiles are computed when read.
 
 use serde::{Deserialize, Serialize};
-use std::ops::{Add, AddAssign};
+use std::ops::AddAssign;
 
 /// Values below `2^SUB_BUCKET_BITS` ns are exact; above, each power of two is
 /// split into `2^(SUB_BUCKET_BITS - 1)` sub-buckets.
@@ -375,49 +375,13 @@ impl LatHist {
     }
 }
 
-impl Add for LatHist {
-    type Output = LatHist;
-    fn add(mut self, rhs: LatHist) -> LatHist {
-        self.merge(&rhs);
-        self
-    }
-}
-
-impl Add<&LatHist> for &LatHist {
-    type Output = LatHist;
-    fn add(self, rhs: &LatHist) -> LatHist {
-        let mut out = self.clone();
-        out.merge(rhs);
-        out
-    }
-}
-
-impl AddAssign for LatHist {
-    fn add_assign(&mut self, rhs: LatHist) {
-        self.merge(&rhs);
-    }
-}
-
 impl AddAssign<&LatHist> for LatHist {
     fn add_assign(&mut self, rhs: &LatHist) {
         self.merge(rhs);
     }
 }
 
-impl std::iter::Sum for LatHist {
-    fn sum<I: Iterator<Item = LatHist>>(iter: I) -> LatHist {
-        iter.fold(LatHist::default(), |acc, h| acc + h)
-    }
-}
-
-impl<'a> std::iter::Sum<&'a LatHist> for LatHist {
-    fn sum<I: Iterator<Item = &'a LatHist>>(iter: I) -> LatHist {
-        iter.fold(LatHist::default(), |mut acc, h| {
-            acc += h;
-            acc
-        })
-    }
-}
+addition_from_add_assign_ref!(LatHist);
 
 /// The on-disk shape of [`LatHist`]: bucket lower bounds in ns instead of
 /// indices, so a reader needs no knowledge of the index function.
@@ -766,27 +730,37 @@ mod tests {
 
     #[test]
     fn json_rejects_bogus_input() {
-        let bad_bound = r#"{"sub_bucket_bits":8,"count":1,"min_ns":257,"max_ns":257,"sum_ns":257,"buckets":[[257,1]]}"#;
-        let err = serde_json::from_str::<LatHist>(bad_bound)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("257 ns is not a bucket boundary"), "{err}");
-
-        let bad_bits =
-            r#"{"sub_bucket_bits":7,"count":0,"min_ns":0,"max_ns":0,"sum_ns":0,"buckets":[]}"#;
-        let err = serde_json::from_str::<LatHist>(bad_bits)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("sub_bucket_bits 7"), "{err}");
-
-        let bad_count =
-            r#"{"sub_bucket_bits":8,"count":3,"min_ns":1,"max_ns":1,"sum_ns":1,"buckets":[[1,1]]}"#;
-        assert!(serde_json::from_str::<LatHist>(bad_count).is_err());
-
-        let unsorted = r#"{"sub_bucket_bits":8,"count":2,"min_ns":1,"max_ns":2,"sum_ns":3,"buckets":[[2,1],[1,1]]}"#;
-        assert!(serde_json::from_str::<LatHist>(unsorted).is_err());
-
-        let beyond = r#"{"sub_bucket_bits":8,"count":1,"min_ns":1,"max_ns":1,"sum_ns":1,"buckets":[[1099511627776,1]]}"#;
-        assert!(serde_json::from_str::<LatHist>(beyond).is_err());
+        // Each document, and what its error must say ("" where any error will do).
+        let cases = [
+            (
+                r#"{"sub_bucket_bits":8,"count":1,"min_ns":257,"max_ns":257,"sum_ns":257,"buckets":[[257,1]]}"#,
+                "257 ns is not a bucket boundary",
+            ),
+            (
+                r#"{"sub_bucket_bits":7,"count":0,"min_ns":0,"max_ns":0,"sum_ns":0,"buckets":[]}"#,
+                "sub_bucket_bits 7",
+            ),
+            // A count that does not match the buckets.
+            (
+                r#"{"sub_bucket_bits":8,"count":3,"min_ns":1,"max_ns":1,"sum_ns":1,"buckets":[[1,1]]}"#,
+                "",
+            ),
+            // Buckets out of order.
+            (
+                r#"{"sub_bucket_bits":8,"count":2,"min_ns":1,"max_ns":2,"sum_ns":3,"buckets":[[2,1],[1,1]]}"#,
+                "",
+            ),
+            // A bound beyond the largest bucket.
+            (
+                r#"{"sub_bucket_bits":8,"count":1,"min_ns":1,"max_ns":1,"sum_ns":1,"buckets":[[1099511627776,1]]}"#,
+                "",
+            ),
+        ];
+        for (json, says) in cases {
+            let err = serde_json::from_str::<LatHist>(json)
+                .expect_err(json)
+                .to_string();
+            assert!(err.contains(says), "{json}: {err}");
+        }
     }
 }

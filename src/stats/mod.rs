@@ -11,6 +11,50 @@
 //! rates and CPU efficiency are derived only when read ([`Summary`]), never
 //! stored or averaged.
 
+/// The by-value and by-reference `+`, `+=` and `Sum` of a type whose
+/// `AddAssign<&T>` is its merge: every form is that one merge.
+macro_rules! addition_from_add_assign_ref {
+    ($t:ty) => {
+        impl std::ops::AddAssign for $t {
+            fn add_assign(&mut self, rhs: $t) {
+                *self += &rhs;
+            }
+        }
+
+        impl std::ops::Add for $t {
+            type Output = $t;
+            fn add(mut self, rhs: $t) -> $t {
+                self += &rhs;
+                self
+            }
+        }
+
+        impl std::ops::Add<&$t> for &$t {
+            type Output = $t;
+            fn add(self, rhs: &$t) -> $t {
+                let mut out = self.clone();
+                out += rhs;
+                out
+            }
+        }
+
+        impl std::iter::Sum for $t {
+            fn sum<I: Iterator<Item = $t>>(iter: I) -> $t {
+                iter.fold(<$t>::default(), |acc, x| acc + x)
+            }
+        }
+
+        impl<'a> std::iter::Sum<&'a $t> for $t {
+            fn sum<I: Iterator<Item = &'a $t>>(iter: I) -> $t {
+                iter.fold(<$t>::default(), |mut acc, x| {
+                    acc += x;
+                    acc
+                })
+            }
+        }
+    };
+}
+
 pub mod cpu;
 pub mod histogram;
 pub mod snapshot;

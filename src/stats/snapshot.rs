@@ -4,7 +4,7 @@
 use super::histogram::{Histogram, LatHist};
 use crate::workload::Dir;
 use serde::{Deserialize, Serialize};
-use std::ops::{Add, AddAssign};
+use std::ops::AddAssign;
 
 /// Counters and latency histogram for one direction.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -35,28 +35,7 @@ impl AddAssign<&DirStats> for DirStats {
     }
 }
 
-impl AddAssign for DirStats {
-    fn add_assign(&mut self, rhs: DirStats) {
-        *self += &rhs;
-    }
-}
-
-impl Add for DirStats {
-    type Output = DirStats;
-    fn add(mut self, rhs: DirStats) -> DirStats {
-        self += &rhs;
-        self
-    }
-}
-
-impl Add<&DirStats> for &DirStats {
-    type Output = DirStats;
-    fn add(self, rhs: &DirStats) -> DirStats {
-        let mut out = self.clone();
-        out += rhs;
-        out
-    }
-}
+addition_from_add_assign_ref!(DirStats);
 
 /// What one worker (or a set of workers) did during one interval (or a set of
 /// intervals). `a + b` is the union: the stats of both intervals or workers
@@ -140,43 +119,7 @@ impl AddAssign<&Snapshot> for Snapshot {
     }
 }
 
-impl AddAssign for Snapshot {
-    fn add_assign(&mut self, rhs: Snapshot) {
-        *self += &rhs;
-    }
-}
-
-impl Add for Snapshot {
-    type Output = Snapshot;
-    fn add(mut self, rhs: Snapshot) -> Snapshot {
-        self += &rhs;
-        self
-    }
-}
-
-impl Add<&Snapshot> for &Snapshot {
-    type Output = Snapshot;
-    fn add(self, rhs: &Snapshot) -> Snapshot {
-        let mut out = self.clone();
-        out += rhs;
-        out
-    }
-}
-
-impl std::iter::Sum for Snapshot {
-    fn sum<I: Iterator<Item = Snapshot>>(iter: I) -> Snapshot {
-        iter.fold(Snapshot::default(), |acc, s| acc + s)
-    }
-}
-
-impl<'a> std::iter::Sum<&'a Snapshot> for Snapshot {
-    fn sum<I: Iterator<Item = &'a Snapshot>>(iter: I) -> Snapshot {
-        iter.fold(Snapshot::default(), |mut acc, s| {
-            acc += s;
-            acc
-        })
-    }
-}
+addition_from_add_assign_ref!(Snapshot);
 
 /// Hot-path state for one direction.
 #[derive(Clone, Debug, Default)]

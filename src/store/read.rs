@@ -71,26 +71,34 @@ impl Store {
         serde_json::from_str(text).map_err(|e| self.err(format!("decoding {what}"), e))
     }
 
-    fn strings(&self, sql: &str, id: i64, what: &str) -> Result<Vec<String>, StoreError> {
+    /// Every row `sql` selects with `params`, each read by `row`; `what` names
+    /// the reading in an error.
+    fn rows<T>(
+        &self,
+        what: &str,
+        sql: &str,
+        params: impl rusqlite::Params,
+        row: impl FnMut(&Row) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, StoreError> {
         let mut st = self.conn.prepare(sql).map_err(|e| self.err(what, e))?;
-        st.query_map([id], |r| r.get::<_, String>(0))
+        st.query_map(params, row)
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(|e| self.err(what, e))
+    }
+
+    fn strings(&self, sql: &str, id: i64, what: &str) -> Result<Vec<String>, StoreError> {
+        self.rows(what, sql, [id], |r| r.get::<_, String>(0))
     }
 
     /// Every run, oldest first.
     pub fn list_runs(&self) -> Result<Vec<RunInfo>, StoreError> {
         let what = "listing runs";
-        let mut st = self
-            .conn
-            .prepare("SELECT id, started_unix, status, command, environment FROM runs ORDER BY id")
-            .map_err(|e| self.err(what, e))?;
-        let rows: Vec<(i64, f64, String, String, String)> = st
-            .query_map([], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })
-            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| self.err(what, e))?;
+        let rows: Vec<(i64, f64, String, String, String)> = self.rows(
+            what,
+            "SELECT id, started_unix, status, command, environment FROM runs ORDER BY id",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )?;
         let mut out = Vec::new();
         for (id, started_unix, status, command, env) in rows {
             let env: serde_json::Value = self.decode("the environment", &env)?;
@@ -167,16 +175,12 @@ impl Store {
             });
         };
         let mut jobs = Vec::new();
-        let mut st = self
-            .conn
-            .prepare(
-                "SELECT id, name, description, profile FROM jobs WHERE run_id = ?1 ORDER BY seq",
-            )
-            .map_err(|e| self.err(&what, e))?;
-        let job_rows: Vec<(i64, String, String, Option<String>)> = st
-            .query_map([id.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| self.err(&what, e))?;
+        let job_rows: Vec<(i64, String, String, Option<String>)> = self.rows(
+            &what,
+            "SELECT id, name, description, profile FROM jobs WHERE run_id = ?1 ORDER BY seq",
+            [id.0],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
         for (job_id, name, description, profile) in job_rows {
             jobs.push(JobRecord {
                 points: self.load_points(job_id, &what)?,
@@ -204,18 +208,14 @@ impl Store {
     }
 
     fn load_points(&self, job_id: i64, what: &str) -> Result<Vec<PointResult>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare(
-                "SELECT id, state, label, targets, spec, backend, threads, started_unix, prepared,
+        let rows: Vec<PointRow> = self.rows(
+            what,
+            "SELECT id, state, label, targets, spec, backend, threads, started_unix, prepared,
                         measured, summary, interrupted, error, hosts, steady
                  FROM points WHERE job_id = ?1 ORDER BY seq",
-            )
-            .map_err(|e| self.err(what, e))?;
-        let rows: Vec<PointRow> = st
-            .query_map([job_id], PointRow::from_row)
-            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| self.err(what, e))?;
+            [job_id],
+            PointRow::from_row,
+        )?;
         rows.into_iter().map(|r| self.point(r, what)).collect()
     }
 
@@ -260,18 +260,14 @@ impl Store {
     }
 
     fn intervals(&self, point: i64, what: &str) -> Result<Vec<IntervalRecord>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare(
-                "SELECT idx, phase, start_s, seconds, stats, cpu, net FROM intervals
-                 WHERE point_id = ?1 ORDER BY idx",
-            )
-            .map_err(|e| self.err(what, e))?;
         type IvRow = (u32, String, f64, f64, String, String, Option<String>);
-        let rows: Vec<IvRow> = st
-            .query_map([point], |r| IvRow::try_from(r))
-            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| self.err(what, e))?;
+        let rows: Vec<IvRow> = self.rows(
+            what,
+            "SELECT idx, phase, start_s, seconds, stats, cpu, net FROM intervals
+                 WHERE point_id = ?1 ORDER BY idx",
+            [point],
+            |r| IvRow::try_from(r),
+        )?;
         rows.into_iter()
             .map(|(index, phase, start_s, seconds, stats, cpu, net)| {
                 Ok(IntervalRecord {
@@ -295,16 +291,12 @@ impl Store {
     }
 
     fn workers(&self, point: i64, what: &str) -> Result<Vec<WorkerResult>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare("SELECT grp, vm, worker, stats FROM workers WHERE point_id = ?1 ORDER BY seq")
-            .map_err(|e| self.err(what, e))?;
-        let rows: Vec<(String, u32, u32, String)> = st
-            .query_map([point], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-            })
-            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| self.err(what, e))?;
+        let rows: Vec<(String, u32, u32, String)> = self.rows(
+            what,
+            "SELECT grp, vm, worker, stats FROM workers WHERE point_id = ?1 ORDER BY seq",
+            [point],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
         rows.into_iter()
             .map(|(group, vm, worker, stats)| {
                 Ok(WorkerResult {

@@ -32,6 +32,16 @@ pub fn is_dedupe_block(seed: u64, block_no: u64, dedupe_pct: u8) -> bool {
     dedupe_pct > 0 && (mix(seed ^ DEDUPE_TAG, block_no) % 100) < dedupe_pct.min(100) as u64
 }
 
+/// The key a mixed block's units are drawn from: the canonical block's for
+/// a dedupe block, else the block's own.
+fn block_key(seed: u64, block_no: u64, dedupe_pct: u8) -> u64 {
+    if is_dedupe_block(seed, block_no, dedupe_pct) {
+        mix(seed ^ CANON_TAG, 0)
+    } else {
+        mix(seed, block_no)
+    }
+}
+
 /// Bytes of a `unit_len`-byte unit that are random under `compress_pct`
 /// (the rest, at the end of the unit, are zeros).
 #[inline]
@@ -58,11 +68,7 @@ pub fn fill(buf: &mut [u8], content: Content, seed: u64, block_no: u64) {
             compress_pct,
             dedupe_pct,
         } => {
-            let key = if is_dedupe_block(seed, block_no, dedupe_pct) {
-                mix(seed ^ CANON_TAG, 0)
-            } else {
-                mix(seed, block_no)
-            };
+            let key = block_key(seed, block_no, dedupe_pct);
             for (u, unit) in buf.chunks_mut(UNIT).enumerate() {
                 let r = random_len(unit.len(), compress_pct);
                 let (rnd, zeros) = unit.split_at_mut(r);
@@ -133,11 +139,7 @@ fn chunk_range(out: &mut [u8], content: Content, seed: u64, n: u64, chunk_len: u
             compress_pct,
             dedupe_pct,
         } => {
-            let key = if is_dedupe_block(seed, n, dedupe_pct) {
-                mix(seed ^ CANON_TAG, 0)
-            } else {
-                mix(seed, n)
-            };
+            let key = block_key(seed, n, dedupe_pct);
             let mut at = pos;
             let mut done = 0;
             while done < out.len() {

@@ -216,6 +216,7 @@ mod tests {
     use super::super::jobfile::{DEFAULT_SEED, parse};
     use super::super::{BlockSizes, Content, Rate, SyncMode};
     use super::*;
+    use crate::workload::testing::assert_has;
     use clap::Parser;
     use std::time::Duration;
 
@@ -372,22 +373,22 @@ mod tests {
             .apply(None)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("--direct = yes"), "{e}");
+        assert_has(&e, "--direct = yes");
         let e = flags(&["--bs", "4k", "--bssplit", "4k/100"])
             .apply(None)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("bs/bssplit"), "{e}");
+        assert_has(&e, "bs/bssplit");
         // Range errors come from validation, with the field's name.
         let e = flags(&["--iodepth", "0"])
             .apply(None)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("invalid iodepth = 0"), "{e}");
+        assert_has(&e, "invalid iodepth = 0");
         let e = flags(&["--direct", "1", "--bs", "1000"])
             .apply(None)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("invalid bs = 1000"), "{e}");
+        assert_has(&e, "invalid bs = 1000");
     }
 }

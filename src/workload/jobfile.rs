@@ -471,6 +471,7 @@ pub fn job_from_table(
 mod tests {
     use super::super::{Access, BlockSizes, Content, Rate, SyncMode};
     use super::*;
+    use crate::workload::testing::{assert_has, assert_starts, example_files};
     use std::time::Duration;
 
     fn err(text: &str) -> String {
@@ -479,17 +480,12 @@ mod tests {
 
     #[test]
     fn examples_parse() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/jobs");
-        let mut n = 0;
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "toml") {
-                let job = load(&path).unwrap_or_else(|e| panic!("{e}"));
-                assert!(!job.points.is_empty());
-                n += 1;
-            }
+        let files = example_files("jobs", "toml");
+        for path in &files {
+            let job = load(path).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!job.points.is_empty());
         }
-        assert!(n >= 2);
+        assert!(files.len() >= 2);
     }
 
     #[test]
@@ -630,56 +626,50 @@ mod tests {
     #[test]
     fn errors_name_file_and_key() {
         let e = err("bsx = 4");
-        assert!(
-            e.starts_with("job file jobs/x.toml: unknown key \"bsx\" (allowed: name, description"),
-            "{e}"
+        assert_starts(
+            &e,
+            "job file jobs/x.toml: unknown key \"bsx\" (allowed: name, description",
         );
-        assert!(e.contains("bssplit"), "{e}");
+        assert_has(&e, "bssplit");
         let e = err("[[group]]\nname = \"a\"\nsize = \"1m\"");
-        assert!(
-            e.starts_with(
-                "job file jobs/x.toml, [[group]] 1: unknown key \"size\" (allowed: name, vms"
-            ),
-            "{e}"
+        assert_starts(
+            &e,
+            "job file jobs/x.toml, [[group]] 1: unknown key \"size\" (allowed: name, vms",
         );
-        let e = err("[sweep]\nsize = [\"1m\"]");
-        assert!(
-            e.contains("[sweep]: unknown key \"size\" (allowed: vms, numjobs"),
-            "{e}"
-        );
-        let e = err("[sweep]\nvms = 3");
-        assert!(
-            e.contains("invalid vms = 3 (allowed: a non-empty array"),
-            "{e}"
-        );
-        let e = err("rwmixread = 150");
         assert_eq!(
-            e,
+            err("rwmixread = 150"),
             "job file jobs/x.toml: invalid rwmixread = 150 (allowed: 0..=100)"
         );
-        let e = err("direct = true\nbs = 1000");
-        assert!(
-            e.contains("invalid bs = 1000 (allowed: 512 B ..= 64 MiB"),
-            "{e}"
-        );
-        let e = err("rw = \"randomread\"");
-        assert!(
-            e.contains("invalid rw = randomread (allowed: read, write"),
-            "{e}"
-        );
-        let e = err("size = \"4q\"");
-        assert!(
-            e.contains("invalid size = 4q") && e.contains("unknown suffix"),
-            "{e}"
-        );
-        let e = err("rate = \"1m\"\nrate_iops = 5");
-        assert!(e.contains("rate/rate_iops"), "{e}");
-        let e = err("content = { compress = 50, foo = 1 }");
-        assert!(e.contains("invalid content"), "{e}");
-        let e = err("[sweep]\nvms = [32, 0]");
-        assert!(e.contains("load point \"vms=0\": invalid vms = 0"), "{e}");
-        let e = err("name = 3");
-        assert!(e.contains("invalid name = 3 (allowed: a string)"), "{e}");
+        // Each text, and a part its error must contain.
+        for (text, part) in [
+            (
+                "[sweep]\nsize = [\"1m\"]",
+                "[sweep]: unknown key \"size\" (allowed: vms, numjobs",
+            ),
+            (
+                "[sweep]\nvms = 3",
+                "invalid vms = 3 (allowed: a non-empty array",
+            ),
+            (
+                "direct = true\nbs = 1000",
+                "invalid bs = 1000 (allowed: 512 B ..= 64 MiB",
+            ),
+            (
+                "rw = \"randomread\"",
+                "invalid rw = randomread (allowed: read, write",
+            ),
+            ("size = \"4q\"", "invalid size = 4q"),
+            ("size = \"4q\"", "unknown suffix"),
+            ("rate = \"1m\"\nrate_iops = 5", "rate/rate_iops"),
+            ("content = { compress = 50, foo = 1 }", "invalid content"),
+            (
+                "[sweep]\nvms = [32, 0]",
+                "load point \"vms=0\": invalid vms = 0",
+            ),
+            ("name = 3", "invalid name = 3 (allowed: a string)"),
+        ] {
+            assert_has(&err(text), part);
+        }
     }
 
     #[test]
@@ -697,18 +687,15 @@ mod tests {
             labels("label = \"bs={bs} {rw}\"\n[sweep]\nbs = [\"4k\"]\nrw = [\"write\", \"read\"]"),
             ["bs=4k write", "bs=4k read"]
         );
-        let e = err("label = \"{vm} VMs\"\n[sweep]\nvms = [1]");
         assert_eq!(
-            e,
+            err("label = \"{vm} VMs\"\n[sweep]\nvms = [1]"),
             "job file jobs/x.toml: invalid label = {vm} VMs (allowed: text, with {KEY} for the value of a swept key ({vms}))"
         );
-        let e = err("label = \"{vms\"\n[sweep]\nvms = [1]");
-        assert!(
-            e.contains("invalid label = {vms (allowed: text, with {KEY}"),
-            "{e}"
+        assert_has(
+            &err("label = \"{vms\"\n[sweep]\nvms = [1]"),
+            "invalid label = {vms (allowed: text, with {KEY}",
         );
-        let e = err("label = \"{vms}\"");
-        assert!(e.contains("swept key (none: no [sweep])"), "{e}");
+        assert_has(&err("label = \"{vms}\""), "swept key (none: no [sweep])");
     }
 
     #[test]
@@ -743,9 +730,8 @@ mod tests {
         assert_eq!(p[1].groups[1].access.iodepth, 4);
         assert_eq!(p[1].runtime, Duration::from_secs(5));
 
-        let e = err("[[group]]\nname = \"a\"\n[[point]]\nlabel = \"p\"\ngroups = [\"b\"]");
         assert_eq!(
-            e,
+            err("[[group]]\nname = \"a\"\n[[point]]\nlabel = \"p\"\ngroups = [\"b\"]"),
             "job file jobs/x.toml, [[point]] 1: invalid groups = \"b\" (allowed: a non-empty array of group names (a))"
         );
         let e = err("[[point]]\nbs = \"4k\"");
@@ -755,32 +741,32 @@ mod tests {
             ),
             "{e}"
         );
-        let e = err("[[point]]\nlabel = \"o\"\n[[point]]\nlabel = \"p\"\nvms = 0");
-        assert!(
-            e.contains("load point \"p\"") && e.contains("invalid vms = 0"),
-            "{e}"
-        );
-        let e = err("[[point]]\nlabel = \"p\"\nname = \"x\"");
-        assert!(
-            e.contains("[[point]] 1: unknown key \"name\" (allowed: label, groups, vms"),
-            "{e}"
-        );
-        let e = err("[sweep]\nvms = [1]\n[[point]]\nlabel = \"p\"");
-        assert!(e.contains("invalid sweep/point = both given"), "{e}");
-        let e = err("label = \"x\"\n[[point]]\nlabel = \"p\"");
-        assert!(
-            e.contains("invalid label = x (allowed: a label in each [[point]]"),
-            "{e}"
-        );
+        let two_points = "[[point]]\nlabel = \"o\"\n[[point]]\nlabel = \"p\"\nvms = 0";
+        // Each text, and a part its error must contain.
+        for (text, part) in [
+            (two_points, "load point \"p\""),
+            (two_points, "invalid vms = 0"),
+            (
+                "[[point]]\nlabel = \"p\"\nname = \"x\"",
+                "[[point]] 1: unknown key \"name\" (allowed: label, groups, vms",
+            ),
+            (
+                "[sweep]\nvms = [1]\n[[point]]\nlabel = \"p\"",
+                "invalid sweep/point = both given",
+            ),
+            (
+                "label = \"x\"\n[[point]]\nlabel = \"p\"",
+                "invalid label = x (allowed: a label in each [[point]]",
+            ),
+        ] {
+            assert_has(&err(text), part);
+        }
     }
 
     #[test]
     fn syntax_error_names_line() {
         let e = err("size = \"1m\"\n\nbs = \n");
-        assert!(
-            e.starts_with("job file jobs/x.toml, line 3: invalid TOML syntax"),
-            "{e}"
-        );
+        assert_starts(&e, "job file jobs/x.toml, line 3: invalid TOML syntax");
         assert!(!e.contains('\n'));
     }
 
@@ -789,6 +775,6 @@ mod tests {
         let e = load(Path::new("/nonexistent/j.toml"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("/nonexistent/j.toml"), "{e}");
+        assert_has(&e, "/nonexistent/j.toml");
     }
 }

@@ -21,6 +21,8 @@ pub mod pace;
 pub mod pattern;
 pub mod settings;
 pub mod steady;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod units;
 pub mod validate;
 

@@ -433,48 +433,24 @@ impl Settings {
     /// Apply the per-point settings to `spec` (not its groups). `io_size` without
     /// `runtime` makes the run unbounded in time: it ends when the bytes are done.
     pub fn apply_spec(&self, spec: &mut Spec) {
-        if let Some(v) = self.size {
-            spec.size = v;
-        }
-        if let Some(v) = self.offset {
-            spec.offset = v;
-        }
-        if let Some(v) = self.disk_layout {
-            spec.disk_layout = v;
-        }
-        if let Some(v) = self.ramp_time {
-            spec.ramp = v;
-        }
-        if let Some(v) = self.interval {
-            spec.interval = v;
-        }
+        set(&mut spec.size, self.size);
+        set(&mut spec.offset, self.offset);
+        set(&mut spec.disk_layout, self.disk_layout);
+        set(&mut spec.ramp, self.ramp_time);
+        set(&mut spec.interval, self.interval);
         if let Some(v) = self.io_size {
             spec.io_limit = Some(v);
             if self.runtime.is_none() {
                 spec.runtime = Duration::ZERO;
             }
         }
-        if let Some(v) = self.runtime {
-            spec.runtime = v;
-        }
-        if let Some(v) = self.io_timeout {
-            spec.io_timeout = v;
-        }
-        if let Some(v) = self.direct {
-            spec.direct = v;
-        }
-        if let Some(v) = self.sync {
-            spec.sync = v;
-        }
-        if let Some(v) = self.content {
-            spec.content = v;
-        }
-        if let Some(v) = self.seed {
-            spec.seed = v;
-        }
-        if let Some(v) = self.verify {
-            spec.verify = v;
-        }
+        set(&mut spec.runtime, self.runtime);
+        set(&mut spec.io_timeout, self.io_timeout);
+        set(&mut spec.direct, self.direct);
+        set(&mut spec.sync, self.sync);
+        set(&mut spec.content, self.content);
+        set(&mut spec.seed, self.seed);
+        set(&mut spec.verify, self.verify);
         if let Some(v) = &self.journal {
             spec.journal = Some(v.clone());
             spec.verify = true;
@@ -493,15 +469,9 @@ impl Settings {
 
     /// Apply the group settings to `g`.
     pub fn apply_group(&self, g: &mut Group) {
-        if let Some(v) = self.vms {
-            g.vms = v;
-        }
-        if let Some(v) = self.numjobs {
-            g.workers_per_vm = v;
-        }
-        if let Some(v) = self.disks {
-            g.disks_per_vm = v;
-        }
+        set(&mut g.vms, self.vms);
+        set(&mut g.workers_per_vm, self.numjobs);
+        set(&mut g.disks_per_vm, self.disks);
         let a = &mut g.access;
         if let Some(v) = &self.bs {
             a.bs = v.clone();
@@ -511,24 +481,14 @@ impl Settings {
                 a.read_pct = rw.read_pct(self.rwmixread);
                 a.random_pct = rw.random_pct();
             }
-            None => {
-                if let Some(v) = self.rwmixread {
-                    a.read_pct = v;
-                }
-            }
+            None => set(&mut a.read_pct, self.rwmixread),
         }
-        if let Some(v) = self.percentage_random {
-            a.random_pct = v;
-        }
-        if let Some(v) = self.iodepth {
-            a.iodepth = v;
-        }
+        set(&mut a.random_pct, self.percentage_random);
+        set(&mut a.iodepth, self.iodepth);
         if let Some(v) = self.rate {
             a.rate = Some(v);
         }
-        if let Some(v) = self.rate_mode {
-            a.rate_mode = v;
-        }
+        set(&mut a.rate_mode, self.rate_mode);
         if let Some(v) = self.blockalign {
             a.align = Some(v);
         }
@@ -540,6 +500,13 @@ impl Settings {
         for g in &mut spec.groups {
             self.apply_group(g);
         }
+    }
+}
+
+/// Overwrite `dst` with a setting that is present.
+fn set<T>(dst: &mut T, v: Option<T>) {
+    if let Some(v) = v {
+        *dst = v;
     }
 }
 

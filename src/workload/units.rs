@@ -61,13 +61,20 @@ impl Decimal {
     }
 }
 
-/// Split "1.5GiB" into ("1.5", "GiB"), ignoring spaces around and between.
-fn split_number(s: &str) -> (&str, &str) {
+/// Split "1.5GiB" into ("1.5", "GiB"), ignoring spaces around and between;
+/// an empty or negative value is `err`'s error.
+fn split_number(s: &str, err: impl Fn(&str) -> String) -> Result<(&str, &str), String> {
     let s = s.trim();
+    if s.is_empty() {
+        return Err(err("empty"));
+    }
+    if s.starts_with('-') {
+        return Err(err("negative"));
+    }
     let end = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
-    (&s[..end], s[end..].trim())
+    Ok((&s[..end], s[end..].trim()))
 }
 
 /// Parse a byte size such as "4k", "4KiB", "512", "1.5g" or "3.05GB".
@@ -76,13 +83,7 @@ fn split_number(s: &str) -> (&str, &str) {
 /// the nearest byte.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let err = |why: &str| format!("invalid size \"{s}\": {why} (allowed: {SIZE_ALLOWED})");
-    if s.trim().is_empty() {
-        return Err(err("empty"));
-    }
-    if s.trim().starts_with('-') {
-        return Err(err("negative"));
-    }
-    let (num, suffix) = split_number(s);
+    let (num, suffix) = split_number(s, err)?;
     let shift = match suffix.to_ascii_lowercase().as_str() {
         "" | "b" => 0,
         "k" | "kb" | "kib" => 10,
@@ -99,13 +100,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// Parse a duration such as "300" (seconds), "300s", "10m", "1h", "500ms" or "2.5s".
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let err = |why: &str| format!("invalid duration \"{s}\": {why} (allowed: {DURATION_ALLOWED})");
-    if s.trim().is_empty() {
-        return Err(err("empty"));
-    }
-    if s.trim().starts_with('-') {
-        return Err(err("negative"));
-    }
-    let (num, unit) = split_number(s);
+    let (num, unit) = split_number(s, err)?;
     let ns_per: u128 = match unit.to_ascii_lowercase().as_str() {
         "ns" => 1,
         "us" | "µs" => 1_000,

@@ -413,16 +413,15 @@ fn intervals(shared: &Shared, req: wire::IntervalsRequest) -> Reply {
     let from = (req.from as usize).min(s.intervals.len());
     let to = (from + MAX_INTERVALS_PER_REPLY).min(s.intervals.len());
     let all_sent = to == s.intervals.len();
+    // The outcome (error, worker totals, verify) goes with the last reply only.
+    let last = s.done && all_sent;
+    let verify = s.verify.as_ref().filter(|_| last);
     json(&wire::IntervalsReply {
         run: req.run,
         intervals: s.intervals[from..to].to_vec(),
-        done: s.done && all_sent,
-        error: if s.done && all_sent {
-            s.error.clone()
-        } else {
-            None
-        },
-        workers: if s.done && all_sent {
+        done: last,
+        error: if last { s.error.clone() } else { None },
+        workers: if last {
             s.workers
                 .iter()
                 .map(|(w, stats)| wire::WireWorker {
@@ -433,26 +432,17 @@ fn intervals(shared: &Shared, req: wire::IntervalsRequest) -> Reply {
         } else {
             Vec::new()
         },
-        verify_maps: match s.verify.as_ref().map(|v| &v.maps) {
-            Some(Ok(m)) if s.done && all_sent => m.iter().map(Into::into).collect(),
+        verify_maps: match verify.map(|v| &v.maps) {
+            Some(Ok(m)) => m.iter().map(Into::into).collect(),
             _ => Vec::new(),
         },
-        verify_map_error: match s.verify.as_ref().map(|v| &v.maps) {
-            Some(Err(e)) if s.done && all_sent => Some(e.clone()),
-            _ => None,
-        },
-        verify_bad: match &s.verify {
-            Some(v) if s.done && all_sent => v.bad.clone(),
+        verify_map_error: verify.and_then(|v| v.maps.as_ref().err().cloned()),
+        verify_bad: verify.map(|v| v.bad.clone()).unwrap_or_default(),
+        verify_journals: match verify.map(|v| &v.journals) {
+            Some(Ok(j)) => j.iter().map(Into::into).collect(),
             _ => Vec::new(),
         },
-        verify_journals: match s.verify.as_ref().map(|v| &v.journals) {
-            Some(Ok(j)) if s.done && all_sent => j.iter().map(Into::into).collect(),
-            _ => Vec::new(),
-        },
-        verify_journal_error: match s.verify.as_ref().map(|v| &v.journals) {
-            Some(Err(e)) if s.done && all_sent => Some(e.clone()),
-            _ => None,
-        },
+        verify_journal_error: verify.and_then(|v| v.journals.as_ref().err().cloned()),
     })
 }
 

@@ -199,14 +199,28 @@ fn data_paths(m: &Mounted) {
     );
 }
 
-#[test]
-fn every_operation_works_in_every_cache_mode() {
-    for mode in [
+/// A RAM-backed mount in each cache mode in turn, named `PREFIX-MODE`; each
+/// is unmounted before the next one mounts.
+fn ram_mounts(prefix: &str) -> impl Iterator<Item = (CacheMode, Mounted)> + '_ {
+    [
         CacheMode::Direct,
         CacheMode::PageCache,
         CacheMode::Passthrough,
-    ] {
-        let m = Mounted::new(&format!("ops-{}", mode.name()), Arc::new(Ram), Some(mode));
+    ]
+    .into_iter()
+    .map(move |mode| {
+        let m = Mounted::new(
+            &format!("{prefix}-{}", mode.name()),
+            Arc::new(Ram),
+            Some(mode),
+        );
+        (mode, m)
+    })
+}
+
+#[test]
+fn every_operation_works_in_every_cache_mode() {
+    for (mode, m) in ram_mounts("ops") {
         exercise(&m);
         data_paths(&m);
         // The kernel sends RELEASE after close(2) has returned.
@@ -229,12 +243,7 @@ fn every_operation_works_in_every_cache_mode() {
 /// per inode: every open shares it, or the second open fails with EIO.)
 #[test]
 fn one_file_open_many_times_at_once_in_every_cache_mode() {
-    for mode in [
-        CacheMode::Direct,
-        CacheMode::PageCache,
-        CacheMode::Passthrough,
-    ] {
-        let m = Mounted::new(&format!("many-{}", mode.name()), Arc::new(Ram), Some(mode));
+    for (mode, m) in ram_mounts("many") {
         fs::write(m.back("f"), pattern(1 << 20, 1)).unwrap();
         let rw = OpenOptions::new().read(true).write(true).open(m.mnt("f"));
         let rw = rw.unwrap_or_else(|e| panic!("{}: open rw: {e}", mode.name()));
@@ -344,15 +353,22 @@ fn sync_writes_and_fsync_reach_the_medium_as_such() {
     assert!(!rec.kinds(OpKind::Flush).is_empty(), "fsync is a flush");
 }
 
-#[test]
-fn replies_wait_for_the_medium_and_many_wait_at_once() {
-    let delay = Duration::from_millis(5);
+/// A direct-I/O mount whose medium answers after `delay`, holding a 1 MiB
+/// disk.img.
+fn slow_disk(name: &str, delay: Duration) -> Mounted {
     let rec = Arc::new(Recorder {
         delay_ns: delay.as_nanos() as u64,
         ..Default::default()
     });
-    let m = Mounted::new("timing", rec, Some(CacheMode::Direct));
+    let m = Mounted::new(name, rec, Some(CacheMode::Direct));
     fs::write(m.back("disk.img"), vec![0u8; 1 << 20]).unwrap();
+    m
+}
+
+#[test]
+fn replies_wait_for_the_medium_and_many_wait_at_once() {
+    let delay = Duration::from_millis(5);
+    let m = slow_disk("timing", delay);
     let f = Arc::new(File::open(m.mnt("disk.img")).unwrap());
     let t = Instant::now();
     f.read_at(&mut [0u8; 4096], 0).unwrap();
@@ -387,12 +403,7 @@ fn a_queue_of_128_direct_reads_reaches_the_medium_at_once() {
     use io_uring::{IoUring, opcode, types};
     use std::os::fd::AsRawFd;
     let delay = Duration::from_millis(50);
-    let rec = Arc::new(Recorder {
-        delay_ns: delay.as_nanos() as u64,
-        ..Default::default()
-    });
-    let m = Mounted::new("qd128", rec, Some(CacheMode::Direct));
-    fs::write(m.back("disk.img"), vec![0u8; 1 << 20]).unwrap();
+    let m = slow_disk("qd128", delay);
     let f = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECT)

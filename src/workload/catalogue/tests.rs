@@ -1,6 +1,7 @@
 //! The built-in catalogue's values and the loader's rules and errors.
 
 use super::*;
+use crate::workload::testing::{assert_has, assert_starts};
 use crate::workload::{BlockSizes, SyncMode};
 use std::path::Path;
 use std::time::Duration;
@@ -226,32 +227,28 @@ fn study_values() {
 fn silent_values_say_so() {
     let j = get("db-8k-read", Profile::Full).unwrap();
     let iodepth = j.provenance.iter().find(|p| p.field == "iodepth").unwrap();
-    assert!(
-        iodepth.source.starts_with("storlab default: study silent"),
-        "{}",
-        iodepth.source
-    );
+    assert_starts(&iodepth.source, "storlab default: study silent");
     let show = show_text("db-8k-read", Profile::Full).unwrap();
     assert!(
         show.contains("iodepth") && show.contains("study silent"),
         "{show}"
     );
     let show = show_text("vsphere-shared-4k", Profile::Full).unwrap();
-    assert!(show.contains("study 000"), "{show}");
+    assert_has(&show, "study 000");
 }
 
 #[test]
 fn unknown_names_list_the_catalogue() {
     let e = get("vsphere-4k", Profile::Full).unwrap_err().to_string();
-    assert!(
-        e.starts_with("unknown workload \"vsphere-4k\" (allowed: vsphere-shared-4k, "),
-        "{e}"
+    assert_starts(
+        &e,
+        "unknown workload \"vsphere-4k\" (allowed: vsphere-shared-4k, ",
     );
-    assert!(e.contains("suites: vsphere-protocols, nfs-vs-iscsi"), "{e}");
+    assert_has(&e, "suites: vsphere-protocols, nfs-vs-iscsi");
     assert!(resolve("nope", Profile::Quick).is_err());
     assert!(show_text("nope", Profile::Quick).is_err());
     let e = get("nfs-vs-iscsi", Profile::Full).unwrap_err().to_string();
-    assert!(e.contains("is a suite"), "{e}");
+    assert_has(&e, "is a suite");
 }
 
 #[test]
@@ -349,24 +346,22 @@ fn user_workloads_are_listed_and_shown_with_their_file() {
     let cat = user("/cat/mine.toml", MINE).unwrap();
     let list = cat.list_text();
     assert!(list.starts_with(&list_text()[..list_text().find("\nSuites:").unwrap()]));
-    assert!(
-        list.contains("\nWorkloads from /cat/mine.toml:\n  my-oltp                study in-house  the OLTP mix on 4 VMs\n"),
-        "{list}"
+    assert_has(
+        &list,
+        "\nWorkloads from /cat/mine.toml:\n  my-oltp                study in-house  the OLTP mix on 4 VMs\n",
     );
-    assert!(
-        list.contains("\nSuites from /cat/mine.toml:\n  mine                   mine, then a built-in: my-oltp, db-8k-read\n"),
-        "{list}"
+    assert_has(
+        &list,
+        "\nSuites from /cat/mine.toml:\n  mine                   mine, then a built-in: my-oltp, db-8k-read\n",
     );
     let show = cat.show_text("my-oltp", Profile::Full).unwrap();
-    assert!(
-        show.starts_with(
-            "my-oltp (study in-house, full profile, from /cat/mine.toml): the OLTP mix"
-        ),
-        "{show}"
+    assert_starts(
+        &show,
+        "my-oltp (study in-house, full profile, from /cat/mine.toml): the OLTP mix",
     );
-    assert!(
-        show.contains("iodepth            64               in-house: 64 per worker"),
-        "{show}"
+    assert_has(
+        &show,
+        "iodepth            64               in-house: 64 per worker",
     );
 }
 
@@ -437,35 +432,29 @@ fn errors_name_the_file_line_workload_and_key() {
         let e = user_err(&entry(body));
         assert!(e.contains(want), "{body}:\n{e}\nwants {want}");
     }
-    let e = user_err("\n\n[[workload]]\nname = \"w\"\nsummary = \"y\"\n");
     assert_eq!(
-        e,
+        user_err("\n\n[[workload]]\nname = \"w\"\nsummary = \"y\"\n"),
         "catalogue file /cat/mine.toml, line 3, workload \"w\": invalid study = (none) (allowed: a string naming the study it comes from)"
     );
-    let e = user_err("[[workload]]\nname = \"a b\"\n");
-    assert!(
-        e.contains("invalid name = a b (allowed: letters, digits"),
-        "{e}"
+    assert_has(
+        &user_err("[[workload]]\nname = \"a b\"\n"),
+        "invalid name = a b (allowed: letters, digits",
     );
-    let e = user_err("direct = 2\n");
     assert_eq!(
-        e,
+        user_err("direct = 2\n"),
         "catalogue file /cat/mine.toml: invalid direct = 2 (allowed: 0, 1, true, false)"
     );
-    let e = user_err("suites = 1\n");
-    assert!(
-        e.starts_with("catalogue file /cat/mine.toml: unknown key \"suites\" (allowed: source, workload, suite, vms"),
-        "{e}"
+    assert_starts(
+        &user_err("suites = 1\n"),
+        "catalogue file /cat/mine.toml: unknown key \"suites\" (allowed: source, workload, suite, vms",
     );
-    let e = user_err("[[suite]]\nname = \"s\"\nsummary = \"y\"\nworkloads = [\"nope\"]\n");
-    assert!(
-        e.starts_with("catalogue file /cat/mine.toml, line 1, suite \"s\": invalid workloads = \"nope\" (allowed: names of workloads (vsphere-shared-4k,"),
-        "{e}"
+    assert_starts(
+        &user_err("[[suite]]\nname = \"s\"\nsummary = \"y\"\nworkloads = [\"nope\"]\n"),
+        "catalogue file /cat/mine.toml, line 1, suite \"s\": invalid workloads = \"nope\" (allowed: names of workloads (vsphere-shared-4k,",
     );
-    let e = user_err("[[workload]\n");
-    assert!(
-        e.starts_with("catalogue file /cat/mine.toml, line 1: invalid TOML syntax"),
-        "{e}"
+    assert_starts(
+        &user_err("[[workload]\n"),
+        "catalogue file /cat/mine.toml, line 1: invalid TOML syntax",
     );
 }
 

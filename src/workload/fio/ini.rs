@@ -113,6 +113,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Section>, Vec<SpecError>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::testing::assert_starts;
 
     #[test]
     fn sections_options_and_comments() {
@@ -144,11 +145,7 @@ mod tests {
         .unwrap_err();
         let lines: Vec<String> = e.iter().map(|e| e.to_string()).collect();
         assert_eq!(lines.len(), 5, "{lines:?}");
-        assert!(
-            lines[0].starts_with("x.fio, line 1: invalid fio option = bs"),
-            "{}",
-            lines[0]
-        );
+        assert_starts(&lines[0], "x.fio, line 1: invalid fio option = bs");
         assert!(lines[1].starts_with("x.fio, line 2: invalid section header = []"));
         assert!(lines[2].starts_with("x.fio, line 4: invalid size = ${SIZE}"));
         assert!(lines[3].starts_with("x.fio, line 5: invalid fio option line"));

@@ -1,4 +1,5 @@
 use super::*;
+use crate::workload::testing::{assert_has, assert_starts, example_files, import_errors};
 use crate::workload::{BlockSizes, DiskLayout, Rate, SyncMode, jobfile};
 use std::time::Duration;
 
@@ -7,12 +8,7 @@ fn job(text: &str) -> Imported {
 }
 
 fn errors(text: &str) -> Vec<String> {
-    parse(text, "dir/x.fio")
-        .unwrap_err()
-        .0
-        .iter()
-        .map(|e| e.to_string())
-        .collect()
+    import_errors(parse(text, "dir/x.fio"))
 }
 
 /// `convert`'s text read back as a storlab job file gives the same job.
@@ -24,17 +20,12 @@ fn round_trips(imp: &Imported) {
 
 #[test]
 fn examples_load_and_round_trip() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fio");
-    let mut n = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "fio") {
-            let imp = load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            round_trips(&imp);
-            n += 1;
-        }
+    let files = example_files("fio", "fio");
+    for path in &files {
+        let imp = load(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        round_trips(&imp);
     }
-    assert!(n >= 3);
+    assert!(files.len() >= 3);
 }
 
 #[test]
@@ -153,35 +144,24 @@ fn every_unsupported_option_is_one_line_naming_file_line_and_option() {
          random_distribution=zipf:1.2\n[b]\nioengine=rbd\n",
     );
     assert_eq!(e.len(), 6, "{e:#?}");
-    assert!(
-        e[0].starts_with("dir/x.fio, line 4: unknown fio option \"verify\" (allowed: name,"),
-        "{}",
-        e[0]
+    assert_starts(
+        &e[0],
+        "dir/x.fio, line 4: unknown fio option \"verify\" (allowed: name,",
     );
-    assert!(
-        e[1].starts_with("dir/x.fio, line 6: invalid rw = randtrim (allowed: read, write"),
-        "{}",
-        e[1]
+    assert_starts(
+        &e[1],
+        "dir/x.fio, line 6: invalid rw = randtrim (allowed: read, write",
     );
-    assert!(
-        e[2].starts_with("dir/x.fio, line 7: invalid bs = 4k,8k"),
-        "{}",
-        e[2]
-    );
-    assert!(
-        e[3].starts_with("dir/x.fio, line 8: invalid fsync = 4"),
-        "{}",
-        e[3]
-    );
-    assert!(
-        e[4].starts_with("dir/x.fio, line 9: invalid random_distribution = zipf:1.2"),
-        "{}",
-        e[4]
+    assert_starts(&e[2], "dir/x.fio, line 7: invalid bs = 4k,8k");
+    assert_starts(&e[3], "dir/x.fio, line 8: invalid fsync = 4");
+    assert_starts(
+        &e[4],
+        "dir/x.fio, line 9: invalid random_distribution = zipf:1.2",
     );
     // [b] inherits verify from [global]: said once; then [b]'s engine.
-    assert!(
-        e[5].starts_with("dir/x.fio, line 11: invalid ioengine = rbd (allowed: psync"),
-        "{e:#?}"
+    assert_starts(
+        &e[5],
+        "dir/x.fio, line 11: invalid ioengine = rbd (allowed: psync",
     );
     assert!(e.iter().all(|l| !l.contains('\n')));
 }
@@ -190,19 +170,11 @@ fn every_unsupported_option_is_one_line_naming_file_line_and_option() {
 fn bad_values_and_missing_keys_are_named() {
     let e = errors("[a]\nioengine=null\nsize=4q\n");
     assert_eq!(e.len(), 1, "{e:?}");
-    assert!(
-        e[0].starts_with("dir/x.fio, line 3: invalid size = 4q"),
-        "{}",
-        e[0]
-    );
+    assert_starts(&e[0], "dir/x.fio, line 3: invalid size = 4q");
     let e = errors("[a]\nioengine=null\n");
-    assert!(
-        e[0].starts_with("dir/x.fio, line 1 (job [a]): invalid size = (none)"),
-        "{}",
-        e[0]
-    );
+    assert_starts(&e[0], "dir/x.fio, line 1 (job [a]): invalid size = (none)");
     let e = errors("[a]\nioengine=null\nsize=1m\ntime_based\n");
-    assert!(e[0].contains("invalid runtime = (none)"), "{}", e[0]);
+    assert_has(&e[0], "invalid runtime = (none)");
     let e = errors("[global]\nbs=3q\n");
     assert!(
         e.iter().any(|l| l.contains("at least one [JOB] section")) || e[0].contains("line 2"),
@@ -210,11 +182,7 @@ fn bad_values_and_missing_keys_are_named() {
     );
     // Whole-job validation names the file too.
     let e = errors("[a]\nioengine=null\nsize=4k\nbs=8k\n");
-    assert!(
-        e[0].starts_with("fio job file dir/x.fio (as a storlab job)"),
-        "{}",
-        e[0]
-    );
+    assert_starts(&e[0], "fio job file dir/x.fio (as a storlab job)");
 }
 
 #[test]
@@ -223,17 +191,10 @@ fn jobs_beside_each_other_agree_on_the_point() {
         "[a]\nioengine=null\nsize=1m\n[b]\nioengine=null\nsize=2m\n[c]\nnew_group\nioengine=null\nsize=1m\n",
     );
     assert_eq!(e.len(), 2, "{e:?}");
-    assert!(
-        e[0].starts_with("dir/x.fio, line 8: invalid new_group"),
-        "{}",
-        e[0]
-    );
-    assert!(
-        e[1].starts_with(
-            "dir/x.fio, line 6: invalid size = 2m (allowed: the same as job [a] beside it (1m)"
-        ),
-        "{}",
-        e[1]
+    assert_starts(&e[0], "dir/x.fio, line 8: invalid new_group");
+    assert_starts(
+        &e[1],
+        "dir/x.fio, line 6: invalid size = 2m (allowed: the same as job [a] beside it (1m)",
     );
     let e = errors("[a]\nioengine=null\nsize=1m\n[b]\nstonewall\nsize=1m\n");
     assert!(

@@ -80,6 +80,7 @@ pub fn entries(text: &str, origin: &str) -> Result<(String, Vec<Entry>), SpecErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::testing::assert_starts;
 
     #[test]
     fn keys_values_and_column_headers() {
@@ -96,9 +97,6 @@ mod tests {
         );
         assert!(e[1].values.is_empty());
         let err = entries("[global]\n", "a.icf").unwrap_err().to_string();
-        assert!(
-            err.starts_with("a.icf, line 1: invalid first line = [global]"),
-            "{err}"
-        );
+        assert_starts(&err, "a.icf, line 1: invalid first line = [global]");
     }
 }

@@ -1,5 +1,6 @@
 use super::*;
 use crate::workload::catalogue::Catalogue;
+use crate::workload::testing::{assert_has, assert_starts, import_errors};
 use crate::workload::{BlockSizes, Profile, jobfile};
 use std::time::Duration;
 
@@ -41,12 +42,7 @@ const SPECS: &str = "'Access specification name,default assignment\n\tmix,NONE\n
      'Access specification name,default assignment\n\tseq,ALL\n'size,% of size,% reads,% random,delay,burst,align,reply\n\t1048576,100,0,0,0,1,1048576,0\n";
 
 fn errors(text: &str) -> Vec<String> {
-    parse(text, "dir/x.icf")
-        .unwrap_err()
-        .0
-        .iter()
-        .map(|e| e.to_string())
-        .collect()
+    import_errors(parse(text, "dir/x.icf"))
 }
 
 #[test]
@@ -120,41 +116,27 @@ fn what_storlab_cannot_run_is_refused_one_line_each() {
     let text = icf(specs, &worker(1, 1, &["burst", "nope"])).replace("NORMAL", "CYCLE_TARGETS");
     let e = errors(&text);
     assert_eq!(e.len(), 2, "{e:#?}");
-    assert!(
-        e[0].starts_with("dir/x.icf, line 11: invalid Test Type = CYCLE_TARGETS"),
-        "{}",
-        e[0]
+    assert_starts(
+        &e[0],
+        "dir/x.icf, line 11: invalid Test Type = CYCLE_TARGETS",
     );
-    assert!(
-        e[1].starts_with("dir/x.icf, line 17: invalid delay = 10"),
-        "{}",
-        e[1]
-    );
+    assert_starts(&e[1], "dir/x.icf, line 17: invalid delay = 10");
     let text = icf(specs, &worker(1, 1, &["burst", "nope"]));
     let e = errors(&text);
     // Reading stops at what it cannot read; the mapping's errors come once it reads.
     assert_eq!(e.len(), 1, "{e:#?}");
-    assert!(
-        e[0].starts_with("dir/x.icf, line 17: invalid delay = 10 (allowed: 0"),
-        "{}",
-        e[0]
-    );
+    assert_starts(&e[0], "dir/x.icf, line 17: invalid delay = 10 (allowed: 0");
     let e = errors(&icf(
         "'Access specification name,default assignment\n\tmixed,NONE\n\
          'size,% of size,% reads,% random,delay,burst,align,reply\n\t4096,50,0,0,0,1,0,0\n\t8192,50,100,0,0,1,0,0\n",
         &worker(1, 1, &["mixed", "nope"]),
     ));
     assert_eq!(e.len(), 2, "{e:#?}");
-    assert!(
-        e[0].contains("unknown access specification \"nope\" (allowed: mixed)"),
-        "{}",
-        e[0]
+    assert_has(
+        &e[0],
+        "unknown access specification \"nope\" (allowed: mixed)",
     );
-    assert!(
-        e[1].contains("invalid access specification line = 100% reads"),
-        "{}",
-        e[1]
-    );
+    assert_has(&e[1], "invalid access specification line = 100% reads");
     let e = errors(&icf(
         SPECS,
         &worker(1, 1, &["seq"]).replace("'Worker type\n\tDISK", "'Worker type\n\tNETWORK"),
