@@ -9,11 +9,10 @@
 //! just before a crash is not left behind, and a recorded name that another
 //! file took since (after a reboot) is left alone.
 
-use super::media::MediaInfo;
 use super::tools::Tools;
 use crate::process;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A loop device the lab attached.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,12 +91,11 @@ fn over(path: &Path) -> Vec<String> {
 }
 
 /// Detach the recorded loop device and any other over the media layer's store
-/// file. Returns what could not be detached.
-pub fn detach_all(info: &MediaInfo) -> Vec<String> {
-    let store: PathBuf = info.store_path();
-    let mut names = over(&store);
-    if let Some(l) = &info.loop_dev
-        && backed_by(&l.name, &store)
+/// file `store`. Returns what could not be detached.
+pub fn detach_all(store: &Path, recorded: Option<&LoopDev>) -> Vec<String> {
+    let mut names = over(store);
+    if let Some(l) = recorded
+        && backed_by(&l.name, store)
         && !names.contains(&l.name)
     {
         names.push(l.name.clone());

@@ -13,11 +13,10 @@
 
 use super::LabError;
 use super::state::LabState;
+pub use super::state::{MediaInfo, NO_MEDIA};
 use crate::media::fuse::mount;
 use crate::media::serve::{self, MediaServer};
-use crate::process::Proc;
-use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The media `lab up` (and `compare --lab`, `study`) serves the store on
 /// unless told otherwise: the preset that resembles the studies' arrays
@@ -26,50 +25,11 @@ use std::path::{Path, PathBuf};
 /// keeps the loopback ceiling of labs before media.
 pub const LAB_DEFAULT_MEDIA: &str = crate::media::presets::DEFAULT_MEDIA;
 
-/// `--media none`: no media layer at all. Every server and the loop device
-/// open the backing file itself, as labs did before media; for measuring
-/// what the media layer costs (bench/media_ceiling.sh), not for studies.
-pub const NO_MEDIA: &str = "none";
-
 /// The mount point's name inside the state directory.
 pub const MOUNT_DIR: &str = "media";
 
 /// The media server's log file in the state directory.
 pub const LOG: &str = "media.log";
-
-/// The media layer as made.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MediaInfo {
-    /// The `--media` preset or spec.
-    pub spec: String,
-    /// The `--media-file` the preset comes from, if any.
-    #[serde(default)]
-    pub file: Option<PathBuf>,
-    /// Where the media file system is mounted.
-    pub mountpoint: PathBuf,
-    /// The media server, once it answers.
-    #[serde(default)]
-    pub server: Option<Proc>,
-    /// The block baseline's loop device, once attached.
-    #[serde(default)]
-    pub loop_dev: Option<super::loopdev::LoopDev>,
-}
-
-impl MediaInfo {
-    /// The store file as every server and the loop device see it.
-    pub fn store_path(&self) -> PathBuf {
-        self.mountpoint.join(super::backing::FILE)
-    }
-
-    /// Return the medium to its initial state (idle, caches empty), as after
-    /// `lab up`: a no-op without a media server.
-    pub fn reset(&self) -> Result<(), String> {
-        match &self.server {
-            Some(p) => MediaServer::from_proc(p.clone(), &self.mountpoint).reset(),
-            None => Ok(()),
-        }
-    }
-}
 
 /// A failed step of the media layer, named.
 pub fn step_failed(step: &str, message: impl std::fmt::Display) -> LabError {
@@ -177,7 +137,7 @@ pub fn start(
 /// server by PID (it unmounts), clean up whatever it left mounted, remove the
 /// mount point. Returns what could not be undone.
 pub fn stop(info: &MediaInfo, this_boot: bool) -> Vec<String> {
-    let mut errors = super::loopdev::detach_all(info);
+    let mut errors = super::loopdev::detach_all(&info.store_path(), info.loop_dev.as_ref());
     if info.spec == NO_MEDIA {
         return errors; // the backing directory is the backing store's to remove
     }

@@ -4,7 +4,6 @@
 use super::backing::BackingInfo;
 use super::hosts::Host;
 use super::link::Link;
-use super::media::MediaInfo;
 use super::net::NetMode;
 use super::netns::Netns;
 use crate::process::Proc;
@@ -187,10 +186,7 @@ impl LabState {
     /// Whether the media server still runs (`None`: the lab has no media
     /// layer, as labs recorded before it or made with `--media none`).
     pub fn media_running(&self) -> Option<bool> {
-        let m = self
-            .media
-            .as_ref()
-            .filter(|m| m.spec != super::media::NO_MEDIA)?;
+        let m = self.media.as_ref().filter(|m| m.spec != NO_MEDIA)?;
         Some(
             m.server
                 .as_ref()
@@ -257,6 +253,47 @@ impl LabState {
             mtu: self.mtu,
             hosts: self.hosts.iter().map(|h| h.name.clone()).collect(),
             net: Some(self.net.as_str().to_string()),
+        }
+    }
+}
+
+/// `--media none`: no media layer at all. Every server and the loop device
+/// open the backing file itself, as labs did before media; for measuring
+/// what the media layer costs (bench/media_ceiling.sh), not for studies.
+pub const NO_MEDIA: &str = "none";
+
+/// The media layer as made.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MediaInfo {
+    /// The `--media` preset or spec.
+    pub spec: String,
+    /// The `--media-file` the preset comes from, if any.
+    #[serde(default)]
+    pub file: Option<PathBuf>,
+    /// Where the media file system is mounted.
+    pub mountpoint: PathBuf,
+    /// The media server, once it answers.
+    #[serde(default)]
+    pub server: Option<Proc>,
+    /// The block baseline's loop device, once attached.
+    #[serde(default)]
+    pub loop_dev: Option<super::loopdev::LoopDev>,
+}
+
+impl MediaInfo {
+    /// The store file as every server and the loop device see it.
+    pub fn store_path(&self) -> PathBuf {
+        self.mountpoint.join(super::backing::FILE)
+    }
+
+    /// Return the medium to its initial state (idle, caches empty), as after
+    /// `lab up`: a no-op without a media server.
+    pub fn reset(&self) -> Result<(), String> {
+        match &self.server {
+            Some(p) => {
+                crate::media::serve::MediaServer::from_proc(p.clone(), &self.mountpoint).reset()
+            }
+            None => Ok(()),
         }
     }
 }

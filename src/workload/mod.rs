@@ -12,6 +12,7 @@
 pub mod catalogue;
 pub mod content;
 pub mod curve;
+pub mod error;
 pub mod fio;
 pub mod flags;
 pub mod icf;

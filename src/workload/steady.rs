@@ -8,7 +8,7 @@
 //! `bw` and `lat` (mean latency) work the same. With the gate, `ramp_time` is
 //! the longest ramp: a point that never settles measures after it, flagged.
 
-use super::validate::SpecError;
+use super::error::SpecError;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;

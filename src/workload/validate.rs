@@ -6,7 +6,6 @@
 
 use super::units::{format_duration, format_size};
 use super::{Content, DiskLayout, Group, Job, Rate, Spec};
-use std::fmt;
 use std::time::Duration;
 
 /// Largest block size storlab issues: beyond this, buffers per slot get silly
@@ -15,75 +14,7 @@ pub const MAX_BS: u64 = 64 << 20;
 /// Sector size that O_DIRECT I/O must be aligned to.
 pub const DIRECT_ALIGN: u64 = 512;
 
-/// A rejected value, rendered as one line:
-/// `[CONTEXT: ]invalid FIELD = VALUE (allowed: ALLOWED)`.
-///
-/// When `field` starts with "unknown " (see [`SpecError::unknown`]) the value is a
-/// name that was not recognised and the line reads `[CONTEXT: ]unknown key "VALUE"
-/// (allowed: ...)`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SpecError {
-    /// The field or key ("bs", "rwmixread"), or "unknown KIND" for unrecognised names.
-    pub field: String,
-    /// The offending value as the user wrote it, or as storlab formats it.
-    pub value: String,
-    /// What would have been accepted.
-    pub allowed: String,
-    /// Where: "job file jobs/x.toml", "load point \"vms=32\"", "group readers".
-    pub context: Option<String>,
-}
-
-impl SpecError {
-    /// An out-of-range or malformed value.
-    pub fn invalid(
-        field: impl Into<String>,
-        value: impl fmt::Display,
-        allowed: impl Into<String>,
-    ) -> Self {
-        SpecError {
-            field: field.into(),
-            value: value.to_string(),
-            allowed: allowed.into(),
-            context: None,
-        }
-    }
-
-    /// A name that is not recognised: `kind` is what it was meant to be ("workload", "key").
-    pub fn unknown(kind: &str, name: impl Into<String>, allowed: impl Into<String>) -> Self {
-        SpecError {
-            field: format!("unknown {kind}"),
-            value: name.into(),
-            allowed: allowed.into(),
-            context: None,
-        }
-    }
-
-    /// Prefix a context (outermost first: the file, then the point, then the group).
-    pub fn context(mut self, ctx: impl Into<String>) -> Self {
-        let ctx = ctx.into();
-        self.context = Some(match self.context.take() {
-            Some(inner) => format!("{ctx}, {inner}"),
-            None => ctx,
-        });
-        self
-    }
-}
-
-impl fmt::Display for SpecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(c) = &self.context {
-            write!(f, "{c}: ")?;
-        }
-        if self.field.starts_with("unknown ") {
-            write!(f, "{} \"{}\"", self.field, self.value)?;
-        } else {
-            write!(f, "invalid {} = {}", self.field, self.value)?;
-        }
-        write!(f, " (allowed: {})", self.allowed)
-    }
-}
-
-impl std::error::Error for SpecError {}
+pub use super::error::SpecError;
 
 fn check_range(field: &str, v: u64, lo: u64, hi: u64) -> Result<(), SpecError> {
     if (lo..=hi).contains(&v) {
