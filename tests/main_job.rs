@@ -9,7 +9,7 @@
 mod support;
 
 use serde_json::Value;
-use support::{TempDir, storlab, text};
+use support::{TempDir, storlab};
 
 /// How far a protocol may stand from the baseline on the array medium and
 /// still be "beside" it. The studies found about 10%; a loaded two-core CI
@@ -21,33 +21,20 @@ fn the_main_job_puts_every_protocol_beside_the_fc_baseline_on_the_default_array(
     support::assert_root("the lab needs root");
     let dir = TempDir::new("main-job", "compare");
     let json = dir.join("run.json");
-    let child = storlab()
-        .args([
-            "compare",
-            "--lab",
-            "--workload",
-            "vsphere-shared-4k",
-            "--profile",
-            "quick",
-            "--no-db",
-            "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let state = std::env::temp_dir().join(format!("storlab-compare-lab-{pid}"));
-    assert!(!state.exists(), "{} left behind", state.display());
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    assert!(
-        !mounts.contains(&state.display().to_string()),
-        "the lab's media mount is left behind"
-    );
+    let mut cmd = storlab();
+    cmd.args([
+        "compare",
+        "--lab",
+        "--workload",
+        "vsphere-shared-4k",
+        "--profile",
+        "quick",
+        "--no-db",
+        "-q",
+        "--json",
+    ])
+    .arg(&json);
+    let o = support::lab::run_with_temporary_lab(cmd, "compare");
 
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(

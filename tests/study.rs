@@ -80,30 +80,22 @@ fn the_dss_study_runs_on_its_own_lab_and_its_report_renders_in_chromium() {
     support::chromium::binary();
     let dir = TempDir::new("study", "dss");
     let out_dir = dir.join("report");
-    let child = storlab()
-        .args([
-            "study",
-            "oracle-dss-10gbe-fc",
-            "--no-db",
-            "-q",
-            "--size",
-            "256m",
-            "--media",
-            "ram",
-        ])
-        .args(support::lab::free_port_args())
-        .arg("--out")
-        .arg(&out_dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    // The lab came down and its state went with it.
-    let state = std::env::temp_dir().join(format!("storlab-study0-lab-{pid}"));
-    assert!(!state.exists(), "{} left behind", state.display());
+    let mut cmd = storlab();
+    cmd.args([
+        "study",
+        "oracle-dss-10gbe-fc",
+        "--no-db",
+        "-q",
+        "--size",
+        "256m",
+        "--media",
+        "ram",
+    ])
+    .args(support::lab::free_port_args())
+    .arg("--out")
+    .arg(&out_dir);
+    // The lab comes down and its state goes with it.
+    let o = support::lab::run_with_temporary_lab(cmd, "study0");
 
     // The study's table 2: a column per protocol, every figure measured.
     let stdout = String::from_utf8_lossy(&o.stdout);

@@ -290,3 +290,26 @@ impl Drop for LabGuard {
         }
     }
 }
+
+/// Run `cmd`, a storlab command that brings up a temporary lab of its own
+/// (state in `storlab-{what}-lab-PID` in the temp dir), to its end; check it
+/// succeeded and left neither that state directory nor a mount under it.
+pub fn run_with_temporary_lab(mut cmd: Command, what: &str) -> Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let state = std::env::temp_dir().join(format!("storlab-{what}-lab-{pid}"));
+    assert!(!state.exists(), "{} left behind", state.display());
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mounts.contains(&state.display().to_string()),
+        "a mount under {} left behind",
+        state.display()
+    );
+    o
+}
