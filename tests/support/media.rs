@@ -10,9 +10,10 @@ fn bin() -> &'static Path {
 }
 
 /// A backing directory with a 16 MiB store file, a mount point and a log,
-/// under /dev/shm; whatever is mounted at the mount point is cleaned up and
-/// the directory removed on drop.
-pub struct Dirs(pub PathBuf);
+/// under /dev/shm. On drop, every media server started through it is
+/// stopped by PID (a test that panics leaves none running), whatever is
+/// mounted at the mount point is cleaned up, and the directory removed.
+pub struct Dirs(pub PathBuf, std::cell::RefCell<Vec<MediaServer>>);
 
 impl Dirs {
     pub fn new(tag: &str) -> Dirs {
@@ -27,7 +28,7 @@ impl Dirs {
         fs::create_dir_all(d.join("mnt")).unwrap();
         let data: Vec<u8> = (0..16u32 << 20).map(|i| (i % 251) as u8).collect();
         fs::write(d.join("back/disk.img"), data).unwrap();
-        Dirs(d)
+        Dirs(d, Default::default())
     }
     pub fn back(&self) -> PathBuf {
         self.0.join("back")
@@ -48,12 +49,18 @@ impl Dirs {
             None,
             &self.log(),
         )
+        .inspect(|s| self.1.borrow_mut().push(s.clone()))
         .unwrap_or_else(|e| panic!("start: {e}"))
     }
 }
 
 impl Drop for Dirs {
     fn drop(&mut self) {
+        // Stopping a server that already stopped does nothing (PID and start
+        // time are checked).
+        for s in self.1.borrow().iter() {
+            let _ = s.stop();
+        }
         let _ = cleanup(&self.mnt());
         let _ = fs::remove_dir_all(&self.0);
     }
