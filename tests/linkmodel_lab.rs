@@ -146,11 +146,21 @@ fn check_link_counters(doc: &serde_json::Value, url: &str) {
         }
     }
     assert!(read > 0, "{url}: nothing read");
+    // A read's bytes cross the wire before it completes: the reads in flight
+    // when the window opens (at most the queue depth's worth, 32 x 64 KiB)
+    // arrived in part before the first counted interval but complete in it,
+    // and the counters are read a moment apart from the I/O's own clock. So
+    // the wire may carry up to twice that many bytes less than were read in
+    // the window (0.996x of a 10 s run at 1 GbE); a counter that misses a
+    // real share of the traffic still fails.
+    let slack = 2 * 32 * 65536;
+    let floor = (read - slack.min(read)) as f64 / read as f64;
     for (what, got) in [("host rx", host_rx), ("storage tx", storage_tx)] {
         let ratio = got as f64 / read as f64;
         assert!(
-            (1.0..1.25).contains(&ratio),
-            "{url}: {what} {got} bytes for {read} bytes read ({ratio:.3}x)"
+            (floor..1.25).contains(&ratio),
+            "{url}: {what} {got} bytes for {read} bytes read ({ratio:.3}x, \
+             allowed {floor:.4}x to 1.25x)"
         );
     }
     assert!(

@@ -7,7 +7,12 @@
 //! or tear down a session) starts with SEQUENCE, which names a slot of the
 //! session and that slot's sequence id: one request in flight per slot, the
 //! id incremented for each new request on it. A request that fails at
-//! SEQUENCE leaves the slot's id where it was.
+//! SEQUENCE leaves the slot's id where it was. Each SEQUENCE reply names the
+//! highest slot the server will still accept and the one it wants the client
+//! to stay at or below (target_highest_slotid, §2.10.6.1): new requests use
+//! only slots up to the lower of the two, so a server that shrinks the table
+//! is followed, and one that grows it back is too (up to the table CREATE_SESSION
+//! granted).
 
 use super::rpc::{Conn, NFS_PROG};
 use super::status_name;
@@ -57,8 +62,19 @@ pub struct Seq {
     pub slot: u32,
     /// The slot's sequence id for this request.
     pub seqid: u32,
-    /// The highest slot id the client may use (its table's last).
+    /// The highest slot id with a request in flight, this one included
+    /// (sa_highest_slotid).
     pub highest: u32,
+}
+
+/// What a successful SEQUENCE reply says of the slot table: the highest slot
+/// id the server accepts and the one it wants the client to use at most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotLimits {
+    /// sr_highest_slotid.
+    pub highest: u32,
+    /// sr_target_highest_slotid.
+    pub target: u32,
 }
 
 /// An NFSv4.1 session's fore channel slot table.
@@ -70,6 +86,9 @@ pub struct Session {
     seqids: Vec<u32>,
     /// Slots with no request in flight (taken from the end).
     free: Vec<u32>,
+    /// The highest slot id new requests may use (what the server's latest
+    /// SEQUENCE reply allowed, at most the table's last).
+    limit: u32,
     /// The largest request (RPC header included) the server accepts.
     pub max_request: u32,
     /// The largest reply the server sends.
@@ -84,6 +103,7 @@ impl Session {
             id,
             seqids: vec![0; slots as usize],
             free: (0..slots).rev().collect(),
+            limit: slots - 1,
             max_request,
             max_response,
         }
@@ -94,23 +114,55 @@ impl Session {
         self.seqids.len()
     }
 
-    /// Slots with no request in flight.
+    /// Slots with no request in flight that new requests may use (at most
+    /// the server's latest limit).
     pub fn free_slots(&self) -> usize {
-        self.free.len()
+        // `free` is sorted from the highest slot down.
+        self.free.len() - self.free.partition_point(|&s| s > self.limit)
+    }
+
+    /// The highest slot id new requests may use now.
+    pub fn limit(&self) -> u32 {
+        self.limit
     }
 
     /// Take a free slot for a new request (the lowest free one): its SEQUENCE
-    /// arguments, or None when every slot has a request in flight.
+    /// arguments, or None when every slot the server allows has a request in
+    /// flight.
     pub fn take(&mut self) -> Option<Seq> {
-        let slot = self.free.pop()?;
+        let slot = *self.free.last()?;
+        if slot > self.limit {
+            return None;
+        }
+        self.free.pop();
         let id = &mut self.seqids[slot as usize];
         *id = id.wrapping_add(1);
         Some(Seq {
             session: self.id,
             slot,
             seqid: *id,
-            highest: self.seqids.len() as u32 - 1,
+            highest: self.highest_in_flight(),
         })
+    }
+
+    /// The highest slot id with a request in flight (0 when none is).
+    fn highest_in_flight(&self) -> u32 {
+        // `free` is sorted from the highest slot down.
+        let mut top = self.seqids.len() as u32;
+        for &f in &self.free {
+            if f + 1 != top {
+                break;
+            }
+            top = f;
+        }
+        top.saturating_sub(1)
+    }
+
+    /// A SEQUENCE reply's limits: new requests use slots up to the lower of
+    /// the server's highest and target slot ids, never past the table.
+    pub fn follow(&mut self, l: SlotLimits) {
+        let last = self.seqids.len() as u32 - 1;
+        self.limit = l.highest.min(l.target).min(last);
     }
 
     /// The reply to the request on `slot` arrived: the slot is free again. If
@@ -180,10 +232,21 @@ pub fn sequence(d: &mut Dec) -> Result<u32, Short> {
 
 /// Whether a reply's SEQUENCE succeeded (the server advanced the slot).
 pub fn sequenced(body: &[u8]) -> bool {
-    let Ok((_, n, mut d)) = results(body) else {
-        return false;
-    };
-    n > 0 && sequence(&mut d) == Ok(0)
+    sequence_limits(body).is_some()
+}
+
+/// A reply's successful SEQUENCE result: the slot limits it names; None when
+/// the SEQUENCE failed or the reply is malformed.
+pub fn sequence_limits(body: &[u8]) -> Option<SlotLimits> {
+    let (_, n, mut d) = results(body).ok()?;
+    if n == 0 || d.u32().ok()? != OP_SEQUENCE || d.u32().ok()? != 0 {
+        return None;
+    }
+    d.skip(16 + 2 * 4).ok()?; // sessionid, sequenceid, slotid
+    let highest = d.u32().ok()?;
+    let target = d.u32().ok()?;
+    d.u32().ok()?; // status_flags
+    Some(SlotLimits { highest, target })
 }
 
 /// An error at SEQUENCE, with what it means.
@@ -281,7 +344,7 @@ mod tests {
         let mut s = Session::new([5; 16], 2, 1 << 20, 1 << 20);
         let a = s.take().unwrap();
         let b = s.take().unwrap();
-        assert_eq!((a.slot, a.seqid, a.highest), (0, 1, 1));
+        assert_eq!((a.slot, a.seqid, a.highest), (0, 1, 0));
         assert_eq!((b.slot, b.seqid), (1, 1));
         assert_eq!(s.take(), None, "only the granted slots");
         s.release(0, true);
@@ -294,6 +357,59 @@ mod tests {
         assert_eq!(s.free_slots(), 2);
         assert_eq!(s.take().map(|q| (q.slot, q.seqid)), Some((0, 3)));
         assert_eq!(Session::new([0; 16], 0, 0, 0).slots(), 1);
+    }
+
+    #[test]
+    fn highest_names_the_top_slot_in_flight() {
+        let mut s = Session::new([5; 16], 4, 1 << 20, 1 << 20);
+        assert_eq!(s.take().unwrap().highest, 0);
+        assert_eq!(s.take().unwrap().highest, 1);
+        assert_eq!(s.take().unwrap().highest, 2);
+        s.release(2, true);
+        s.release(1, true);
+        // Slot 0 still in flight; the new request takes slot 1.
+        let q = s.take().unwrap();
+        assert_eq!((q.slot, q.highest), (1, 1));
+        s.release(0, true);
+        // Slot 0 free again, slot 1 in flight: the highest in flight is 1.
+        let q = s.take().unwrap();
+        assert_eq!((q.slot, q.highest), (0, 1));
+    }
+
+    #[test]
+    fn the_servers_target_shrinks_and_grows_the_usable_slots() {
+        let mut s = Session::new([5; 16], 4, 1 << 20, 1 << 20);
+        let taken: Vec<u32> = (0..4).map(|_| s.take().unwrap().slot).collect();
+        assert_eq!(taken, [0, 1, 2, 3]);
+        // The server wants slot 0 only from now on; requests in flight finish.
+        s.follow(SlotLimits {
+            highest: 3,
+            target: 0,
+        });
+        for q in [3, 2, 1] {
+            s.release(q, true);
+            assert_eq!(s.free_slots(), 0);
+            assert_eq!(s.take(), None, "slot {q} freed but above the target");
+        }
+        s.release(0, true);
+        assert_eq!(s.take().map(|q| q.slot), Some(0));
+        assert_eq!(s.take(), None, "one slot while the target is 0");
+        // The highest slot id bounds it as well as the target.
+        s.follow(SlotLimits {
+            highest: 1,
+            target: 7,
+        });
+        assert_eq!(s.take().map(|q| q.slot), Some(1));
+        assert_eq!(s.take(), None);
+        // Grown past the table: never beyond what CREATE_SESSION granted.
+        s.follow(SlotLimits {
+            highest: 63,
+            target: 63,
+        });
+        assert_eq!(s.limit(), 3);
+        assert_eq!(s.take().map(|q| q.slot), Some(2));
+        assert_eq!(s.take().map(|q| q.slot), Some(3));
+        assert_eq!(s.take(), None);
     }
 
     #[test]
@@ -333,6 +449,13 @@ mod tests {
             .fixed(&[3; 16]);
         e.u32(9).u32(4).u32(15).u32(15).u32(0).u32(22).u32(0);
         assert!(sequenced(&r));
+        assert_eq!(
+            sequence_limits(&r),
+            Some(SlotLimits {
+                highest: 15,
+                target: 15
+            })
+        );
         let (_, _, mut d) = results(&r).unwrap();
         assert_eq!(sequence(&mut d), Ok(0));
         assert_eq!(op(&mut d, 22), Ok(0));

@@ -654,8 +654,14 @@ impl NfsBackend {
                     let (engine_slot, session_slot) = untag(tag);
                     let in_session = session_slot.is_some();
                     if let (Some(s), Some(q)) = (session.as_mut(), session_slot) {
-                        let sequenced = r.as_ref().is_ok_and(|b| compound::sequenced(b.body));
-                        s.release(q, sequenced);
+                        let limits = r
+                            .as_ref()
+                            .ok()
+                            .and_then(|b| compound::sequence_limits(b.body));
+                        s.release(q, limits.is_some());
+                        if let Some(l) = limits {
+                            s.follow(l);
+                        }
                     }
                     let part = session_slot
                         .and_then(|q| sent.get_mut(q as usize))

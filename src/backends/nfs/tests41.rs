@@ -30,6 +30,9 @@ enum Fault {
     Misorder(u32),
     /// After N READs / WRITEs, only slot 0 exists.
     Shrink(u32),
+    /// After N READs / WRITEs, the replies ask the client to use slot 0 only
+    /// (target_highest_slotid 0; the table itself stays).
+    Target(u32),
 }
 
 #[derive(Default)]
@@ -234,6 +237,19 @@ fn sequence(st: &mut State, d: &mut Dec, fault: Fault, out: &mut Enc) -> Result<
         Fault::Shrink(n) if st.io > n => granted = 1,
         _ => {}
     }
+    // Once the client has had a reply asking for slot 0 only (the target
+    // set after I/O n, and every request that was in flight then answered),
+    // a new I/O on any other slot breaks RFC 8881 §2.10.6.1.
+    let target = match fault {
+        Fault::Target(n) if st.io > n => {
+            if io && slot > 0 && st.io > n + st.granted {
+                st.violations
+                    .push(format!("I/O {} on slot {slot} past the target 0", st.io));
+            }
+            0
+        }
+        _ => granted - 1,
+    };
     st.max_slot = st.max_slot.max(slot);
     if slot >= granted || highest >= st.granted {
         if fault == Fault::None {
@@ -254,7 +270,7 @@ fn sequence(st: &mut State, d: &mut Dec, fault: Fault, out: &mut Enc) -> Result<
     }
     *last = seqid;
     out.u32(0).fixed(&SESSION).u32(seqid).u32(slot);
-    out.u32(granted - 1).u32(granted - 1).u32(0);
+    out.u32(granted - 1).u32(target).u32(0);
     Ok(0)
 }
 
@@ -460,6 +476,26 @@ fn delay_is_retried_a_bounded_number_of_times() {
     st.lock().unwrap().fault = None;
     drop(b);
     assert_eq!(st.lock().unwrap().violations, Vec::<String>::new());
+}
+
+#[test]
+fn a_lowered_target_slot_is_followed_and_the_io_goes_on() {
+    let (t, st) = fake(4, 1);
+    st.lock().unwrap().fault = Some(Fault::Target(8));
+    let mut b = lane(NfsBackend::open(std::slice::from_ref(&t), &opts(true, 4)).unwrap());
+    let reqs: Vec<_> = (0..64).map(|i| (true, i * 4096, 4096)).collect();
+    let got = run(&mut b, &reqs, 4);
+    assert!(got.iter().all(|r| r.is_ok()), "{got:?}");
+    let reads: Vec<_> = (0..64).map(|i| (false, i * 4096, 4096)).collect();
+    assert!(run(&mut b, &reads, 4).iter().all(|r| r.is_ok()));
+    assert_eq!(b.backend().error_detail(), None);
+    drop(b);
+    let st = st.lock().unwrap();
+    assert!(
+        st.max_slot > 0,
+        "the client used its slots before the target fell"
+    );
+    assert_eq!(st.violations, Vec::<String>::new());
 }
 
 #[test]
