@@ -57,13 +57,16 @@ pub fn label(name: &str) -> String {
     }
 }
 
-/// Resolve `--targets` entries: a lab target name, `NAME=URL`, or a URL (named
-/// by itself). Lab names need a lab that is up.
+/// Resolve `--targets` entries: a lab target name (with URL options:
+/// `nfs3?stable=file`), `NAME=URL`, or a URL (named by itself). Lab names need
+/// a lab that is up.
 pub fn resolve(entries: &[String], lab: Option<&LabState>) -> Result<Vec<Contender>, String> {
     let mut out: Vec<Contender> = Vec::new();
     for e in entries {
         let (name, url) = match e.split_once('=') {
-            Some((n, u)) if !n.contains(':') => (n.to_string(), Some(u.to_string())),
+            Some((n, u)) if !n.contains(':') && !n.contains('?') => {
+                (n.to_string(), Some(u.to_string()))
+            }
             _ if e.contains(':') => (e.clone(), Some(e.clone())),
             _ => (e.clone(), None),
         };
@@ -87,7 +90,25 @@ pub fn resolve(entries: &[String], lab: Option<&LabState>) -> Result<Vec<Contend
     Ok(out)
 }
 
-fn lab_contender(name: &str, lab: Option<&LabState>) -> Result<Contender, String> {
+/// A lab target, given as its name or as `NAME?OPTIONS`: the lab's URL for
+/// it with the options added to its query (`nfs3?stable=file`); the options
+/// are checked as the URL's own.
+fn lab_contender(entry: &str, lab: Option<&LabState>) -> Result<Contender, String> {
+    let (name, options) = match entry.split_once('?') {
+        Some((n, o)) => (n, Some(o)),
+        None => (entry, None),
+    };
+    let mut c = lab_contender_named(name, lab)?;
+    if let Some(o) = options {
+        let url = c.target.to_string();
+        let sep = if url.contains('?') { '&' } else { '?' };
+        c.target = Target::parse(&format!("{url}{sep}{o}")).map_err(|e| e.to_string())?;
+        c.name = format!("{}?{o}", c.name);
+    }
+    Ok(c)
+}
+
+fn lab_contender_named(name: &str, lab: Option<&LabState>) -> Result<Contender, String> {
     let allowed = LAB_TARGETS.join(", ");
     if !LAB_TARGETS.contains(&name) {
         return Err(format!(
@@ -197,6 +218,14 @@ mod tests {
         );
         let e = resolve(&["null:".into(), "null:".into()], None).unwrap_err();
         assert!(e.contains("twice"), "{e}");
+        // A lab name with URL options is still a lab name.
+        let e = resolve(&["nfs3?stable=file".into()], None).unwrap_err();
+        assert!(
+            e.contains("\"nfs3\"") && e.contains("storlab lab up"),
+            "{e}"
+        );
+        let e = resolve(&["nfs5?stable=file".into()], None).unwrap_err();
+        assert!(e.contains("unknown target \"nfs5\""), "{e}");
     }
 
     #[test]

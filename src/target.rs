@@ -92,6 +92,11 @@ pub enum Target {
         minor: u8,
         /// TCP connections the requests are spread over (`?nconnect=N`).
         nconnect: u8,
+        /// Every WRITE asks for FILE_SYNC whatever the workload's sync mode
+        /// (`?stable=file`), as ESXi's NFS client writes to a datastore;
+        /// false (`?stable=unstable`, the default): UNSTABLE writes and a
+        /// COMMIT at the end unless the workload asks for sync.
+        file_sync: bool,
     },
     /// A LUN of an iSCSI target.
     Iscsi {
@@ -361,6 +366,7 @@ impl Target {
         let mut mount_port = None;
         let mut export_override = None;
         let mut nconnect = 1;
+        let mut file_sync = false;
         for (k, v) in query {
             match *k {
                 "version" => {
@@ -383,10 +389,19 @@ impl Target {
                 }
                 "export" => export_override = Some(v.to_string()),
                 "nconnect" => nconnect = parse_nconnect(v)?,
+                "stable" => {
+                    file_sync = match *v {
+                        "file" => true,
+                        "unstable" => false,
+                        _ => {
+                            return Err(format!("invalid stable={v:?} (allowed: unstable, file)"));
+                        }
+                    }
+                }
                 other => {
                     return Err(format!(
                         "unknown query parameter {other:?} \
-                         (allowed: version, mountport, export, nconnect)"
+                         (allowed: version, mountport, export, nconnect, stable)"
                     ));
                 }
             }
@@ -424,6 +439,7 @@ impl Target {
             version,
             minor,
             nconnect,
+            file_sync,
         })
     }
 
@@ -465,7 +481,15 @@ impl Target {
     pub fn storage(&self) -> Target {
         let mut t = self.clone();
         match &mut t {
-            Target::Nfs { nconnect, .. } | Target::Iscsi { nconnect, .. } => *nconnect = 1,
+            Target::Nfs {
+                nconnect,
+                file_sync,
+                ..
+            } => {
+                *nconnect = 1;
+                *file_sync = false;
+            }
+            Target::Iscsi { nconnect, .. } => *nconnect = 1,
             Target::Nbd {
                 nconnect, replies, ..
             } => {
@@ -530,6 +554,7 @@ impl fmt::Display for Target {
                 version,
                 minor,
                 nconnect,
+                file_sync,
             } => {
                 write!(
                     f,
@@ -548,6 +573,9 @@ impl fmt::Display for Target {
                 let e = export.trim_start_matches('/');
                 if e.is_empty() || e.contains('/') {
                     write!(f, "&export={export}")?;
+                }
+                if *file_sync {
+                    write!(f, "&stable=file")?;
                 }
                 write!(f, "{}", nconnect_query(*nconnect, false))
             }
@@ -644,6 +672,7 @@ mod tests {
                 version: 4,
                 minor: 0,
                 nconnect: 1,
+                file_sync: false,
             }
         );
         let t = Target::parse("nfs://h/a/b/f?export=/a/b&mountport=20048").unwrap();
@@ -706,6 +735,7 @@ mod tests {
             "nbd:/h",
             "nfs://h/e/f?nconnect=0",
             "nfs://h/e/f?nconnect=17",
+            "nfs://h/e/f?stable=data",
             "nbd://h/e?nconnect=x",
             "nbd+unix:///e?socket=/s&nconnect=",
         ] {
@@ -733,6 +763,8 @@ mod tests {
             "nfs://h:2049/e/f?version=4&nconnect=4",
             "nfs://h:2049/e/f?version=4.1&nconnect=4",
             "nfs://h:2049/e/f?version=4.1",
+            "nfs://h:2049/e/f?version=3&stable=file",
+            "nfs://h:2049/e/f?version=4.1&stable=file&nconnect=2",
             "nfs://h:2049/a/b/f?version=3&export=/a/b&nconnect=16",
             "nbd://h:10809/e?nconnect=2",
             "nbd://h:10809/e?replies=structured&nconnect=8",
@@ -749,7 +781,7 @@ mod tests {
         let b = Target::parse("nbd://h/e").unwrap();
         assert_ne!(a, b);
         assert_eq!(a.storage(), b);
-        let a = Target::parse("nfs://h/e/f?nconnect=2").unwrap();
+        let a = Target::parse("nfs://h/e/f?nconnect=2&stable=file").unwrap();
         assert_eq!(a.storage(), Target::parse("nfs://h/e/f").unwrap());
         assert_ne!(a.storage(), Target::parse("nfs://h/e/g").unwrap());
     }
@@ -769,7 +801,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("unknown query parameter \"nconnects\" (allowed: version, mountport, export, nconnect)"),
+            e.contains("unknown query parameter \"nconnects\" (allowed: version, mountport, export, nconnect, stable)"),
             "{e}"
         );
         let t = Target::parse("nfs://h/e/f?nconnect=16").unwrap();

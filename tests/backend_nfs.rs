@@ -40,6 +40,7 @@ impl Server {
             version,
             minor,
             nconnect: 1,
+            file_sync: false,
         }
     }
 
@@ -357,6 +358,23 @@ fn scenario(s: &mut Server, version: u8, minor: u8) {
     let mut b = lane(b);
     std::fs::write(&backing, vec![0u8; 7 * MIB as usize]).unwrap();
     let writes: Vec<_> = (0..64).map(|i| (Dir::Write, i * 8192, 8192)).collect();
+    run(&mut b, &writes, 16);
+    check_backing(&backing, 0..512 * 1024);
+    assert!(!b.backend().has_uncommitted_writes());
+    drop(b);
+
+    // The target's `stable=file` (ESXi's datastore writes): FILE_SYNC
+    // though the workload asks for no sync.
+    let synced = Target::parse(&format!("{t}&stable=file")).unwrap();
+    let b = NfsBackend::open(std::slice::from_ref(&synced), &opts(true, 16)).unwrap();
+    assert!(
+        b.features()
+            .contains("FILE_SYNC writes (the target's stable=file)"),
+        "{}",
+        b.features()
+    );
+    let mut b = lane(b);
+    std::fs::write(&backing, vec![0u8; 7 * MIB as usize]).unwrap();
     run(&mut b, &writes, 16);
     check_backing(&backing, 0..512 * 1024);
     assert!(!b.backend().has_uncommitted_writes());

@@ -176,9 +176,10 @@ fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
     for (opt, name) in
         std::iter::once(("--baseline", &baseline)).chain(a.targets.iter().map(|t| ("--targets", t)))
     {
-        if !LAB_TARGETS.contains(&name.as_str()) {
+        let base = name.split_once('?').map_or(name.as_str(), |(n, _)| n);
+        if !LAB_TARGETS.contains(&base) {
             return Err(CliError::input(format!(
-                "invalid {opt} {name:?} (allowed: a lab target: {})",
+                "invalid {opt} {name:?} (allowed: a lab target: {}, with URL options after `?`)",
                 LAB_TARGETS.join(", ")
             )));
         }

@@ -80,12 +80,15 @@ pub static STUDIES: [Study; 5] = [
         title: "NFS vs iSCSI on FreeNAS 8 (ZFS mirror)",
         finding: "3.05 GB copy: to the store 16m35s over NFS (sync writes) vs 49 s over iSCSI, \
                   from it about 2m15s on both; NFS for reads, iSCSI for writes",
+        // ESXi writes to an NFS datastore with FILE_SYNC (`stable=file`), to
+        // an iSCSI LUN without: the copy's difference. The pool: SATA disks
+        // with no log device, as FreeNAS 8 had.
         parts: &[Part {
             workloads: &["file-copy", "atto-sweep", "iometer-17"],
-            targets: &["nfs3", "iscsi"],
+            targets: &["nfs3?stable=file", "iscsi"],
             every_medium: true,
         }],
-        media: &[],
+        media: &["raidz-sata"],
         render: freenas::render,
     },
 ];
@@ -137,5 +140,27 @@ mod tests {
         let numbers: Vec<&str> = STUDIES.iter().map(|s| s.number).collect();
         assert_eq!(numbers, ["000", "001", "002", "003", "004"]);
         assert!(!names.contains(&"list"), "`storlab study list` lists them");
+    }
+
+    #[test]
+    fn every_target_of_every_study_is_a_lab_target_with_valid_options() {
+        for s in &STUDIES {
+            for t in s.parts.iter().flat_map(|p| p.targets) {
+                let (name, options) = t.split_once('?').unwrap_or((t, ""));
+                assert!(
+                    crate::compare::LAB_TARGETS.contains(&name),
+                    "{}: {t}",
+                    s.name
+                );
+                if !options.is_empty() {
+                    let url = format!("nfs://h/e/f?{options}");
+                    assert!(
+                        crate::target::Target::parse(&url).is_ok(),
+                        "{}: {t}",
+                        s.name
+                    );
+                }
+            }
+        }
     }
 }

@@ -203,6 +203,14 @@ enum Proto {
     V4(v4::File),
 }
 
+impl Disk {
+    /// How this target's WRITEs ask to be stored, given the workload's
+    /// `stable`: FILE_SYNC when the target says `?stable=file`.
+    fn stable(&self, workload: u32) -> u32 {
+        if self.file_sync { FILE_SYNC } else { workload }
+    }
+}
+
 /// One target: its connections and open file.
 struct Disk {
     url: String,
@@ -222,6 +230,8 @@ struct Disk {
     verf_changed: bool,
     /// The NFSv4.1 session (None for v3 and v4.0).
     session: Option<Session>,
+    /// The target asks for FILE_SYNC on every WRITE (`?stable=file`).
+    file_sync: bool,
     /// NFSv4.1: the RPC parts waiting for a free session slot (or, after
     /// NFS4ERR_DELAY, for their time to be sent again).
     waiting: VecDeque<Part>,
@@ -315,6 +325,7 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
         version,
         minor,
         nconnect,
+        file_sync,
     } = t
     else {
         return Err(BackendError::new(url, "not an nfs:// target"));
@@ -390,6 +401,7 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
         verf_changed: false,
         sent: vec![None; session.as_ref().map_or(0, Session::slots)],
         session,
+        file_sync: *file_sync,
         waiting: VecDeque::new(),
     })
 }
@@ -610,10 +622,11 @@ impl NfsBackend {
                 }
             }
             if !self.disks[i].waiting.is_empty() {
+                let stable = self.disks[i].stable(self.stable);
                 // SAFETY: a part waits only while its request is in flight,
                 // and its request's lease lasts until the completion is
                 // reaped (see `queue`).
-                unsafe { send_waiting(&mut self.disks[i], self.stable) };
+                unsafe { send_waiting(&mut self.disks[i], stable) };
                 for j in 0..self.disks[i].conns.len() {
                     if let Err(e) = self.disks[i].conns[j].flush() {
                         return Err(self.fail(i, "sending to the server failed", e));
@@ -856,7 +869,9 @@ unsafe impl Backend for NfsBackend {
             (Proto::V4(_), None) => "4".to_string(),
             (Proto::V4(_), Some(s)) => format!("4.1 (session of {} slots)", s.slots()),
         };
-        let writes = if self.stable == FILE_SYNC {
+        let writes = if d.file_sync {
+            "FILE_SYNC writes (the target's stable=file)"
+        } else if self.stable == FILE_SYNC {
             "FILE_SYNC writes"
         } else {
             "UNSTABLE writes, COMMIT at close"
@@ -912,7 +927,7 @@ unsafe impl Backend for NfsBackend {
             bytes: 0,
             err: 0,
         };
-        let stable = self.stable;
+        let stable = disk.stable(self.stable);
         disk.unstable |= write && stable == UNSTABLE;
         let len = req.len();
         for p in 0..parts {
