@@ -648,3 +648,43 @@ fn the_default_lab_serves_on_loopback_with_rpcbind_contained() {
     );
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// A slot whose backing directory an earlier lab left behind (killed before
+/// its `lab down`) is skipped: `lab up` takes another slot and leaves the
+/// leftover directory and its file as they were.
+#[test]
+fn a_slot_with_a_leftover_backing_store_is_skipped_and_kept() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    // The lowest slot with no namespace and no backing directory: the one
+    // `lab up` would take.
+    let slot = (0..=255u8)
+        .find(|s| {
+            !Path::new(&format!("/run/netns/storlab{s}")).exists()
+                && !Path::new(&format!("/dev/shm/storlab-lab{s}")).exists()
+        })
+        .expect("a free slot");
+    let leftover = std::path::PathBuf::from(format!("/dev/shm/storlab-lab{slot}"));
+    std::fs::create_dir(&leftover).unwrap();
+    let marker = leftover.join("left-by-a-killed-lab");
+    std::fs::write(&marker, b"keep me").unwrap();
+    let lab = LabGuard::new("labtest-leftover");
+    let out = lab.up(&[]);
+    let st = lab.state();
+    drop(lab);
+    let kept = std::fs::read(&marker).ok();
+    let _ = std::fs::remove_dir_all(&leftover);
+    ok(out, "lab up beside a leftover backing store");
+    let took = st["netns"]["slot"].as_u64().expect("the lab's slot");
+    assert_ne!(
+        took, slot as u64,
+        "lab up took the slot of the leftover store"
+    );
+    assert_eq!(
+        kept.as_deref(),
+        Some(&b"keep me"[..]),
+        "the leftover was touched"
+    );
+}

@@ -425,7 +425,10 @@ fn build(
         }
     }
     // loopback: only rpcbind is in the namespace, probed from inside it; no veth.
-    let ns = netns::create_with(&tools.ip, cfg.net == NetMode::Netns, |ns| {
+    // A slot whose backing directory is still there (a lab killed before its
+    // `lab down`) is skipped: its store is left as it is.
+    let leftover = |slot| backing::dir_for(&cfg.backing, slot).exists();
+    let ns = netns::create_with(&tools.ip, cfg.net == NetMode::Netns, leftover, |ns| {
         st.netns = Some(ns.clone());
         st.save()
     })

@@ -81,16 +81,18 @@ impl Netns {
 
 /// Create the namespace and link in the first free slot.
 pub fn create(ip: &Path) -> Result<Netns, String> {
-    create_with(ip, true, |_| Ok(()))
+    create_with(ip, true, |_| false, |_| Ok(()))
 }
 
 /// [`create`], calling `made` as soon as the namespace exists (to record it
 /// before anything else can fail). Without `veth` the namespace gets no link
 /// to the root namespace, only its `lo` (brought up); its slot is still
-/// taken (the slot names the namespace).
+/// taken (the slot names the namespace). A slot for which `taken` says true
+/// (say, an earlier lab's backing store is still there) is skipped.
 pub fn create_with(
     ip: &Path,
     veth: bool,
+    taken: impl Fn(u8) -> bool,
     mut made: impl FnMut(&Netns) -> Result<(), String>,
 ) -> Result<Netns, String> {
     let addrs = process::run(ip, &["-o", "-4", "addr", "show"]).unwrap_or_default();
@@ -99,7 +101,7 @@ pub fn create_with(
             veth,
             ..Netns::for_slot(slot)
         };
-        if ns.in_use(&addrs) {
+        if ns.in_use(&addrs) || taken(slot) {
             continue;
         }
         // A concurrent `lab up` may have taken it since: then try the next.
