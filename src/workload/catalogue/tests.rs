@@ -119,7 +119,15 @@ fn quick_keeps_the_shape() {
                 "{}",
                 e.name
             );
-            assert!(p.size <= 16 * MIB, "{}", e.name);
+            // Quick data spans stay small, but for a test whose span must
+            // be larger than a media model's read cache for the spindles to
+            // decide (the OLTP test: 2 x 256 MiB, half the lab's store).
+            let cap = if e.name == "vsphere-oltp-8k" {
+                256 * MIB
+            } else {
+                16 * MIB
+            };
+            assert!(p.size <= cap, "{}", e.name);
             assert!(p.io_limit.is_none_or(|b| b <= 16 * MIB), "{}", e.name);
         }
     }
