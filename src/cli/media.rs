@@ -33,6 +33,10 @@ pub struct MediaServeArgs {
     /// direct, page-cache or passthrough (default: passthrough for ram, else direct).
     #[arg(long)]
     pub cache: Option<String>,
+    /// Do not measure the server's own round trip at mount nor charge it
+    /// against the medium's times (replies then come that much late).
+    #[arg(long)]
+    pub no_calibrate: bool,
     /// Write our PID here once the file system answers.
     #[arg(long, value_name = "FILE")]
     pub ready_file: Option<PathBuf>,
@@ -69,6 +73,7 @@ pub fn run(a: MediaServeArgs) -> Result<ExitCode, CliError> {
         options: Options {
             threads: a.threads,
             mode,
+            calibrate: !a.no_calibrate,
         },
         ready_file: a.ready_file,
     })

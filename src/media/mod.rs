@@ -44,7 +44,9 @@ pub struct MediaOp {
 ///   with the time at which the operation completes, in ns on the caller's
 ///   clock (`now_ns` is the arrival time on that same monotonic clock).
 /// * The result is never before `now_ns`. The caller replies to the operation
-///   no earlier than that time, and only then counts it as done.
+///   so that its client sees it complete at that time: no earlier than that
+///   time less the media server's own round trip and timer lateness, which
+///   it measures (`fuse::calibrate`), and never before `now_ns`.
 /// * The medium keeps its own state (queues, caches, dirty data) from the
 ///   sequence of operations it was asked about; it never touches the bytes.
 /// * A medium whose every answer is `now_ns` adds nothing: the caller may

@@ -3,12 +3,14 @@
 //! the backing file, and is answered no earlier than the medium's time.
 
 use super::abi::{self, fopen};
+use super::calibrate;
 use super::fs::{Answer, CacheMode, Fs, OpenFile};
 use super::reply::Reply;
 use super::sys::{self, Errno, Sys};
 use crate::media::{MediaOp, OpKind};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 /// Open flags the backing file is not opened with: the kernel made or
 /// checked the file already (O_CREAT, O_EXCL, O_NOCTTY); it gives every
@@ -121,7 +123,8 @@ impl Fs {
         }
     }
 
-    /// When the medium completes `op` that arrived at `arrival_ns`.
+    /// When to reply to `op` that arrived at `arrival_ns`: when the medium
+    /// completes it, less the server's own round trip (see `calibrate`).
     fn due(&self, kind: OpKind, offset: u64, len: u32, sync: bool, arrival_ns: u64) -> u64 {
         let op = MediaOp {
             kind,
@@ -129,16 +132,22 @@ impl Fs {
             len,
             sync,
         };
-        self.medium.schedule(&op, arrival_ns).max(arrival_ns)
+        let done = self.medium.schedule(&op, arrival_ns).max(arrival_ns);
+        calibrate::charge(done, arrival_ns, self.overhead_ns.load(Ordering::Relaxed))
     }
 
-    /// READ: the medium's time, then pread into the reply.
-    pub(super) fn read(&self, r: &abi::ReadIn, arrival_ns: u64) -> Answer {
+    /// READ: the medium's time (a `probe` read's is a fixed hold, see
+    /// `calibrate`), then pread into the reply.
+    pub(super) fn read(&self, r: &abi::ReadIn, arrival_ns: u64, probe: bool) -> Answer {
         let f = match self.files.get(r.fh) {
             Ok(f) => f,
             Err(e) => return Answer::Now(Reply::err(e)),
         };
-        let due = self.due(OpKind::Read, r.offset, r.size, false, arrival_ns);
+        let due = if probe {
+            arrival_ns + calibrate::PROBE_HOLD_NS
+        } else {
+            self.due(OpKind::Read, r.offset, r.size, false, arrival_ns)
+        };
         let mut reply = Reply::with_capacity(r.size as usize);
         let buf = reply.payload();
         let start = buf.len();

@@ -9,6 +9,7 @@ use super::reply::Reply;
 use super::sys::{self, Errno, Sys};
 use crate::media::Medium;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -105,6 +106,12 @@ pub struct Fs {
     /// open files share it (the kernel refuses a second, different backing
     /// file on an inode that has one open: the second open would fail EIO).
     pub backings: Mutex<std::collections::HashMap<u64, (i32, u32)>>,
+    /// The server's own round trip, charged against every data reply's due
+    /// time (see `calibrate`), ns.
+    pub overhead_ns: AtomicU64,
+    /// While the server measures that round trip: the thread whose reads are
+    /// probes (held for a fixed time, the medium not asked); 0 otherwise.
+    pub probe_tid: AtomicU32,
 }
 
 /// Attributes as FUSE carries them.
@@ -157,6 +164,8 @@ impl Fs {
             mode: Mutex::new(mode),
             timeout: Duration::from_secs(1),
             backings: Mutex::default(),
+            overhead_ns: AtomicU64::new(0),
+            probe_tid: AtomicU32::new(0),
         })
     }
 
@@ -242,7 +251,8 @@ impl Fs {
             }
             op::READ => {
                 let r = arg!(a, abi::ReadIn);
-                self.read(&r, arrival_ns)
+                let probe = h.pid != 0 && h.pid == self.probe_tid.load(Ordering::Relaxed);
+                self.read(&r, arrival_ns, probe)
             }
             op::WRITE => {
                 let w = arg!(a, abi::WriteIn);

@@ -12,13 +12,17 @@
 //!   timer thread; [`Server`].
 //! * `fs`, `data`, `dir`: the operations; `nodes`: node ids ↔ backing files
 //!   (O_PATH descriptors, file handles for NFS export); `reply`: replies and
-//!   the timer queue that holds them to their due time.
+//!   the timer queue that holds them to their due time; `calibrate`: the
+//!   server's own round trip, measured at mount and charged against the
+//!   medium's times so that clients see the medium's, not the medium's plus
+//!   the server's.
 //!
 //! Errors from the backing file system (ENOSPC, EIO, ENOENT, ESTALE) are the
 //! replies, unchanged. Writes are never cached in the kernel (no writeback
 //! cache), so a full store fails the write that found it full.
 
 mod abi;
+mod calibrate;
 mod data;
 mod dir;
 mod fs;

@@ -3,6 +3,7 @@
 //! requests are read and worked on at once), the timer thread, and unmounting.
 
 use super::abi::{self, Args, InHeader, Pod, init};
+use super::calibrate;
 use super::fs::{Answer, CacheMode, Fs};
 use super::mount;
 use super::reply::{Lateness, Reply, Timer};
@@ -32,6 +33,13 @@ pub struct Options {
     /// How data reaches clients; None: passthrough (page cache if the kernel
     /// has no passthrough) when the medium allows the page cache, else direct.
     pub mode: Option<CacheMode>,
+    /// In direct mode, measure the server's own round trip once mounted and
+    /// charge it against the medium's times (see `calibrate`), and let the
+    /// timer end its sleeps as early as they usually end late (see
+    /// `reply::Lead`): clients then see the medium's times rather than the
+    /// medium's plus the server's. Off: no reply goes out before the
+    /// medium's time as the server sees it.
+    pub calibrate: bool,
 }
 
 impl Default for Options {
@@ -39,6 +47,7 @@ impl Default for Options {
         Options {
             threads: 4,
             mode: None,
+            calibrate: true,
         }
     }
 }
@@ -135,6 +144,11 @@ fn clone_dev(dev: &OwnedFd) -> Result<OwnedFd, String> {
 /// A reader thread: read requests from `chan`, answer each now or through the
 /// timer, until the connection ends (ENODEV after unmount).
 fn serve(fs: &Fs, chan: Arc<OwnedFd>, timer: &Timer, late_now: &Lateness) {
+    if timer.lead {
+        // Like the timer (see `Timer::run`): a request waiting for a reader
+        // that ordinary work preempted is late before the server sees it.
+        sys::set_realtime(1);
+    }
     let mut buf = vec![0u8; BUF_SIZE];
     loop {
         let n = match sys::read(chan.as_fd(), &mut buf) {
@@ -216,17 +230,28 @@ impl Server {
                 }
                 Ok((fs, chans))
             })
-            .map(|(fs, chans)| Server::start(mountpoint, fs, chans));
+            .map(|(fs, chans)| Server::start(mountpoint, fs, chans, opts.calibrate));
         if started.is_err() {
             let _ = mount::cleanup(mountpoint);
         }
-        started
+        let server = started?;
+        if opts.calibrate && server.mode() == CacheMode::Direct {
+            // Without the measure the medium's times are kept as they are
+            // (the server's round trip added to them, as before).
+            if let Err(e) = calibrate::probe(&server.fs, backing, mountpoint) {
+                eprintln!(
+                    "storlab media: cannot measure the server's own round trip ({e}); \
+                     replies keep the medium's times and add it"
+                );
+            }
+        }
+        Ok(server)
     }
 
     /// Start the threads.
-    fn start(mountpoint: &Path, fs: Fs, chans: Vec<Arc<OwnedFd>>) -> Server {
+    fn start(mountpoint: &Path, fs: Fs, chans: Vec<Arc<OwnedFd>>, lead: bool) -> Server {
         let fs = Arc::new(fs);
-        let timer = Arc::new(Timer::default());
+        let timer = Arc::new(Timer::new(lead));
         let late_now = Arc::new(Lateness::default());
         let mut threads = Vec::new();
         {
@@ -262,6 +287,14 @@ impl Server {
         self.fs.mode()
     }
 
+    /// The server's own round trip charged against each data reply's due
+    /// time, ns (0: not measured; see `calibrate`).
+    pub fn overhead_ns(&self) -> u64 {
+        self.fs
+            .overhead_ns
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The mount point.
     pub fn mountpoint(&self) -> &Path {
         &self.mountpoint
@@ -274,8 +307,18 @@ impl Server {
         let (n, mean, max) = self.timer.late.summary();
         let (m, mmean, mmax) = self.late_now.summary();
         format!(
-            "{n} replies held to the medium's time, late by {mean:.1} µs mean, {max:.1} µs max; \
-             {m} sent at once (due by the time the I/O was done), late by {mmean:.1} µs mean, {mmax:.1} µs max"
+            "{:.1} µs of the server's round trip charged against each reply{}; {n} replies held to the medium's time, late by {mean:.1} µs mean, {max:.1} µs max; \
+             {m} sent at once (due by the time the I/O was done), late by {mmean:.1} µs mean, {mmax:.1} µs max",
+            self.overhead_ns() as f64 / 1e3,
+            if self
+                .timer
+                .realtime
+                .load(std::sync::atomic::Ordering::Relaxed)
+            {
+                ", timer real-time"
+            } else {
+                ""
+            }
         )
     }
 

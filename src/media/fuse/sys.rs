@@ -59,6 +59,12 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// This thread's id (what FUSE request headers carry as `pid`).
+pub fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as u32 }
+}
+
 /// open(2) of an absolute path.
 pub fn open(path: &[u8], flags: i32, mode: u32) -> Sys<OwnedFd> {
     let p = cstr(path)?;
@@ -494,6 +500,18 @@ pub fn umount2(target: &[u8], flags: i32) -> Sys<()> {
 pub fn set_timer_slack(ns: u64) {
     // SAFETY: prctl(PR_SET_TIMERSLACK) takes a plain integer.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+}
+
+/// Make the calling thread real-time (SCHED_FIFO at priority `prio`), so
+/// that ordinary work on the machine does not delay it; false if refused (no
+/// CAP_SYS_NICE, or an RT budget of 0 in this cgroup).
+pub fn set_realtime(prio: i32) -> bool {
+    let p = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: sched_setscheduler(0, ...) reads one sched_param we own and
+    // changes only the calling thread's policy.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
 }
 
 #[cfg(test)]

@@ -24,6 +24,16 @@ struct Mounted {
 
 impl Mounted {
     fn new(tag: &str, medium: Arc<dyn Medium>, mode: Option<CacheMode>) -> Mounted {
+        // Uncalibrated: these tests check that no reply comes before the
+        // medium's time as the server sees it.
+        let opts = Options {
+            threads: 4,
+            mode,
+            calibrate: false,
+        };
+        Mounted::with(tag, medium, &opts)
+    }
+    fn with(tag: &str, medium: Arc<dyn Medium>, opts: &Options) -> Mounted {
         // SAFETY: geteuid has no preconditions.
         let euid = unsafe { libc::geteuid() };
         assert_eq!(euid, 0, "the FUSE tests need root (mount(2), /dev/fuse)");
@@ -35,8 +45,7 @@ impl Mounted {
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(dir.join("back")).unwrap();
         fs::create_dir_all(dir.join("mnt")).unwrap();
-        let opts = Options { threads: 4, mode };
-        let server = Server::mount(&dir.join("back"), &dir.join("mnt"), medium, &opts)
+        let server = Server::mount(&dir.join("back"), &dir.join("mnt"), medium, opts)
             .unwrap_or_else(|e| panic!("mount: {e}"));
         Mounted { server, dir }
     }
@@ -396,6 +405,47 @@ fn replies_wait_for_the_medium_and_many_wait_at_once() {
         all < delay * 8,
         "32 concurrent reads took {all:?}: they waited in turn, not at once"
     );
+}
+
+#[test]
+fn a_direct_mount_measures_its_round_trip_without_the_medium() {
+    let rec = Arc::new(Recorder {
+        delay_ns: 5_000_000,
+        ..Default::default()
+    });
+    let opts = Options {
+        threads: 4,
+        mode: Some(CacheMode::Direct),
+        calibrate: true,
+    };
+    let m = Mounted::with("calibrate", rec.clone(), &opts);
+    let overhead = m.server.overhead_ns();
+    assert!(
+        overhead > 0 && overhead <= super::calibrate::MAX_OVERHEAD_NS,
+        "round trip {overhead} ns"
+    );
+    // The probe reads were held by the server, not asked of the medium, and
+    // the probe file is gone.
+    assert!(
+        rec.kinds(OpKind::Read).is_empty(),
+        "{:?}",
+        rec.kinds(OpKind::Read)
+    );
+    let left: Vec<_> = fs::read_dir(m.dir.join("back")).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    // A read now replies `overhead` before the medium's time as the server
+    // sees it (and up to the timer's lead earlier), never sooner.
+    fs::write(m.back("disk.img"), vec![0u8; 1 << 20]).unwrap();
+    let f = File::open(m.mnt("disk.img")).unwrap();
+    let t = Instant::now();
+    f.read_at(&mut [0u8; 4096], 0).unwrap();
+    let took = t.elapsed();
+    let floor = Duration::from_nanos(5_000_000 - overhead - super::reply::Lead::MAX_NS);
+    assert!(took >= floor, "a read took {took:?}, under {floor:?}");
+    assert_eq!(rec.kinds(OpKind::Read).len(), 1);
+    // A ram mount serves from the page cache: nothing to measure.
+    let ram = Mounted::with("calibrate-ram", Arc::new(Ram), &Options::default());
+    assert_eq!(ram.server.overhead_ns(), 0);
 }
 
 #[test]

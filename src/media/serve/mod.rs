@@ -98,8 +98,9 @@ pub fn run(cfg: ServeConfig) -> Result<(), String> {
     let medium = cfg.medium.clone();
     let mut server = Server::mount(&cfg.backing, &cfg.mountpoint, cfg.medium, &cfg.options)?;
     println!(
-        "storlab media: {name} ({} mode) serves {} at {} (pid {})",
+        "storlab media: {name} ({} mode, {:.1} µs round trip charged) serves {} at {} (pid {})",
         server.mode().name(),
+        server.overhead_ns() as f64 / 1e3,
         cfg.backing.display(),
         cfg.mountpoint.display(),
         std::process::id()
