@@ -555,9 +555,11 @@ impl fmt::Display for Target {
                 minor,
                 nconnect,
             } => {
+                // A directory target (`parse_dir`) may name the export itself.
+                let sep = if path.is_empty() { "" } else { "/" };
                 write!(
                     f,
-                    "nfs://{}:{port}{export}/{path}?version={version}",
+                    "nfs://{}:{port}{export}{sep}{path}?version={version}",
                     fmt_host(host)
                 )?;
                 if *minor > 0 {

@@ -6,7 +6,7 @@
 use super::{CliError, ExitCode};
 use crate::meta::copy::{self, CopySpec};
 use crate::meta::mix::Mix;
-use crate::meta::{self, MetaSpec, RunDir};
+use crate::meta::{self, MetaError, MetaSpec, RunDir};
 use crate::model::write_atomic;
 use crate::target::Target;
 use crate::workload::units::{parse_duration, parse_size};
@@ -102,6 +102,14 @@ pub fn parse_target(s: &str) -> Result<Target, CliError> {
     }
 }
 
+/// Bad input (exit 2) or a failure (exit 1).
+fn cli_error(e: MetaError) -> CliError {
+    match e {
+        MetaError::Input(m) => CliError::input(m),
+        MetaError::Failed(m) => CliError::failed(m),
+    }
+}
+
 /// Run `storlab meta`.
 pub fn run(a: MetaArgs) -> Result<ExitCode, CliError> {
     let target = parse_target(&a.target)?;
@@ -130,7 +138,7 @@ pub fn run(a: MetaArgs) -> Result<ExitCode, CliError> {
                 run_dir,
                 seed: a.seed,
             };
-            let r = copy::run(&target, &spec).map_err(CliError::failed)?;
+            let r = copy::run(&target, &spec).map_err(cli_error)?;
             (copy::text(&r), serde_json::to_vec_pretty(&r))
         }
         None => {
@@ -149,7 +157,7 @@ pub fn run(a: MetaArgs) -> Result<ExitCode, CliError> {
                 run_dir,
                 seed: a.seed,
             };
-            let r = meta::run(&target, &spec).map_err(CliError::failed)?;
+            let r = meta::run(&target, &spec).map_err(cli_error)?;
             (meta::text(&r), serde_json::to_vec_pretty(&r))
         }
     };

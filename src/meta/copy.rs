@@ -5,7 +5,7 @@
 //! The file lives in a run directory storlab makes (as the metadata
 //! workload's, [`super::claim_run_dir`]) and is removed afterwards with it.
 
-use super::{Latency, RunDir, claim_run_dir};
+use super::{Latency, MetaError, RunDir, claim_run_dir};
 use crate::backends::open_fs;
 use crate::io::fsops::{FileOps, FsError, OpenMode};
 use crate::stats::{Histogram, LatHist};
@@ -150,12 +150,12 @@ fn copy_file(
 
 /// Copy one large file to the directory `target` names and back (see the
 /// module docs). The error names what failed and what was left, if anything.
-pub fn run(target: &Target, spec: &CopySpec) -> Result<CopyReport, String> {
+pub fn run(target: &Target, spec: &CopySpec) -> Result<CopyReport, MetaError> {
     let url = target.to_string();
     if spec.block_size == 0 || spec.size == 0 {
-        return Err("--copy and --bs must be above 0".into());
+        return Err(MetaError::Input("--copy and --bs must be above 0".into()));
     }
-    let mut fs = open_fs(target)?;
+    let mut fs = open_fs(target).map_err(MetaError::Failed)?;
     let run = spec.run_dir.name.as_str();
     let made_run = claim_run_dir(fs.as_mut(), &url, &spec.run_dir)?;
     let path = format!("{run}/copy.dat");
@@ -176,8 +176,8 @@ pub fn run(target: &Target, spec: &CopySpec) -> Result<CopyReport, String> {
         format!("; clean-up could not remove {}", left.join(", "))
     };
     match r {
-        Err(e) => Err(format!("copy: {e}{tail}")),
-        Ok(_) if !left.is_empty() => Err(format!("copy on {url}{tail}")),
+        Err(e) => Err(MetaError::Failed(format!("copy: {e}{tail}"))),
+        Ok(_) if !left.is_empty() => Err(MetaError::Failed(format!("copy on {url}{tail}"))),
         Ok((write, read)) => Ok(CopyReport {
             format_version: super::FORMAT_VERSION,
             target: url,

@@ -223,29 +223,53 @@ impl FileRef {
     }
 }
 
+/// Why a run did not complete: one line.
+#[derive(Debug, PartialEq, Eq)]
+pub enum MetaError {
+    /// Something the user must change (a run directory in the way).
+    Input(String),
+    /// The storage or the server failed (results were not complete).
+    Failed(String),
+}
+
+impl std::fmt::Display for MetaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MetaError::Input(m) | MetaError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
 /// Make the run directory `d.name` in the target's directory, or take an
 /// existing one that is empty (or any, with `reuse`): whether storlab made it.
-pub fn claim_run_dir(fs: &mut dyn FileOps, url: &str, d: &RunDir) -> Result<bool, String> {
+pub fn claim_run_dir(fs: &mut dyn FileOps, url: &str, d: &RunDir) -> Result<bool, MetaError> {
     match fs.mkdir(&d.name) {
         Ok(()) => return Ok(true),
         Err(e) if e.errno == libc::EEXIST => {}
-        Err(e) => return Err(format!("cannot make the run directory: {e}")),
+        Err(e) => {
+            return Err(MetaError::Failed(format!(
+                "cannot make the run directory: {e}"
+            )));
+        }
     }
-    let a = fs.stat(&d.name).map_err(|e| e.message)?;
+    let a = fs.stat(&d.name).map_err(|e| MetaError::Failed(e.message))?;
     if !a.dir {
-        return Err(format!(
+        return Err(MetaError::Input(format!(
             "{} in {url} exists and is not a directory: give another --name",
             d.name
-        ));
+        )));
     }
-    let n = fs.list(&d.name).map_err(|e| e.message)?.len();
+    let n = fs
+        .list(&d.name)
+        .map_err(|e| MetaError::Failed(e.message))?
+        .len();
     if n > 0 && !d.reuse {
-        return Err(format!(
+        return Err(MetaError::Input(format!(
             "the run directory {} in {url} exists and holds {n} entries: storlab writes only \
              into directories it makes (give another --name, or --reuse-dir to add storlab's \
              own subdirectories beside them)",
             d.name
-        ));
+        )));
     }
     Ok(false)
 }
@@ -506,12 +530,14 @@ fn phase(h: &LatHist, seconds: f64) -> Phase {
 /// Run the metadata workload on the directory `target` names (see the
 /// module docs). The error is one line naming what failed and what the
 /// clean-up left, if anything.
-pub fn run(target: &Target, spec: &MetaSpec) -> Result<MetaReport, String> {
+pub fn run(target: &Target, spec: &MetaSpec) -> Result<MetaReport, MetaError> {
     let url = target.to_string();
     if spec.dirs == 0 || spec.threads == 0 {
-        return Err("the metadata workload needs at least one directory and one thread".into());
+        return Err(MetaError::Input(
+            "the metadata workload needs at least one directory and one thread".into(),
+        ));
     }
-    let mut fs = open_fs(target)?;
+    let mut fs = open_fs(target).map_err(MetaError::Failed)?;
     let run = spec.run_dir.name.as_str();
     let made_run = claim_run_dir(fs.as_mut(), &url, &spec.run_dir)?;
     let mut made_dirs = Vec::new();
@@ -580,14 +606,14 @@ pub fn run(target: &Target, spec: &MetaSpec) -> Result<MetaReport, String> {
                 left[0]
             )
         };
-        return Err(format!("{e}{tail}"));
+        return Err(MetaError::Failed(format!("{e}{tail}")));
     }
     if !left.is_empty() {
-        return Err(format!(
+        return Err(MetaError::Failed(format!(
             "clean-up could not remove {} entries storlab created in {run} of {url} (first: {})",
             left.len(),
             left[0]
-        ));
+        )));
     }
     Ok(report(target, spec, fs.describe(), &outs))
 }

@@ -27,6 +27,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// The most data one READ or WRITE of these calls carries (a synchronous
 /// call's reply is collected in memory, at most `rpc::MAX_COLLECT`).
 pub const CHUNK: u32 = 64 * 1024;
+/// How often a listing is started again after NOENT (see `list`).
+const LIST_RETRIES: u32 = 10;
 /// Bytes asked of READDIR per call.
 const DIR_COUNT: u32 = 32 * 1024;
 
@@ -862,10 +864,27 @@ impl FileOps for NfsOps {
         Ok(())
     }
 
+    /// nfs-ganesha answers READDIR with NOENT when an entry goes away
+    /// while it reads the directory (another worker's remove or rename):
+    /// the listing is started again, at most [`LIST_RETRIES`] times.
     fn list(&mut self, path: &str) -> Result<Vec<String>, FsError> {
+        let mut tries = 0;
+        loop {
+            match self.list_once(path) {
+                Err(e) if e.errno == libc::ENOENT && tries < LIST_RETRIES => tries += 1,
+                r => return r,
+            }
+        }
+    }
+}
+
+impl NfsOps {
+    /// One listing of `path`, READDIR from cookie 0 to the end.
+    fn list_once(&mut self, path: &str) -> Result<Vec<String>, FsError> {
         let dfh = self.fh(path)?;
         let mut names = Vec::new();
         let (mut cookie, mut verf) = (0u64, [0u8; 8]);
+        let mut seen = std::collections::HashSet::new();
         let v3 = matches!(self.proto, Proto::V3);
         loop {
             let mut d;
@@ -907,14 +926,25 @@ impl FileOps for NfsOps {
                     ),
                 ));
             }
+            // A cookie handed out twice is a readdir loop (the Linux client
+            // reports ELOOP): the listing would never end.
+            if !seen.insert(last) {
+                return Err(FsError::new(
+                    libc::ELOOP,
+                    format!(
+                        "list {path} on {}: the server's READDIR came back to cookie {last} \
+                         (a readdir loop; nfs-ganesha's chunked dirent cache does this when \
+                         a directory changes while it is listed: set MDCACHE Dir_Chunk = 0)",
+                        self.url
+                    ),
+                ));
+            }
             (cookie, verf) = (last, v);
         }
         names.retain(|n| n != "." && n != "..");
         Ok(names)
     }
-}
 
-impl NfsOps {
     /// NFSv4 PUTFH dir + REMOVE name (a file or an empty directory).
     fn remove4(&mut self, what: &str, path: &str, dfh: &[u8], name: &str) -> Result<(), FsError> {
         let r = self.call4(what, path, 2, |e| {
