@@ -357,3 +357,47 @@ fn meta_over_nfs_v3_v4_v41_on_the_lab() {
     std::fs::remove_file(export_dir.join("precious.txt")).unwrap();
     lab.down_clean();
 }
+
+#[test]
+fn an_interrupted_run_still_cleans_up() {
+    let d = TempDir::new("meta", "sigint");
+    let target = format!("file:{}", d.path().display());
+    let child = storlab()
+        .args([
+            "meta",
+            "--target",
+            &target,
+            "--runtime",
+            "60",
+            "--threads",
+            "2",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the run directory exists (the run has started), then SIGINT.
+    let t0 = std::time::Instant::now();
+    while names(d.path()).is_empty() && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill(2) with a PID this test spawned and has not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "SIGINT did not end the run"
+    );
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("interrupted") && err.contains("removed"),
+        "{err}"
+    );
+    assert!(
+        names(d.path()).is_empty(),
+        "the clean-up ran: {:?}",
+        names(d.path())
+    );
+}

@@ -156,7 +156,9 @@ pub fn run(a: MetaArgs) -> Result<ExitCode, CliError> {
                     .map_err(|e| CliError::input(format!("--runtime: {e}")))?,
                 run_dir,
                 seed: a.seed,
+                interrupt: Some(&super::signals::STOP),
             };
+            super::signals::install();
             let r = meta::run(&target, &spec).map_err(cli_error)?;
             (meta::text(&r), serde_json::to_vec_pretty(&r))
         }
@@ -166,6 +168,17 @@ pub fn run(a: MetaArgs) -> Result<ExitCode, CliError> {
         let bytes = json.map_err(|e| CliError::failed(format!("cannot encode the result: {e}")))?;
         write_atomic(p, &bytes)
             .map_err(|e| CliError::failed(format!("cannot write {}: {e}", p.display())))?;
+    }
+    if super::signals::STOP.load(std::sync::atomic::Ordering::SeqCst) {
+        let left = if a.keep {
+            "what it created was kept (--keep)"
+        } else {
+            "what it created was removed"
+        };
+        return Err(CliError {
+            code: ExitCode::Interrupted,
+            message: format!("interrupted: the mix ended early; {left}"),
+        });
     }
     Ok(ExitCode::Ok)
 }

@@ -97,6 +97,9 @@ pub struct MetaSpec {
     pub run_dir: RunDir,
     /// Seed of the workers' draws.
     pub seed: u64,
+    /// Set from outside (SIGINT) to end the set-up or the mix early; the
+    /// clean-up still runs.
+    pub interrupt: Option<&'static AtomicBool>,
 }
 
 /// Latency figures of one operation type, in microseconds.
@@ -326,6 +329,10 @@ impl Shared<'_> {
 
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+            || self
+                .spec
+                .interrupt
+                .is_some_and(|s| s.load(Ordering::Relaxed))
     }
 }
 
