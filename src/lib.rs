@@ -14,6 +14,7 @@ pub mod io;
 pub mod lab;
 pub mod linkmodel;
 pub mod media;
+pub mod meta;
 pub mod model;
 pub mod plan;
 pub mod prepare;

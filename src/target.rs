@@ -250,6 +250,18 @@ fn split_url(rest: &str) -> (&str, &str, Vec<(&str, &str)>) {
 impl Target {
     /// Parse a target URL; the error names the input and the allowed forms.
     pub fn parse(s: &str) -> Result<Target, TargetError> {
+        Self::parse_as(s, false)
+    }
+
+    /// Parse a target URL that names a directory (the metadata workload's):
+    /// as [`Target::parse`], but an `nfs://` URL may end at the export
+    /// (`nfs://HOST[:PORT]/EXPORT[/DIR]`), its `path` then the directory in
+    /// the export ("" for the export's root).
+    pub fn parse_dir(s: &str) -> Result<Target, TargetError> {
+        Self::parse_as(s, true)
+    }
+
+    fn parse_as(s: &str, dir: bool) -> Result<Target, TargetError> {
         let err = |reason: &str| TargetError {
             input: s.to_string(),
             reason: reason.to_string(),
@@ -296,7 +308,7 @@ impl Target {
                     .ok_or_else(|| err(&format!("{scheme}: needs {scheme}://")))?;
                 let (authority, path, query) = split_url(rest);
                 match scheme {
-                    "nfs" => Self::parse_nfs(authority, path, &query).map_err(|r| err(&r)),
+                    "nfs" => Self::parse_nfs(authority, path, &query, dir).map_err(|r| err(&r)),
                     "iscsi" => Self::parse_iscsi(authority, path, &query).map_err(|r| err(&r)),
                     "nbd" => {
                         let (host, port) = host_port(authority, NBD_PORT).map_err(|r| err(&r))?;
@@ -359,7 +371,12 @@ impl Target {
         }
     }
 
-    fn parse_nfs(authority: &str, path: &str, query: &[(&str, &str)]) -> Result<Target, String> {
+    fn parse_nfs(
+        authority: &str,
+        path: &str,
+        query: &[(&str, &str)],
+        dir: bool,
+    ) -> Result<Target, String> {
         let (host, port) = host_port(authority, NFS_PORT)?;
         let mut version = 3u8;
         let mut minor = 0u8;
@@ -420,11 +437,18 @@ impl Target {
                 let trimmed = path.trim_start_matches('/');
                 match trimmed.split_once('/') {
                     Some((e, f)) => (format!("/{e}"), f.to_string()),
+                    None if dir && !trimmed.is_empty() => (format!("/{trimmed}"), String::new()),
+                    None if dir => return Err("nfs:// needs /EXPORT[/DIR]".into()),
                     None => return Err("nfs:// needs /EXPORT/FILE".into()),
                 }
             }
         };
-        if file.is_empty() || file.ends_with('/') {
+        let file = if dir {
+            file.trim_end_matches('/').to_string()
+        } else {
+            file
+        };
+        if !dir && (file.is_empty() || file.ends_with('/')) {
             return Err("nfs:// needs a file after the export: /EXPORT/FILE".into());
         }
         if file.split('/').any(|c| c == ".." || c == ".") {
@@ -556,9 +580,11 @@ impl fmt::Display for Target {
                 nconnect,
                 file_sync,
             } => {
+                // A directory target (`parse_dir`) may name the export itself.
+                let sep = if path.is_empty() { "" } else { "/" };
                 write!(
                     f,
-                    "nfs://{}:{port}{export}/{path}?version={version}",
+                    "nfs://{}:{port}{export}{sep}{path}?version={version}",
                     fmt_host(host)
                 )?;
                 if *minor > 0 {
@@ -631,6 +657,40 @@ mod tests {
         assert_eq!(
             Target::parse("file:rel/dir").unwrap(),
             Target::File("rel/dir".into())
+        );
+    }
+
+    #[test]
+    fn a_directory_url_may_end_at_the_export() {
+        let t = Target::parse_dir("nfs://h:2049/storlab?version=4.1&mountport=7").unwrap();
+        let Target::Nfs {
+            export,
+            path,
+            minor,
+            mount_port,
+            ..
+        } = &t
+        else {
+            panic!("{t:?}")
+        };
+        assert_eq!(
+            (export.as_str(), path.as_str(), *minor),
+            ("/storlab", "", 1)
+        );
+        assert_eq!(*mount_port, Some(7));
+        assert_eq!(Target::parse_dir(&t.to_string()).unwrap(), t);
+        let t = Target::parse_dir("nfs://h/storlab/runs/a/?version=3").unwrap();
+        assert!(
+            matches!(&t, Target::Nfs { path, .. } if path == "runs/a"),
+            "{t:?}"
+        );
+        // A file URL still needs its file; a directory URL needs an export.
+        assert!(Target::parse("nfs://h/storlab?version=3").is_err());
+        let e = Target::parse_dir("nfs://h/?version=3").unwrap_err();
+        assert!(e.to_string().contains("/EXPORT[/DIR]"), "{e}");
+        assert_eq!(
+            Target::parse_dir("file:/tmp/d").unwrap(),
+            Target::File("/tmp/d".into())
         );
     }
 

@@ -1,6 +1,7 @@
 //! Backends: where bytes go. Each implements [`crate::io::Backend`]; this
 //! module maps a [`crate::target::Target`] to the backend that serves it.
 
+pub mod dir;
 pub mod fc;
 pub mod file;
 pub mod iscsi;
@@ -8,6 +9,7 @@ pub mod nbd;
 pub mod nfs;
 pub mod null;
 
+use crate::io::fsops::FileOps;
 use crate::io::{Backend, BackendError, OpenOptions};
 use crate::plan::Disk;
 use crate::target::Target;
@@ -46,6 +48,20 @@ pub fn open(
             opts,
             &iscsi::default_initiator(),
         )?)),
+    }
+}
+
+/// File operations (the metadata workload's contract) on the directory
+/// `target` names: `file:DIR` or `nfs://HOST[:PORT]/EXPORT[/DIR]?version=…`
+/// (see [`Target::parse_dir`]). The error is one line naming the target.
+pub fn open_fs(target: &Target) -> Result<Box<dyn FileOps>, String> {
+    match target {
+        Target::File(dir) => Ok(Box::new(dir::DirOps::open(dir)?)),
+        Target::Nfs { .. } => Ok(Box::new(nfs::meta::NfsOps::open(target)?)),
+        other => Err(format!(
+            "{other}: file operations run on file:DIR and nfs:// targets only \
+             (allowed: file:DIR, nfs://HOST[:PORT]/EXPORT[/DIR]?version=3|4|4.1)"
+        )),
     }
 }
 

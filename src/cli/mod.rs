@@ -9,6 +9,7 @@ mod curve;
 mod diff;
 pub mod lab;
 mod media;
+pub mod meta;
 pub mod output;
 pub mod report;
 pub mod results;
@@ -120,6 +121,9 @@ enum Command {
     Convert(convert::ConvertArgs),
     /// The wire-efficiency model: user data each protocol and link carry (docs/wire-model.md).
     Wire(wire::WireArgs),
+    /// File and metadata workload: many small files (create, write, read, stat, rename,
+    /// delete, list) or one large file's copy, on file:DIR or over NFS.
+    Meta(Box<meta::MetaArgs>),
     /// The emulated media presets: list them, or the model's prediction for one (docs/media.md).
     Media(media::MediaArgs),
     /// Serve the emulated media's FUSE file system (started by the lab).
@@ -320,6 +324,7 @@ pub fn main_with(args: Vec<String>) -> i32 {
         Command::Verify(a) => verify::run(a),
         Command::MediaServe(a) => media::run(a),
         Command::Media(a) => media::media(a),
+        Command::Meta(a) => meta::run(*a),
         Command::Wire(a) => wire::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Workloads { sub, catalogue } => Catalogue::user(&catalogue)

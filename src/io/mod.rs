@@ -7,6 +7,7 @@
 //! from one [`BufferPool`] per engine thread.
 
 pub mod buffers;
+pub mod fsops;
 mod lane;
 
 use crate::workload::Dir;

@@ -42,6 +42,12 @@ NFS_CORE_PARAM {{
     Protocols = 3, 4;
     Mount_Path_Pseudo = true;
 }}
+# No chunked dirent cache: with it ganesha 4.3's READDIR loops (the same
+# entries without end) once a directory changes while it is listed, which
+# `storlab meta` does all the time.
+MDCACHE {{
+    Dir_Chunk = 0;
+}}
 NFSV4 {{
     Graceless = true;
     RecoveryBackend = fs;

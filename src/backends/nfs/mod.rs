@@ -76,6 +76,7 @@
 //!   (the Linux kernel server's `secure` default) need `insecure` on the export.
 
 pub mod compound;
+pub mod meta;
 pub mod rpc;
 pub mod v3;
 pub mod v4;

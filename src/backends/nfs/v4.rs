@@ -91,7 +91,7 @@ fn denied_or(what: &str, status: u32) -> String {
 }
 
 /// SETCLIENTID + SETCLIENTID_CONFIRM: the client id.
-fn set_client_id(c: &mut Conn) -> Result<u64, String> {
+pub(super) fn set_client_id(c: &mut Conn) -> Result<u64, String> {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -129,7 +129,11 @@ fn set_client_id(c: &mut Conn) -> Result<u64, String> {
 }
 
 /// PUTROOTFH + LOOKUP of each export component + GETFH: the export's handle.
-fn export_fh(c: &mut Conn, session: Option<&mut Session>, export: &str) -> Result<Vec<u8>, String> {
+pub(super) fn export_fh(
+    c: &mut Conn,
+    session: Option<&mut Session>,
+    export: &str,
+) -> Result<Vec<u8>, String> {
     let comps: Vec<&str> = export.split('/').filter(|s| !s.is_empty()).collect();
     let r = call(c, session, SETUP_TIMEOUT, comps.len() as u32 + 2, |e| {
         e.u32(OP_PUTROOTFH);
@@ -174,7 +178,7 @@ fn skip_ace(d: &mut Dec) -> Result<(), Short> {
 }
 
 /// Skip an open_delegation4.
-fn skip_delegation(d: &mut Dec) -> Result<(), Short> {
+pub(super) fn skip_delegation(d: &mut Dec) -> Result<(), Short> {
     match d.u32()? {
         1 => {
             d.skip(16 + 4)?; // stateid, recall

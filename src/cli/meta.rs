@@ -1,0 +1,184 @@
+//! `storlab meta`: the file and metadata workload (many small files in a
+//! tree, a mix of file operations) or, with `--copy SIZE`, the copy of one
+//! large file to the store and back, on a `file:` directory or over
+//! storlab's NFS client.
+
+use super::{CliError, ExitCode};
+use crate::meta::copy::{self, CopySpec};
+use crate::meta::mix::Mix;
+use crate::meta::{self, MetaError, MetaSpec, RunDir};
+use crate::model::write_atomic;
+use crate::target::Target;
+use crate::workload::units::{parse_duration, parse_size};
+use std::path::PathBuf;
+
+/// Arguments of `storlab meta`.
+#[derive(clap::Args, Debug)]
+pub struct MetaArgs {
+    /// The directory to work in: file:DIR, or nfs://HOST[:PORT]/EXPORT[/DIR]?version=3|4|4.1
+    /// (storlab makes its own run directory inside it).
+    #[arg(long, short = 't', value_name = "URL")]
+    pub target: String,
+    /// Directories of the tree.
+    #[arg(long, default_value = "10", value_name = "N")]
+    pub dirs: String,
+    /// Files per directory created at set-up.
+    #[arg(long, default_value = "100", value_name = "M")]
+    pub files: String,
+    /// Bytes of every file (4k, 64k, 1m, ...).
+    #[arg(long, default_value = "4k", value_name = "SIZE")]
+    pub file_size: String,
+    /// The operation mix: op=weight,... of create, write, read, stat, rename, delete, list
+    /// (default create=10,write=10,read=30,stat=30,rename=5,delete=10,list=5).
+    #[arg(long, value_name = "OP=W,...")]
+    pub mix: Option<String>,
+    /// Worker threads, each with its own client connection.
+    #[arg(long, default_value = "4", value_name = "T")]
+    pub threads: String,
+    /// How long the mix runs (10s, 1m, ...).
+    #[arg(long, default_value = "10s", value_name = "TIME")]
+    pub runtime: String,
+    /// Instead of the mix: copy one file of SIZE to the store and back.
+    #[arg(long, value_name = "SIZE")]
+    pub copy: Option<String>,
+    /// The copy's block size.
+    #[arg(long, default_value = "1m", value_name = "SIZE", requires = "copy")]
+    pub bs: String,
+    /// The run directory's name in the target directory (default storlab-meta-SECS-PID).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Use the run directory even if it exists and is not empty (storlab adds only its own entries).
+    #[arg(long)]
+    pub reuse_dir: bool,
+    /// Leave what the run created in place (no clean-up).
+    #[arg(long)]
+    pub keep: bool,
+    /// Seed of the random draws and data.
+    #[arg(long, default_value = "1")]
+    pub seed: u64,
+    /// Write the result as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// A whole number option within `lo..=hi`; the error names the option.
+fn count(opt: &str, v: &str, lo: u32, hi: u32) -> Result<u32, CliError> {
+    v.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (lo..=hi).contains(n))
+        .ok_or_else(|| CliError::input(format!("invalid {opt} \"{v}\" (allowed: {lo} to {hi})")))
+}
+
+/// A size option within `lo..=hi` bytes; the error names the option.
+fn size(opt: &str, v: &str, lo: u64, hi: u64) -> Result<u64, CliError> {
+    let n = parse_size(v).map_err(|e| CliError::input(format!("{opt}: {e}")))?;
+    if !(lo..=hi).contains(&n) {
+        return Err(CliError::input(format!(
+            "invalid {opt} \"{v}\" (allowed: {lo} bytes to {hi} bytes)"
+        )));
+    }
+    Ok(n)
+}
+
+/// The target as a directory: file: or nfs:// only.
+pub fn parse_target(s: &str) -> Result<Target, CliError> {
+    let allowed = "allowed: file:DIR, nfs://HOST[:PORT]/EXPORT[/DIR]?version=3|4|4.1";
+    let t = Target::parse_dir(s).map_err(|e| {
+        CliError::input(format!(
+            "invalid --target \"{s}\": {} ({allowed})",
+            e.reason
+        ))
+    })?;
+    match &t {
+        Target::File(p) if !p.is_dir() => Err(CliError::input(format!(
+            "invalid --target \"{s}\": {} is not an existing directory ({allowed})",
+            p.display()
+        ))),
+        Target::File(_) | Target::Nfs { .. } => Ok(t),
+        _ => Err(CliError::input(format!(
+            "invalid --target \"{s}\": the metadata workload runs on directories ({allowed})"
+        ))),
+    }
+}
+
+/// Bad input (exit 2) or a failure (exit 1).
+fn cli_error(e: MetaError) -> CliError {
+    match e {
+        MetaError::Input(m) => CliError::input(m),
+        MetaError::Failed(m) => CliError::failed(m),
+    }
+}
+
+/// Run `storlab meta`.
+pub fn run(a: MetaArgs) -> Result<ExitCode, CliError> {
+    let target = parse_target(&a.target)?;
+    let name = a.name.clone().unwrap_or_else(RunDir::default_name);
+    RunDir::check_name(&name).map_err(CliError::input)?;
+    let run_dir = RunDir {
+        name,
+        reuse: a.reuse_dir,
+        keep: a.keep,
+    };
+    if let Some(p) = &a.json
+        && let Some(parent) = p.parent().filter(|p| !p.as_os_str().is_empty())
+        && !parent.is_dir()
+    {
+        return Err(CliError::input(format!(
+            "--json {}: directory {} does not exist",
+            p.display(),
+            parent.display()
+        )));
+    }
+    let (text, json) = match &a.copy {
+        Some(total) => {
+            let spec = CopySpec {
+                size: size("--copy", total, 1, 1 << 44)?,
+                block_size: size("--bs", &a.bs, 512, 64 << 20)?,
+                run_dir,
+                seed: a.seed,
+            };
+            let r = copy::run(&target, &spec).map_err(cli_error)?;
+            (copy::text(&r), serde_json::to_vec_pretty(&r))
+        }
+        None => {
+            let mix = match &a.mix {
+                Some(m) => Mix::parse(m).map_err(CliError::input)?,
+                None => Mix::default(),
+            };
+            let spec = MetaSpec {
+                dirs: count("--dirs", &a.dirs, 1, 100_000)?,
+                files: count("--files", &a.files, 0, 10_000_000)?,
+                file_size: size("--file-size", &a.file_size, 0, 1 << 30)?,
+                mix,
+                threads: count("--threads", &a.threads, 1, 1024)?,
+                runtime: parse_duration(&a.runtime)
+                    .map_err(|e| CliError::input(format!("--runtime: {e}")))?,
+                run_dir,
+                seed: a.seed,
+                interrupt: Some(&super::signals::STOP),
+            };
+            super::signals::install();
+            let r = meta::run(&target, &spec).map_err(cli_error)?;
+            (meta::text(&r), serde_json::to_vec_pretty(&r))
+        }
+    };
+    print!("{text}");
+    if let Some(p) = &a.json {
+        let bytes = json.map_err(|e| CliError::failed(format!("cannot encode the result: {e}")))?;
+        write_atomic(p, &bytes)
+            .map_err(|e| CliError::failed(format!("cannot write {}: {e}", p.display())))?;
+    }
+    if super::signals::STOP.load(std::sync::atomic::Ordering::SeqCst) {
+        let left = if a.keep {
+            "what it created was kept (--keep)"
+        } else {
+            "what it created was removed"
+        };
+        return Err(CliError {
+            code: ExitCode::Interrupted,
+            message: format!("interrupted: the mix ended early; {left}"),
+        });
+    }
+    Ok(ExitCode::Ok)
+}

@@ -1,0 +1,244 @@
+//! The large-file copy (`storlab meta --copy SIZE`): one file of SIZE
+//! written to the store in blocks of `block_size` and made stable (fsync;
+//! COMMIT over NFS), then, with the client's cache of it dropped, read back
+//! block by block and checked; each phase timed whole (MB/s) and per block.
+//! The file lives in a run directory storlab makes (as the metadata
+//! workload's, [`super::claim_run_dir`]) and is removed afterwards with it.
+
+use super::{Latency, MetaError, RunDir, claim_run_dir};
+use crate::backends::open_fs;
+use crate::io::fsops::{FileOps, FsError, OpenMode};
+use crate::stats::{Histogram, LatHist};
+use crate::target::Target;
+use crate::workload::pattern::Rng;
+use serde::Serialize;
+use std::time::Instant;
+
+/// What a copy does.
+#[derive(Clone, Debug)]
+pub struct CopySpec {
+    /// Bytes of the file (at least one block).
+    pub size: u64,
+    /// Bytes per write and per read.
+    pub block_size: u64,
+    /// The run directory.
+    pub run_dir: RunDir,
+    /// Seed of the data written.
+    pub seed: u64,
+}
+
+/// One direction of the copy.
+#[derive(Clone, Debug, Serialize)]
+pub struct CopyPhase {
+    /// Seconds from open to close (the write's stable-making included).
+    pub seconds: f64,
+    /// Decimal megabytes per second.
+    pub mb_per_s: f64,
+    /// Blocks moved.
+    pub blocks: u64,
+    /// Latency of one block's write or read.
+    pub latency: Latency,
+    /// The per-block latency histogram.
+    pub histogram: LatHist,
+}
+
+/// The result of a copy (`storlab meta --copy SIZE --json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct CopyReport {
+    /// [`super::FORMAT_VERSION`].
+    pub format_version: u32,
+    /// The target URL.
+    pub target: String,
+    /// What served the operations.
+    pub client: String,
+    /// The file, relative to the target's directory.
+    pub file: String,
+    /// Bytes copied each way.
+    pub size: u64,
+    /// Bytes per block.
+    pub block_size: u64,
+    /// To the store.
+    pub write: CopyPhase,
+    /// From the store.
+    pub read: CopyPhase,
+}
+
+fn phase(h: &Histogram, bytes: u64, seconds: f64) -> CopyPhase {
+    let histogram = h.snapshot();
+    CopyPhase {
+        seconds,
+        mb_per_s: if seconds > 0.0 {
+            bytes as f64 / 1e6 / seconds
+        } else {
+            0.0
+        },
+        blocks: histogram.count(),
+        latency: Latency::of(&histogram),
+        histogram,
+    }
+}
+
+/// The block `i` as written: the pattern with `i` in its first 8 bytes.
+fn stamp(block: &mut [u8], i: u64) {
+    let n = block.len().min(8);
+    block[..n].copy_from_slice(&i.to_le_bytes()[..n]);
+}
+
+/// Write the file, read it back, check every block's stamp.
+fn copy_file(
+    fs: &mut dyn FileOps,
+    path: &str,
+    spec: &CopySpec,
+    made: &mut bool,
+) -> Result<(CopyPhase, CopyPhase), FsError> {
+    let bs = spec.block_size as usize;
+    let mut block = vec![0u8; bs];
+    Rng::new(spec.seed).fill_bytes(&mut block);
+    let blocks = spec.size.div_ceil(spec.block_size);
+    let len = |i: u64| (spec.size - i * spec.block_size).min(spec.block_size) as usize;
+    let mut h = Histogram::new();
+    let t0 = Instant::now();
+    let f = fs.open(path, OpenMode::Create)?;
+    *made = true;
+    let mut w = Ok(());
+    for i in 0..blocks {
+        stamp(&mut block, i);
+        let s = Instant::now();
+        w = fs.write_at(&f, i * spec.block_size, &block[..len(i)]);
+        if w.is_err() {
+            break;
+        }
+        h.record(s.elapsed().as_nanos() as u64);
+    }
+    let w = w.and_then(|_| fs.sync(&f));
+    let c = fs.close(f);
+    w.and(c)?;
+    let write = phase(&h, spec.size, t0.elapsed().as_secs_f64());
+    fs.drop_cache(path)?;
+    let mut h = Histogram::new();
+    let t0 = Instant::now();
+    let f = fs.open(path, OpenMode::Read)?;
+    let mut r = Ok(());
+    for i in 0..blocks {
+        let s = Instant::now();
+        let n = match fs.read_at(&f, i * spec.block_size, &mut block[..len(i)]) {
+            Ok(n) => n,
+            Err(e) => {
+                r = Err(e);
+                break;
+            }
+        };
+        h.record(s.elapsed().as_nanos() as u64);
+        let mut want = [0u8; 8];
+        stamp(&mut want, i);
+        let k = n.min(8);
+        if n != len(i) || block[..k] != want[..k] {
+            r = Err(FsError::new(
+                libc::EIO,
+                format!(
+                    "read {path}: block {i} came back wrong ({n} of {} bytes, or not the data written)",
+                    len(i)
+                ),
+            ));
+            break;
+        }
+    }
+    let c = fs.close(f);
+    r.and(c)?;
+    Ok((write, phase(&h, spec.size, t0.elapsed().as_secs_f64())))
+}
+
+/// Copy one large file to the directory `target` names and back (see the
+/// module docs). The error names what failed and what was left, if anything.
+pub fn run(target: &Target, spec: &CopySpec) -> Result<CopyReport, MetaError> {
+    let url = target.to_string();
+    if spec.block_size == 0 || spec.size == 0 {
+        return Err(MetaError::Input("--copy and --bs must be above 0".into()));
+    }
+    let mut fs = open_fs(target).map_err(MetaError::Failed)?;
+    let run = spec.run_dir.name.as_str();
+    let made_run = claim_run_dir(fs.as_mut(), &url, &spec.run_dir)?;
+    let path = format!("{run}/copy.dat");
+    let mut made = false;
+    let r = copy_file(fs.as_mut(), &path, spec, &mut made);
+    let mut left = Vec::new();
+    if !spec.run_dir.keep {
+        if made && fs.remove(&path).is_err() {
+            left.push(path.clone());
+        }
+        if made_run && fs.rmdir(run).is_err() {
+            left.push(run.to_string());
+        }
+    }
+    let tail = if left.is_empty() {
+        String::new()
+    } else {
+        format!("; clean-up could not remove {}", left.join(", "))
+    };
+    match r {
+        Err(e) => Err(MetaError::Failed(format!("copy: {e}{tail}"))),
+        Ok(_) if !left.is_empty() => Err(MetaError::Failed(format!("copy on {url}{tail}"))),
+        Ok((write, read)) => Ok(CopyReport {
+            format_version: super::FORMAT_VERSION,
+            target: url,
+            client: fs.describe(),
+            file: path,
+            size: spec.size,
+            block_size: spec.block_size,
+            write,
+            read,
+        }),
+    }
+}
+
+/// The text summary of a copy.
+pub fn text(r: &CopyReport) -> String {
+    let line = |what: &str, p: &CopyPhase| {
+        format!(
+            "  {what:<5} {:>10.2} MB/s  {:>8.3} s  {:>7} blocks  latency µs: mean {:.1}, p99 {:.1}, max {:.1}\n",
+            p.mb_per_s, p.seconds, p.blocks, p.latency.mean_us, p.latency.p99_us, p.latency.max_us
+        )
+    };
+    format!(
+        "storlab meta --copy on {}\n  client: {}\n  {} bytes in blocks of {} ({})\n{}{}",
+        r.target,
+        r.client,
+        r.size,
+        r.block_size,
+        r.file,
+        line("write", &r.write),
+        line("read", &r.read)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_copy_on_a_temporary_directory_writes_reads_and_removes() {
+        let root = std::env::temp_dir().join(format!("storlab-copy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir(&root).unwrap();
+        let spec = CopySpec {
+            size: 300_000,
+            block_size: 65536,
+            run_dir: RunDir {
+                name: "c".into(),
+                reuse: false,
+                keep: false,
+            },
+            seed: 1,
+        };
+        let r = run(&Target::File(root.clone()), &spec).unwrap();
+        assert_eq!((r.write.blocks, r.read.blocks), (5, 5));
+        assert!(r.write.mb_per_s > 0.0 && r.read.mb_per_s > 0.0);
+        assert!(text(&r).contains("write"));
+        assert_eq!(
+            std::fs::read_dir(&root).unwrap().count(),
+            0,
+            "run dir removed"
+        );
+        std::fs::remove_dir(&root).unwrap();
+    }
+}
