@@ -350,6 +350,45 @@ fn meta_over_nfs_v3_v4_v41_on_the_lab() {
         }
         assert_eq!(names(&export_dir), before, "version={v}: copy clean-up");
     }
+    // The lab's targets by name: the root of the export.
+    let state_dir = lab.state["state_dir"].as_str().unwrap().to_string();
+    for (name, client) in [("nfs3", "NFSv3"), ("nfs41", "NFSv4.1")] {
+        let j = out.join(&format!("{name}.json"));
+        let o = meta(&[
+            "--target",
+            name,
+            "--state-dir",
+            &state_dir,
+            "--dirs",
+            "2",
+            "--files",
+            "5",
+            "--mix",
+            ALL,
+            "--threads",
+            "1",
+            "--runtime",
+            "1",
+            "--json",
+            j.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "--target {name}: {}", text(&o));
+        let c = json(&j)["client"].as_str().unwrap().to_string();
+        assert!(c.contains(client), "{name}: {c}");
+        assert_eq!(names(&export_dir), before, "{name}: clean-up");
+    }
+    let o = meta(&[
+        "--target",
+        "nfs3",
+        "--state-dir",
+        "/nonexistent/storlab-lab",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        err.contains("invalid --target \"nfs3\": no lab is up in /nonexistent/storlab-lab"),
+        "{err}"
+    );
     assert_eq!(
         std::fs::read(export_dir.join("precious.txt")).unwrap(),
         b"not storlab's"

@@ -10,15 +10,19 @@ use crate::meta::{self, MetaError, MetaSpec, RunDir};
 use crate::model::write_atomic;
 use crate::target::Target;
 use crate::workload::units::{parse_duration, parse_size};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `storlab meta`.
 #[derive(clap::Args, Debug)]
 pub struct MetaArgs {
-    /// The directory to work in: file:DIR, or nfs://HOST[:PORT]/EXPORT[/DIR]?version=3|4|4.1
-    /// (storlab makes its own run directory inside it).
+    /// The directory to work in: file:DIR, nfs://HOST[:PORT]/EXPORT[/DIR]?version=3|4|4.1, or
+    /// a lab's NFS target by name (nfs3, nfs4, nfs41: the root of its export); storlab makes
+    /// its own run directory inside it.
     #[arg(long, short = 't', value_name = "URL")]
     pub target: String,
+    /// The lab whose target names --target may use (default: the default lab's).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
     /// Directories of the tree.
     #[arg(long, default_value = "10", value_name = "N")]
     pub dirs: String,
@@ -81,9 +85,50 @@ fn size(opt: &str, v: &str, lo: u64, hi: u64) -> Result<u64, CliError> {
     Ok(n)
 }
 
-/// The target as a directory: file: or nfs:// only.
-pub fn parse_target(s: &str) -> Result<Target, CliError> {
-    let allowed = "allowed: file:DIR, nfs://HOST[:PORT]/EXPORT[/DIR]?version=3|4|4.1";
+/// The lab target names `--target` takes: its NFS targets.
+const LAB_NFS: [&str; 3] = ["nfs3", "nfs4", "nfs41"];
+
+/// A lab's NFS target by name, as the directory at the root of its export.
+fn lab_directory(name: &str, state_dir: &Path) -> Result<Target, CliError> {
+    let state = crate::lab::status(state_dir)
+        .filter(|s| s.targets.is_some())
+        .ok_or_else(|| {
+            CliError::input(format!(
+                "invalid --target \"{name}\": no lab is up in {} (run `storlab lab up` first, \
+                 or give --state-dir)",
+                state_dir.display()
+            ))
+        })?;
+    let url = state
+        .targets
+        .as_ref()
+        .and_then(|t| {
+            t.list()
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, u)| u.to_string())
+        })
+        .ok_or_else(|| {
+            CliError::input(format!(
+                "invalid --target \"{name}\": the lab in {} has no such target",
+                state_dir.display()
+            ))
+        })?;
+    let mut t = Target::parse(&url).map_err(|e| CliError::failed(e.to_string()))?;
+    if let Target::Nfs { path, .. } = &mut t {
+        path.clear();
+    }
+    Ok(t)
+}
+
+/// The target as a directory: file: or nfs:// only, or a lab's NFS target by
+/// name (the lab in `state_dir`).
+pub fn parse_target(s: &str, state_dir: &Path) -> Result<Target, CliError> {
+    if LAB_NFS.contains(&s) {
+        return lab_directory(s, state_dir);
+    }
+    let allowed = "allowed: file:DIR, nfs://HOST[:PORT]/EXPORT[/DIR]?version=3|4|4.1, \
+                   or a lab's nfs3, nfs4, nfs41";
     let t = Target::parse_dir(s).map_err(|e| {
         CliError::input(format!(
             "invalid --target \"{s}\": {} ({allowed})",
@@ -112,7 +157,11 @@ fn cli_error(e: MetaError) -> CliError {
 
 /// Run `storlab meta`.
 pub fn run(a: MetaArgs) -> Result<ExitCode, CliError> {
-    let target = parse_target(&a.target)?;
+    let state_dir = a
+        .state_dir
+        .clone()
+        .unwrap_or_else(crate::lab::default_state_dir);
+    let target = parse_target(&a.target, &state_dir)?;
     let name = a.name.clone().unwrap_or_else(RunDir::default_name);
     RunDir::check_name(&name).map_err(CliError::input)?;
     let run_dir = RunDir {
