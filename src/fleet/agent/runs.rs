@@ -775,4 +775,98 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+
+    fn result_of(sh: &Arc<Shared>, run: u64) -> wire::ResultReply {
+        reply(dispatch(
+            sh,
+            AgentRequest::Result(wire::ResultRequest { run }),
+        ))
+    }
+
+    #[test]
+    fn start_is_for_a_prepared_run_only_and_result_stops_a_running_one() {
+        let sh = shared(&["null:"], Duration::from_secs(60));
+        let _: wire::PrepareReply = reply(dispatch(&sh, prepare_req(1, 60_000, "null:")));
+        // Prepared, not started: intervals wait for nothing and say not done.
+        let r: wire::IntervalsReply = reply(dispatch(
+            &sh,
+            AgentRequest::Intervals(wire::IntervalsRequest {
+                run: 1,
+                from: 0,
+                wait_ms: 0,
+            }),
+        ));
+        assert!(r.intervals.is_empty() && !r.done);
+        start_now(&sh, 1);
+        assert_eq!(sh.state(), RunState::Running);
+        // A second start of the same run is refused, naming its state.
+        let (status, kind, msg) = refusal(dispatch(
+            &sh,
+            AgentRequest::Start(wire::StartRequest {
+                run: 1,
+                at_unix_ns: now_unix_ns(),
+            }),
+        ));
+        assert_eq!((status, kind), (400, ErrorKind::BadRequest));
+        assert!(msg.contains("run 1, running"), "{msg}");
+        // The result of a running run stops it; the slot keeps the run.
+        let t0 = Instant::now();
+        let r = result_of(&sh, 1);
+        assert!(!r.done);
+        let (_, last) = drain(&sh, 1);
+        assert!(last.done && t0.elapsed() < Duration::from_secs(20));
+        assert_eq!(sh.state(), RunState::Finished);
+        let r = result_of(&sh, 1);
+        assert!(r.done && r.error.is_none(), "{:?}", r.error);
+        assert_eq!(sh.state(), RunState::Idle);
+    }
+
+    #[test]
+    fn a_finished_run_left_uncollected_gives_way_to_the_next_prepare() {
+        let sh = shared(&["null:"], Duration::from_secs(60));
+        let _: wire::PrepareReply = reply(dispatch(&sh, prepare_req(1, 100, "null:")));
+        start_now(&sh, 1);
+        let (intervals, _) = drain(&sh, 1);
+        assert!(!intervals.is_empty());
+        assert_eq!(sh.state(), RunState::Finished);
+        let p: wire::PrepareReply = reply(dispatch(&sh, prepare_req(2, 100, "null:")));
+        assert_eq!(p.run, 2);
+        assert_eq!(sh.state(), RunState::Prepared);
+        // Run 1 is gone with its intervals.
+        let (status, _, msg) = refusal(dispatch(
+            &sh,
+            AgentRequest::Intervals(wire::IntervalsRequest {
+                run: 1,
+                from: 0,
+                wait_ms: 0,
+            }),
+        ));
+        assert_eq!(status, 400);
+        assert!(
+            msg.contains("unknown run 1") && msg.contains("run 2, prepared"),
+            "{msg}"
+        );
+        assert!(sh.lock().intervals.is_empty());
+        result_of(&sh, 2);
+        assert_eq!(sh.state(), RunState::Idle);
+    }
+
+    #[test]
+    fn a_journal_outside_the_allow_list_is_refused_before_any_state_changes() {
+        let sh = shared(&["null:"], Duration::from_secs(60));
+        let AgentRequest::Prepare(mut req, targets) = prepare_req(1, 100, "null:") else {
+            unreachable!()
+        };
+        req.spec.journal = Some("/nonexistent-storlab-dir/journal".into());
+        let (status, kind, msg) = refusal(dispatch(&sh, AgentRequest::Prepare(req, targets)));
+        assert_eq!((status, kind), (403, ErrorKind::NotAllowed));
+        // The agent's own journal file, named after it, is what is refused.
+        assert!(
+            msg.starts_with("journal: ")
+                && msg.contains("/nonexistent-storlab-dir/journal.agent-t"),
+            "{msg}"
+        );
+        assert_eq!(sh.state(), RunState::Idle);
+        assert_eq!(sh.lock().run, 0);
+    }
 }
