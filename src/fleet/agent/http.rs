@@ -243,21 +243,18 @@ mod tests {
     //! Requests answered in-process (tiny_http's `TestRequest`, no socket):
     //! the checks in order, and what each refusal says.
     use super::*;
-    use crate::fleet::agent::AgentConfig;
-    use crate::fleet::allow::Allowlist;
+    use crate::fleet::agent::test_config;
     use tiny_http::TestRequest;
 
     const TOKEN: &str = "a-test-token-of-some-length";
 
     fn shared(token: Option<&str>) -> Arc<Shared> {
-        Arc::new(Shared::new(AgentConfig {
-            name: "h1".into(),
-            token: token.map(Into::into),
-            tls: None,
-            allow: Allowlist::new(&["null:".to_string()]).unwrap(),
-            idle_timeout: Duration::from_secs(60),
-            handlers: 2,
-        }))
+        Arc::new(Shared::new(test_config(
+            "h1",
+            token,
+            &["null:"],
+            Duration::from_secs(60),
+        )))
     }
 
     fn hdr(name: &str, value: &str) -> Header {

@@ -213,19 +213,27 @@ fn watchdog(shared: &Shared) {
     }
 }
 
+/// The configuration the agent's tests use: `name`, `token`, `allow`,
+/// `idle` as the controller timeout, two handlers, no TLS.
+#[cfg(test)]
+fn test_config(name: &str, token: Option<&str>, allow: &[&str], idle: Duration) -> AgentConfig {
+    let entries: Vec<String> = allow.iter().map(|s| s.to_string()).collect();
+    AgentConfig {
+        name: name.into(),
+        token: token.map(Into::into),
+        tls: None,
+        allow: Allowlist::new(&entries).unwrap(),
+        idle_timeout: idle,
+        handlers: 2,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn config(token: Option<&str>) -> AgentConfig {
-        AgentConfig {
-            name: "h1".into(),
-            token: token.map(Into::into),
-            tls: None,
-            allow: Allowlist::new(&["null:".to_string()]).unwrap(),
-            idle_timeout: Duration::from_secs(60),
-            handlers: 2,
-        }
+        test_config("h1", token, &["null:"], Duration::from_secs(60))
     }
 
     #[test]

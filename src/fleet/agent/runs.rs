@@ -544,18 +544,10 @@ mod tests {
     //! The run state machine driven through `dispatch`, without HTTP: what
     //! each request does in each state, on the null target.
     use super::*;
-    use crate::fleet::allow::Allowlist;
+    use crate::fleet::agent::test_config;
 
     fn shared(allow: &[&str], idle: Duration) -> Arc<Shared> {
-        let entries: Vec<String> = allow.iter().map(|s| s.to_string()).collect();
-        Arc::new(Shared::new(AgentConfig {
-            name: "t".into(),
-            token: None,
-            tls: None,
-            allow: Allowlist::new(&entries).unwrap(),
-            idle_timeout: idle,
-            handlers: 2,
-        }))
+        Arc::new(Shared::new(test_config("t", None, allow, idle)))
     }
 
     fn spec(runtime_ms: u64) -> crate::workload::Spec {
@@ -603,18 +595,18 @@ mod tests {
         ))
     }
 
+    fn ask_intervals(sh: &Arc<Shared>, run: u64, from: u32, wait_ms: u32) -> Reply {
+        dispatch(
+            sh,
+            AgentRequest::Intervals(wire::IntervalsRequest { run, from, wait_ms }),
+        )
+    }
+
     /// Poll intervals until the run says it is done, collecting them all.
     fn drain(sh: &Arc<Shared>, run: u64) -> (Vec<wire::WireInterval>, wire::IntervalsReply) {
         let mut got = Vec::new();
         for _ in 0..200 {
-            let r: wire::IntervalsReply = reply(dispatch(
-                sh,
-                AgentRequest::Intervals(wire::IntervalsRequest {
-                    run,
-                    from: got.len() as u32,
-                    wait_ms: 500,
-                }),
-            ));
+            let r: wire::IntervalsReply = reply(ask_intervals(sh, run, got.len() as u32, 500));
             got.extend(r.intervals.iter().cloned());
             if r.done {
                 return (got, r);
@@ -788,14 +780,7 @@ mod tests {
         let sh = shared(&["null:"], Duration::from_secs(60));
         let _: wire::PrepareReply = reply(dispatch(&sh, prepare_req(1, 60_000, "null:")));
         // Prepared, not started: intervals wait for nothing and say not done.
-        let r: wire::IntervalsReply = reply(dispatch(
-            &sh,
-            AgentRequest::Intervals(wire::IntervalsRequest {
-                run: 1,
-                from: 0,
-                wait_ms: 0,
-            }),
-        ));
+        let r: wire::IntervalsReply = reply(ask_intervals(&sh, 1, 0, 0));
         assert!(r.intervals.is_empty() && !r.done);
         start_now(&sh, 1);
         assert_eq!(sh.state(), RunState::Running);
@@ -833,14 +818,7 @@ mod tests {
         assert_eq!(p.run, 2);
         assert_eq!(sh.state(), RunState::Prepared);
         // Run 1 is gone with its intervals.
-        let (status, _, msg) = refusal(dispatch(
-            &sh,
-            AgentRequest::Intervals(wire::IntervalsRequest {
-                run: 1,
-                from: 0,
-                wait_ms: 0,
-            }),
-        ));
+        let (status, _, msg) = refusal(ask_intervals(&sh, 1, 0, 0));
         assert_eq!(status, 400);
         assert!(
             msg.contains("unknown run 1") && msg.contains("run 2, prepared"),
