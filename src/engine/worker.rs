@@ -8,7 +8,7 @@
 //! of a batch is stamped with the instant just before it was committed, and
 //! every completion of a reap with the instant just after the reap returned.
 
-use super::hooks::PointHooks;
+use super::hooks::{PointHooks, ThreadHooks};
 use super::timeout::{self, IoWatch};
 use crate::io::{BufferPool, Completion, Lane, QueueError};
 use crate::plan::{Disk, ThreadPlan};
@@ -142,100 +142,186 @@ pub fn make_pool(ctx: &ThreadCtx) -> BufferPool {
 /// Run the thread's share of the point until the end, `stop`, or an error.
 /// Returns `Err` with a message naming the disk and offset on an I/O error.
 pub fn run(ctx: &ThreadCtx, lane: &mut Lane, t0: Instant) -> Result<(), String> {
-    let now_ns = || t0.elapsed().as_nanos() as u64;
-    let mut workers: Vec<Worker> = Vec::with_capacity(ctx.plan.workers.len());
-    let mut slots: Vec<Slot> = Vec::new();
-    for (wi, w) in ctx.plan.workers.iter().enumerate() {
-        let local: Vec<u32> = w
-            .disks
-            .iter()
-            .map(|d| {
-                ctx.plan
-                    .disks
-                    .iter()
-                    .position(|x| x == d)
-                    .expect("worker disk on its thread") as u32
-            })
-            .collect();
-        workers.push(Worker {
-            index: w.index,
-            pattern: w.generator(),
-            pacer: Pacer::with_mode(w.access.rate, w.access.rate_mode),
-            rec: Recorder::new(),
-            issued_bytes: 0,
-            write_seq: 0,
-        });
-        for j in 0..w.access.iodepth {
-            let wdisk = j % local.len() as u32;
-            slots.push(Slot {
-                worker: wi as u32,
-                wdisk,
-                disk: local[wdisk as usize],
-                dir: Dir::Read,
-                len: 0,
-                offset: 0,
-                submit_ns: 0,
-                sched_ns: u64::MAX,
+    let mut engine = Engine::new(ctx, t0);
+    let now = engine.run_until_end(lane);
+    engine.ship_last(now);
+    engine.drain(lane)?;
+    engine.finish()
+}
+
+/// One thread's state while it runs a point: its workers, their slots, the
+/// slots' queues, the interval it is in and the first failure.
+struct Engine<'c, 'a> {
+    ctx: &'c ThreadCtx<'a>,
+    t0: Instant,
+    workers: Vec<Worker>,
+    slots: Vec<Slot>,
+    /// End of the run, ns since t0.
+    end_ns: u64,
+    free: Vec<u32>,
+    /// Slots held back by a rate cap or the hooks.
+    waiting: Vec<u32>,
+    /// Slots queued since the last commit.
+    batch: Vec<u32>,
+    done: Vec<Completion>,
+    in_flight: usize,
+    /// Slots whose worker reached its io_limit.
+    retired: usize,
+    interval: u32,
+    next_boundary: u64,
+    failure: Option<String>,
+    watch: IoWatch,
+    timed_out: bool,
+    verify: Option<Box<dyn ThreadHooks + 'a>>,
+    /// Whether writes are refilled (dedupable content) rather than stamped.
+    dedupe: bool,
+}
+
+impl<'c, 'a> Engine<'c, 'a> {
+    /// Set-up: one `Worker` per worker of the thread and one slot per
+    /// outstanding I/O, each slot on one of its worker's disks in turn.
+    fn new(ctx: &'c ThreadCtx<'a>, t0: Instant) -> Self {
+        let mut workers: Vec<Worker> = Vec::with_capacity(ctx.plan.workers.len());
+        let mut slots: Vec<Slot> = Vec::new();
+        for (wi, w) in ctx.plan.workers.iter().enumerate() {
+            let local: Vec<u32> = w
+                .disks
+                .iter()
+                .map(|d| {
+                    ctx.plan
+                        .disks
+                        .iter()
+                        .position(|x| x == d)
+                        .expect("worker disk on its thread") as u32
+                })
+                .collect();
+            workers.push(Worker {
+                index: w.index,
+                pattern: w.generator(),
+                pacer: Pacer::with_mode(w.access.rate, w.access.rate_mode),
+                rec: Recorder::new(),
+                issued_bytes: 0,
+                write_seq: 0,
             });
+            for j in 0..w.access.iodepth {
+                let wdisk = j % local.len() as u32;
+                slots.push(Slot {
+                    worker: wi as u32,
+                    wdisk,
+                    disk: local[wdisk as usize],
+                    dir: Dir::Read,
+                    len: 0,
+                    offset: 0,
+                    submit_ns: 0,
+                    sched_ns: u64::MAX,
+                });
+            }
+        }
+        let interval_ns = ctx.timing.interval_ns;
+        let n = slots.len();
+        Engine {
+            ctx,
+            t0,
+            workers,
+            end_ns: interval_ns.saturating_mul(ctx.timing.intervals as u64),
+            free: (0..n as u32).rev().collect(),
+            waiting: Vec::new(),
+            batch: Vec::with_capacity(n),
+            done: Vec::with_capacity(n),
+            in_flight: 0,
+            retired: 0,
+            interval: 0,
+            next_boundary: interval_ns,
+            failure: None,
+            watch: IoWatch::new(ctx.io_timeout, n),
+            timed_out: false,
+            verify: ctx.hooks.map(|h| h.thread(&ctx.plan.disks, n)),
+            dedupe: matches!(ctx.content, Content::Mixed { dedupe_pct, .. } if dedupe_pct > 0),
+            slots,
         }
     }
-    let interval_ns = ctx.timing.interval_ns;
-    let end_ns = interval_ns.saturating_mul(ctx.timing.intervals as u64);
-    let mut free: Vec<u32> = (0..slots.len() as u32).rev().collect();
-    let mut waiting: Vec<u32> = Vec::new(); // slots held back by a rate cap
-    let mut batch: Vec<u32> = Vec::with_capacity(slots.len());
-    let mut done: Vec<Completion> = Vec::with_capacity(slots.len());
-    let mut in_flight = 0usize;
-    let mut retired = 0usize; // slots whose worker reached its io_limit
-    let mut interval = 0u32;
-    let mut next_boundary = interval_ns;
-    let mut failure: Option<String> = None;
-    let mut watch = IoWatch::new(ctx.io_timeout, slots.len());
-    let mut timed_out = false;
-    let mut verify = ctx.hooks.map(|h| h.thread(&ctx.plan.disks, slots.len()));
 
-    let ship = |workers: &mut Vec<Worker>, index: u32, end: u64| {
-        let snaps = workers
-            .iter_mut()
-            .map(|w| (w.index, w.rec.take()))
-            .collect();
-        let _ = ctx.tx.send(Msg::Interval {
-            thread: ctx.thread,
-            index,
-            end_ns: end,
-            workers: snaps,
-        });
-    };
+    fn now_ns(&self) -> u64 {
+        self.t0.elapsed().as_nanos() as u64
+    }
 
-    let dedupe = matches!(ctx.content, Content::Mixed { dedupe_pct, .. } if dedupe_pct > 0);
-    let mut now = now_ns();
-    loop {
-        if ctx.stop.load(Ordering::Relaxed)
-            || now >= end_ns
-            || (retired == slots.len() && in_flight == 0)
-        {
-            break;
+    /// The main loop: issue, commit, wait, complete, until the end, `stop`,
+    /// every worker's io_limit, or a failure. Returns the last clock reading.
+    fn run_until_end(&mut self, lane: &mut Lane) -> u64 {
+        let mut now = self.now_ns();
+        loop {
+            if self.ctx.stop.load(Ordering::Relaxed)
+                || now >= self.end_ns
+                || (self.retired == self.slots.len() && self.in_flight == 0)
+            {
+                break;
+            }
+            let next_due = self.issue(lane, now);
+            if self.failure.is_some() {
+                break;
+            }
+            self.commit(lane);
+            if self.failure.is_some() {
+                break;
+            }
+            // Wait for completions, but never past the next interval boundary,
+            // the end, or the next rate-capped issue time.
+            let wake = self.next_boundary.min(self.end_ns).min(next_due);
+            if self.in_flight == 0 {
+                if self.retired == self.slots.len() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_nanos(
+                    wake.saturating_sub(self.now_ns()).min(50_000_000),
+                ));
+                now = self.now_ns();
+                self.close_intervals(lane, now);
+                if self.failure.is_some() {
+                    break;
+                }
+                continue;
+            }
+            let wake = wake.min(self.watch.wake());
+            let timeout = Duration::from_nanos(wake.saturating_sub(now).max(1));
+            if let Err(e) = lane.reap(1, Some(timeout), &mut self.done) {
+                self.failure = Some(e.to_string());
+                break;
+            }
+            now = self.now_ns();
+            self.close_intervals(lane, now);
+            self.complete(lane, now);
+            if self.failure.is_none() {
+                self.check_overdue(lane, now);
+            }
+            if self.failure.is_some() {
+                break;
+            }
         }
-        // Issue every free slot whose worker may go.
+        now
+    }
+
+    /// The submit loop: queue every free slot whose worker may go. Returns
+    /// the earliest instant a held-back slot may go (`u64::MAX`: none).
+    fn issue(&mut self, lane: &mut Lane, now: u64) -> u64 {
         let mut next_due = u64::MAX;
-        while let Some(s) = free.pop() {
-            let slot = &mut slots[s as usize];
-            let w = &mut workers[slot.worker as usize];
+        while let Some(s) = self.free.pop() {
+            let slot = &mut self.slots[s as usize];
+            let w = &mut self.workers[slot.worker as usize];
             if w.pacer.is_limited() {
                 let due = w.pacer.due_ns();
                 if due > now {
                     next_due = next_due.min(due);
-                    waiting.push(s);
+                    self.waiting.push(s);
                     continue;
                 }
             }
-            if let Some(limit) = ctx.io_limit
+            if let Some(limit) = self.ctx.io_limit
                 && w.issued_bytes >= limit
             {
-                retired += 1;
+                self.retired += 1;
                 continue;
             }
-            let io = match verify.as_mut() {
+            let io = match self.verify.as_mut() {
                 // The hooks may hold a slot back (verify mode: its blocks
                 // are busy); it keeps its I/O and retries (super::hooks).
                 Some(v) => {
@@ -243,7 +329,7 @@ pub fn run(ctx: &ThreadCtx, lane: &mut Lane, t0: Instant) -> Result<(), String> 
                         Some(io) => io,
                         None => {
                             next_due = next_due.min(now + v.retry_ns());
-                            waiting.push(s);
+                            self.waiting.push(s);
                             continue;
                         }
                     }
@@ -254,19 +340,19 @@ pub fn run(ctx: &ThreadCtx, lane: &mut Lane, t0: Instant) -> Result<(), String> 
                 w.write_seq += 1;
                 // The slot is not in flight, so its buffer is ours to change.
                 let data = &mut lane.buf_mut(s)[..io.len as usize];
-                if let Some(v) = verify.as_mut() {
+                if let Some(v) = self.verify.as_mut() {
                     v.prepare_write(s, data, w.index);
-                } else if dedupe {
+                } else if self.dedupe {
                     // A stamp would make every block unique; refill so the
                     // dedupable share repeats the canonical block.
                     content::fill(
                         data,
-                        ctx.content,
-                        ctx.seed,
+                        self.ctx.content,
+                        self.ctx.seed,
                         w.write_seq ^ ((w.index as u64) << 40),
                     );
                 } else {
-                    content::stamp(data, ctx.content, w.write_seq);
+                    content::stamp(data, self.ctx.content, w.write_seq);
                 }
             }
             match lane.queue(s, slot.disk, io.dir, io.offset, io.len) {
@@ -276,93 +362,82 @@ pub fn run(ctx: &ThreadCtx, lane: &mut Lane, t0: Instant) -> Result<(), String> 
                     slot.offset = io.offset;
                     w.issued_bytes += io.len as u64;
                     slot.sched_ns = w.pacer.issued(io.len, now);
-                    batch.push(s);
+                    self.batch.push(s);
                 }
-                Err(QueueError::Busy) => {
-                    if let Some(v) = verify.as_mut() {
+                Err(e) => {
+                    if let Some(v) = self.verify.as_mut() {
                         v.unqueued(s);
                     }
-                    free.push(s);
-                    break;
-                }
-                Err(QueueError::Fatal(e)) => {
-                    if let Some(v) = verify.as_mut() {
-                        v.unqueued(s);
+                    match e {
+                        QueueError::Busy => self.free.push(s),
+                        QueueError::Fatal(e) => self.failure = Some(e.to_string()),
                     }
-                    failure = Some(e.to_string());
                     break;
                 }
             }
         }
-        free.append(&mut waiting);
-        if failure.is_some() {
-            break;
+        self.free.append(&mut self.waiting);
+        next_due
+    }
+
+    /// Stamp the batch queued since the last commit with one clock reading
+    /// and commit it.
+    fn commit(&mut self, lane: &mut Lane) {
+        if self.batch.is_empty() {
+            return;
         }
-        if !batch.is_empty() {
-            let t = now_ns();
-            for &s in &batch {
-                slots[s as usize].submit_ns = t;
-                watch.submitted(s, t);
-            }
-            in_flight += batch.len();
-            batch.clear();
-            if let Err(e) = lane.commit() {
-                failure = Some(e.to_string());
-                break;
-            }
+        let t = self.now_ns();
+        for &s in &self.batch {
+            self.slots[s as usize].submit_ns = t;
+            self.watch.submitted(s, t);
         }
-        // Wait for completions, but never past the next interval boundary, the
-        // end, or the next rate-capped issue time.
-        let wake = next_boundary.min(end_ns).min(next_due);
-        let (min, timeout) = if in_flight > 0 {
-            let wake = wake.min(watch.wake());
-            (
-                1,
-                Some(Duration::from_nanos(wake.saturating_sub(now).max(1))),
-            )
-        } else if retired == slots.len() {
-            break;
-        } else {
-            std::thread::sleep(Duration::from_nanos(
-                wake.saturating_sub(now_ns()).min(50_000_000),
-            ));
-            now = now_ns();
-            let before = interval;
-            while now >= next_boundary && interval < ctx.timing.intervals {
-                ship(&mut workers, interval, next_boundary);
-                interval += 1;
-                next_boundary += interval_ns;
-            }
-            if interval != before
-                && let Err(e) = lane.check()
-            {
-                failure = Some(e.to_string());
-                break;
-            }
-            continue;
-        };
-        if let Err(e) = lane.reap(min, timeout, &mut done) {
-            failure = Some(e.to_string());
-            break;
+        self.in_flight += self.batch.len();
+        self.batch.clear();
+        if let Err(e) = lane.commit() {
+            self.failure = Some(e.to_string());
         }
-        now = now_ns();
-        let before = interval;
-        while now >= next_boundary && interval < ctx.timing.intervals {
-            ship(&mut workers, interval, next_boundary);
-            interval += 1;
-            next_boundary += interval_ns;
+    }
+
+    /// Ship every interval that ended by `now`; once any did, ask the
+    /// backend whether its storage is still there.
+    fn close_intervals(&mut self, lane: &mut Lane, now: u64) {
+        let before = self.interval;
+        while now >= self.next_boundary && self.interval < self.ctx.timing.intervals {
+            self.ship(self.interval, self.next_boundary);
+            self.interval += 1;
+            self.next_boundary += self.ctx.timing.interval_ns;
         }
-        if interval != before
-            && failure.is_none()
+        if self.interval != before
+            && self.failure.is_none()
             && let Err(e) = lane.check()
         {
-            failure = Some(e.to_string());
+            self.failure = Some(e.to_string());
         }
-        for c in done.drain(..) {
-            in_flight -= 1;
-            watch.completed(c.slot);
-            let slot = &slots[c.slot as usize];
-            let w = &mut workers[slot.worker as usize];
+    }
+
+    /// Send interval `index`, ending at `end` ns, of every worker.
+    fn ship(&mut self, index: u32, end: u64) {
+        let snaps = self
+            .workers
+            .iter_mut()
+            .map(|w| (w.index, w.rec.take()))
+            .collect();
+        let _ = self.ctx.tx.send(Msg::Interval {
+            thread: self.ctx.thread,
+            index,
+            end_ns: end,
+            workers: snaps,
+        });
+    }
+
+    /// Completion handling: record each reaped I/O observed at `now` (or
+    /// its error, the first of which fails the run) and free its slot.
+    fn complete(&mut self, lane: &Lane, now: u64) {
+        for c in self.done.drain(..) {
+            self.in_flight -= 1;
+            self.watch.completed(c.slot);
+            let slot = &self.slots[c.slot as usize];
+            let w = &mut self.workers[slot.worker as usize];
             match c.result {
                 Ok(n) if n == slot.len => {
                     let origin = pace::latency_origin(slot.submit_ns, slot.sched_ns);
@@ -370,78 +445,94 @@ pub fn run(ctx: &ThreadCtx, lane: &mut Lane, t0: Instant) -> Result<(), String> 
                 }
                 other => {
                     w.rec.record_error(slot.dir);
-                    if failure.is_none() {
-                        let mut m = io_error_message(ctx, slot, other);
-                        if let Some(detail) = lane.backend().error_detail() {
-                            m = format!("{m} [{detail}]");
-                        }
-                        failure = Some(m);
+                    if self.failure.is_none() {
+                        let m = io_error_message(self.ctx, slot, other);
+                        self.failure = Some(with_detail(lane, m));
                     }
                 }
             }
-            if let Some(v) = verify.as_mut() {
+            if let Some(v) = self.verify.as_mut() {
                 let ok = matches!(c.result, Ok(n) if n == slot.len);
                 let data = &lane.buf(c.slot)[..slot.len as usize];
                 w.rec.record_verify_errors(v.completed(c.slot, ok, data));
             }
-            free.push(c.slot);
+            self.free.push(c.slot);
         }
-        if failure.is_none()
-            && let Some(s) = watch.overdue(now)
-        {
-            let slot = &slots[s as usize];
+    }
+
+    /// Fail the run, naming the I/O, once the oldest in flight is older
+    /// than the per-I/O timeout.
+    fn check_overdue(&mut self, lane: &Lane, now: u64) {
+        if let Some(s) = self.watch.overdue(now) {
+            let slot = &self.slots[s as usize];
+            let ctx = self.ctx;
             let disk = &ctx.disks[ctx.plan.disks[slot.disk as usize] as usize];
-            let (name, limit) = (disk.name(), watch.limit());
-            let mut m = timeout::message(slot.dir, slot.len, slot.offset, &name, limit);
+            let (name, limit) = (disk.name(), self.watch.limit());
+            let m = timeout::message(slot.dir, slot.len, slot.offset, &name, limit);
             // What the backend saw go wrong may explain the silence (an NFS
             // server answering with wrong XIDs).
-            if let Some(detail) = lane.backend().error_detail() {
-                m = format!("{m} [{detail}]");
+            self.failure = Some(with_detail(lane, m));
+            self.timed_out = true;
+        }
+    }
+
+    /// Ship what the last (possibly partial) interval holds.
+    fn ship_last(&mut self, now: u64) {
+        if self.interval < self.ctx.timing.intervals {
+            let end = now.min(self.next_boundary);
+            self.ship(self.interval, end);
+        }
+    }
+
+    /// The tail: wait for the I/O still in flight (handing it to the hooks),
+    /// up to the drain limit; what the storage never answers is abandoned.
+    fn drain(&mut self, lane: &mut Lane) -> Result<(), String> {
+        let drain = self.watch.drain_limit(DRAIN_TIMEOUT);
+        let drain_deadline = Instant::now() + drain;
+        while self.in_flight > 0 {
+            let left = drain_deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.timed_out {
+                // What the storage never answered is given up, not waited for.
+                lane.abandon();
+                let ctx = self.ctx;
+                let target = ctx.disks[ctx.plan.disks[0] as usize].name();
+                let in_flight = self.in_flight;
+                let msg = format!(
+                    "{in_flight} I/Os on {target} still in flight {drain:?} after the run ended"
+                );
+                return Err(self.failure.take().unwrap_or(msg));
             }
-            failure = Some(m);
-            timed_out = true;
-        }
-        if failure.is_some() {
-            break;
-        }
-    }
-    // Ship what the last (possibly partial) interval holds; then drain.
-    if interval < ctx.timing.intervals {
-        let end = now.min(next_boundary);
-        ship(&mut workers, interval, end);
-    }
-    let drain = watch.drain_limit(DRAIN_TIMEOUT);
-    let drain_deadline = Instant::now() + drain;
-    while in_flight > 0 {
-        let left = drain_deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() || timed_out {
-            // What the storage never answered is given up, not waited for.
-            lane.abandon();
-            let target = ctx.disks[ctx.plan.disks[0] as usize].name();
-            let msg = format!(
-                "{in_flight} I/Os on {target} still in flight {drain:?} after the run ended"
-            );
-            return Err(failure.unwrap_or(msg));
-        }
-        match lane.reap(in_flight, Some(left), &mut done) {
-            Ok(_) => {
-                for c in done.drain(..) {
-                    in_flight -= 1;
-                    if let Some(v) = verify.as_mut() {
-                        let len = slots[c.slot as usize].len as usize;
-                        let ok = matches!(c.result, Ok(n) if n as usize == len);
-                        v.completed(c.slot, ok, &lane.buf(c.slot)[..len]);
-                    }
+            if let Err(e) = lane.reap(self.in_flight, Some(left), &mut self.done) {
+                return Err(self.failure.take().unwrap_or_else(|| e.to_string()));
+            }
+            for c in self.done.drain(..) {
+                self.in_flight -= 1;
+                if let Some(v) = self.verify.as_mut() {
+                    let len = self.slots[c.slot as usize].len as usize;
+                    let ok = matches!(c.result, Ok(n) if n as usize == len);
+                    v.completed(c.slot, ok, &lane.buf(c.slot)[..len]);
                 }
             }
-            Err(e) => return Err(failure.unwrap_or_else(|| e.to_string())),
+        }
+        Ok(())
+    }
+
+    /// The outcome: the first failure and what the hooks found, if either.
+    fn finish(mut self) -> Result<(), String> {
+        let bad = self.verify.as_mut().and_then(|v| v.finish());
+        match (self.failure, bad) {
+            (Some(f), Some(b)) => Err(format!("{f}; {b}")),
+            (Some(f), None) | (None, Some(f)) => Err(f),
+            (None, None) => Ok(()),
         }
     }
-    let bad = verify.as_mut().and_then(|v| v.finish());
-    match (failure, bad) {
-        (Some(f), Some(b)) => Err(format!("{f}; {b}")),
-        (Some(f), None) | (None, Some(f)) => Err(f),
-        (None, None) => Ok(()),
+}
+
+/// `m` with the protocol detail the backend has on what went wrong, if any.
+fn with_detail(lane: &Lane, m: String) -> String {
+    match lane.backend().error_detail() {
+        Some(detail) => format!("{m} [{detail}]"),
+        None => m,
     }
 }
 

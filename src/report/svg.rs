@@ -99,9 +99,11 @@ fn open(out: &mut String, title: &str, w: f64, h: f64) {
     );
 }
 
-fn legend(out: &mut String, names: &[String], y: f64) {
+/// The legend: a swatch of colour `i` and the name of each `(i, name)`,
+/// left to right along the baseline `y`.
+fn legend<'a>(out: &mut String, entries: impl Iterator<Item = (usize, &'a str)>, y: f64) {
     let mut x = LEFT;
-    for (i, n) in names.iter().enumerate() {
+    for (i, n) in entries {
         let _ = write!(
             out,
             "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"lg\">{}</text>",
@@ -218,7 +220,11 @@ pub fn bar_chart(c: &BarChart) -> String {
             trim(r)
         );
     }
-    legend(&mut out, &c.series, H - 12.0);
+    legend(
+        &mut out,
+        c.series.iter().map(String::as_str).enumerate(),
+        H - 12.0,
+    );
     out.push_str("</svg>");
     out
 }
@@ -281,23 +287,77 @@ pub struct LineChart {
     pub hline: Option<(f64, String)>,
 }
 
+/// A line chart's x axis: linear from `lo` or logarithmic, to `hi`.
+struct XAxis {
+    log: bool,
+    lo: f64,
+    hi: f64,
+}
+
+impl XAxis {
+    /// The axis that holds every x of `c`'s series and bands (only the
+    /// positive ones on a log axis).
+    fn of(c: &LineChart) -> XAxis {
+        let xs = c
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .chain(c.bands.iter().flat_map(|b| [b.0, b.1]))
+            .filter(|&x| (!c.log_x || x > 0.0) && x.is_finite());
+        let (mut xmin, mut xmax) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(x), b.max(x))
+        });
+        if !xmin.is_finite() {
+            (xmin, xmax) = (if c.log_x { 1.0 } else { 0.0 }, 1.0);
+        }
+        let (lo, hi) = if c.log_x {
+            let lo = 10f64.powf(xmin.log10().floor());
+            let hi = 10f64.powf(xmax.log10().ceil().max(lo.log10() + 1.0));
+            (lo, hi)
+        } else {
+            (xmin.min(0.0), nice_max(xmax))
+        };
+        XAxis {
+            log: c.log_x,
+            lo,
+            hi,
+        }
+    }
+
+    /// Whether `x` can be drawn (a log axis has no place for x <= 0).
+    fn keeps(&self, x: f64) -> bool {
+        !self.log || x > 0.0
+    }
+
+    /// The picture's x of `v`, over a plot `plot_w` wide.
+    fn at(&self, v: f64, plot_w: f64) -> f64 {
+        if self.log {
+            LEFT + plot_w * (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10())
+        } else {
+            LEFT + plot_w * (v - self.lo) / (self.hi - self.lo)
+        }
+    }
+
+    /// The ticks: each power of ten on a log axis, else round steps.
+    fn ticks(&self) -> Vec<f64> {
+        if !self.log {
+            return ticks(self.lo, self.hi);
+        }
+        let mut v = Vec::new();
+        let mut t = self.lo;
+        while t <= self.hi * 1.0001 {
+            v.push(t);
+            t *= 10.0;
+        }
+        v
+    }
+}
+
 /// Render a line chart.
 pub fn line_chart(c: &LineChart) -> String {
     let mut out = String::new();
     open(&mut out, &c.title, W, H);
-    let keep = |x: f64| !c.log_x || x > 0.0;
-    let xs = c
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.0))
-        .chain(c.bands.iter().flat_map(|b| [b.0, b.1]))
-        .filter(|&x| keep(x) && x.is_finite());
-    let (mut xmin, mut xmax) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-        (a.min(x), b.max(x))
-    });
-    if !xmin.is_finite() {
-        (xmin, xmax) = (if c.log_x { 1.0 } else { 0.0 }, 1.0);
-    }
+    let axis = XAxis::of(c);
     let ytop = c
         .series
         .iter()
@@ -306,20 +366,8 @@ pub fn line_chart(c: &LineChart) -> String {
         .fold(0.0, f64::max);
     let ymax = nice_max(ytop);
     let (plot_w, plot_h) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
-    let (lo, hi) = if c.log_x {
-        let lo = 10f64.powf(xmin.log10().floor());
-        let hi = 10f64.powf(xmax.log10().ceil().max(lo.log10() + 1.0));
-        (lo, hi)
-    } else {
-        (xmin.min(0.0), nice_max(xmax))
-    };
-    let x = |v: f64| {
-        if c.log_x {
-            LEFT + plot_w * (v.log10() - lo.log10()) / (hi.log10() - lo.log10())
-        } else {
-            LEFT + plot_w * (v - lo) / (hi - lo)
-        }
-    };
+    let (lo, hi) = (axis.lo, axis.hi);
+    let x = |v: f64| axis.at(v, plot_w);
     let y = |v: f64| TOP + plot_h * (1.0 - v / ymax);
     for (a, b, tip) in &c.bands {
         let (xa, xb) = (x(a.max(lo)), x(b.min(hi)));
@@ -331,18 +379,7 @@ pub fn line_chart(c: &LineChart) -> String {
         );
     }
     axes_y(&mut out, &ticks(0.0, ymax), &y, W, &c.y_label);
-    let xt: Vec<f64> = if c.log_x {
-        let mut v = Vec::new();
-        let mut t = lo;
-        while t <= hi * 1.0001 {
-            v.push(t);
-            t *= 10.0;
-        }
-        v
-    } else {
-        ticks(lo, hi)
-    };
-    for t in xt {
+    for t in axis.ticks() {
         let _ = write!(
             out,
             "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{TOP}\" y2=\"{:.1}\" class=\"grid\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"tk\" text-anchor=\"middle\">{}</text>",
@@ -372,44 +409,10 @@ pub fn line_chart(c: &LineChart) -> String {
         );
     }
     for s in &c.series {
-        let pts: Vec<(usize, &(f64, f64))> = s
-            .points
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| keep(p.0))
-            .collect();
-        let mut d = String::new();
-        for (i, (_, (px, py))) in pts.iter().enumerate() {
-            let _ = write!(
-                d,
-                "{}{:.1} {:.1}",
-                if i == 0 { "M" } else { "L" },
-                x(*px),
-                y(*py)
-            );
-        }
-        let _ = write!(
-            out,
-            "<path d=\"{d}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"><title>{}</title></path>",
-            colour(s.colour),
-            esc(&s.name)
-        );
-        if s.dots {
-            for (i, (px, py)) in pts {
-                let tip = s.tips.get(i).map(String::as_str).unwrap_or("");
-                let _ = write!(
-                    out,
-                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"{}\"><title>{}</title></circle>",
-                    x(*px),
-                    y(*py),
-                    colour(s.colour),
-                    esc(tip)
-                );
-            }
-        }
+        draw_series(&mut out, s, |px, py| axis.keeps(px).then(|| (x(px), y(py))));
     }
     for (mx, my, ci, tip) in &c.marks {
-        if keep(*mx) {
+        if axis.keeps(*mx) {
             let _ = write!(
                 out,
                 "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"7\" class=\"mark\" stroke=\"{}\"><title>{}</title></circle>",
@@ -420,22 +423,46 @@ pub fn line_chart(c: &LineChart) -> String {
             );
         }
     }
-    let names: Vec<String> = c.series.iter().map(|s| s.name.clone()).collect();
-    let mut lx = LEFT;
-    for (s, n) in c.series.iter().zip(&names) {
-        let _ = write!(
-            out,
-            "<rect x=\"{lx:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"lg\">{}</text>",
-            H - 21.0,
-            colour(s.colour),
-            lx + 14.0,
-            H - 12.0,
-            esc(n)
-        );
-        lx += 24.0 + 6.5 * n.chars().count() as f64;
-    }
+    legend(
+        &mut out,
+        c.series.iter().map(|s| (s.colour, s.name.as_str())),
+        H - 12.0,
+    );
     out.push_str("</svg>");
     out
+}
+
+/// One series of a line chart: its path and, with `dots`, a dot with its
+/// hover text per point; `place` maps a point into the picture, `None` for
+/// one the axis cannot show.
+fn draw_series(out: &mut String, s: &Series, place: impl Fn(f64, f64) -> Option<(f64, f64)>) {
+    let pts: Vec<(usize, (f64, f64))> = s
+        .points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &(px, py))| place(px, py).map(|xy| (i, xy)))
+        .collect();
+    let mut d = String::new();
+    for (i, (_, (px, py))) in pts.iter().enumerate() {
+        let _ = write!(d, "{}{px:.1} {py:.1}", if i == 0 { "M" } else { "L" });
+    }
+    let _ = write!(
+        out,
+        "<path d=\"{d}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"><title>{}</title></path>",
+        colour(s.colour),
+        esc(&s.name)
+    );
+    if s.dots {
+        for (i, (px, py)) in pts {
+            let tip = s.tips.get(i).map(String::as_str).unwrap_or("");
+            let _ = write!(
+                out,
+                "<circle cx=\"{px:.1}\" cy=\"{py:.1}\" r=\"3.5\" fill=\"{}\"><title>{}</title></circle>",
+                colour(s.colour),
+                esc(tip)
+            );
+        }
+    }
 }
 
 /// CSS for the chart classes, for the page that embeds the charts.

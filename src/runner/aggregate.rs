@@ -139,34 +139,12 @@ pub fn run_hosts(
     let mut finishing = Finishing(hosts);
     let hosts: &mut [Box<dyn HostRunner>] = &mut finishing;
     let (offsets, preps) = check_and_prepare(hosts, plans, stop, obs)?;
-    // Far enough ahead for every start request to arrive in time.
-    let lead = hosts.iter().map(|h| h.lead()).max().unwrap_or_default()
-        + Duration::from_micros(500) * (hosts.len() as u32 - 1);
-    let now_unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let at_unix_ns = now_unix + lead.as_nanos() as u64;
+    let at_unix_ns = start_instant(hosts);
     let (tx, rx) = mpsc::channel::<HostEvent>();
     let names = hosts.iter().map(|h| h.name().to_string()).collect();
     let ticks = probe.map(|p| ProbeTicks::new(p, at_unix_ns, spec.interval));
     let mut c = Collector::new(spec, names, on_loss, ticks.as_ref());
-    for (i, h) in hosts.iter_mut().enumerate() {
-        if let Err(e) = h.start(at_unix_ns, i, tx.clone()) {
-            // Hosts already started are stopped; what they measure is kept.
-            let msg = format!("host {} did not start: {e}", h.name());
-            c.host_errors[i] = Some(msg.clone());
-            c.errors.push(msg);
-            c.merger.end(i);
-        }
-    }
-    drop(tx);
-    if !c.errors.is_empty() {
-        c.stopping = true;
-        for h in hosts.iter_mut() {
-            h.stop();
-        }
-    }
+    c.start_all(hosts, at_unix_ns, tx);
     obs.point_started(spec, c.total_intervals);
     std::thread::scope(|scope| {
         if let Some(t) = &ticks {
@@ -179,6 +157,18 @@ pub fn run_hosts(
     });
     c.emit_final(true, obs);
     Ok(c.into_result(hosts, plans, preps, offsets, at_unix_ns))
+}
+
+/// When every host starts, ns since the Unix epoch: far enough ahead for
+/// every start request to arrive in time.
+fn start_instant(hosts: &[Box<dyn HostRunner>]) -> u64 {
+    let lead = hosts.iter().map(|h| h.lead()).max().unwrap_or_default()
+        + Duration::from_micros(500) * (hosts.len() as u32 - 1);
+    let now_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    now_unix + lead.as_nanos() as u64
 }
 
 /// Take the hosts' events until every host is done, stopping them all on
@@ -194,33 +184,32 @@ fn collect(
     loop {
         if stop.load(Ordering::Relaxed) && !c.interrupted {
             c.interrupted = true;
-            for h in hosts.iter_mut() {
-                h.stop();
-            }
+            stop_hosts(hosts);
         }
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(ev) => {
-                if c.event(ev, hosts, obs) && !c.stopping {
+                if c.event(ev, hosts, obs) {
                     // An I/O error or a lost host ends the point everywhere.
-                    c.stopping = true;
-                    for h in hosts.iter_mut() {
-                        h.stop();
-                    }
+                    c.stop_all(hosts);
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        if c.emit_final(false, obs) && !c.stopping {
+        if c.emit_final(false, obs) {
             // The gated point measured its full runtime after an early ramp.
-            c.stopping = true;
-            for h in hosts.iter_mut() {
-                h.stop();
-            }
+            c.stop_all(hosts);
         }
         if c.merger.is_done() {
             break;
         }
+    }
+}
+
+/// Ask every host to stop.
+fn stop_hosts(hosts: &mut [Box<dyn HostRunner>]) {
+    for h in hosts.iter_mut() {
+        h.stop();
     }
 }
 
@@ -350,6 +339,36 @@ impl<'a> Collector<'a> {
         }
     }
 
+    /// Start every host at `at_unix_ns`, each sending its events on `tx`; a
+    /// host that does not start is named, and the others are stopped (what
+    /// they measure is kept).
+    fn start_all(
+        &mut self,
+        hosts: &mut [Box<dyn HostRunner>],
+        at_unix_ns: u64,
+        tx: mpsc::Sender<HostEvent>,
+    ) {
+        for (i, h) in hosts.iter_mut().enumerate() {
+            if let Err(e) = h.start(at_unix_ns, i, tx.clone()) {
+                let msg = format!("host {} did not start: {e}", h.name());
+                self.host_errors[i] = Some(msg.clone());
+                self.errors.push(msg);
+                self.merger.end(i);
+            }
+        }
+        if !self.errors.is_empty() {
+            self.stop_all(hosts);
+        }
+    }
+
+    /// Stop every host, once.
+    fn stop_all(&mut self, hosts: &mut [Box<dyn HostRunner>]) {
+        if !self.stopping {
+            self.stopping = true;
+            stop_hosts(hosts);
+        }
+    }
+
     /// The first measured interval: the gate's choice, or after the ramp.
     fn measure_from(&self) -> u32 {
         self.gate
@@ -404,34 +423,43 @@ impl<'a> Collector<'a> {
                     }
                 }
                 let Some(e) = error else { return false };
-                let e = if hosts.len() > 1 {
-                    format!("host {}: {e}", hosts[host].name())
-                } else {
-                    e
-                };
-                self.host_errors[host] = Some(e.clone());
-                if !self.errors.contains(&e) {
-                    self.errors.push(e);
-                }
+                self.host_failed(host, e, hosts);
                 true
             }
-            HostEvent::Lost { host, reason } => {
-                self.merger.end(host);
-                self.lost[host] = true;
-                self.host_errors[host] = Some(reason.clone());
-                match self.on_loss {
-                    HostLoss::Stop => {
-                        let why = format!("{reason}; point stopped (--on-host-loss stop)");
-                        self.errors.push(why);
-                        true
-                    }
-                    HostLoss::Continue => {
-                        obs.note(&format!(
-                            "{reason}; going on without it (--on-host-loss continue)"
-                        ));
-                        false
-                    }
-                }
+            HostEvent::Lost { host, reason } => self.host_lost(host, reason, obs),
+        }
+    }
+
+    /// Host `host` ended with error `e` (named by host when there are several).
+    fn host_failed(&mut self, host: usize, e: String, hosts: &[Box<dyn HostRunner>]) {
+        let e = if hosts.len() > 1 {
+            format!("host {}: {e}", hosts[host].name())
+        } else {
+            e
+        };
+        self.host_errors[host] = Some(e.clone());
+        if !self.errors.contains(&e) {
+            self.errors.push(e);
+        }
+    }
+
+    /// Host `host` was lost for `reason`; true when that stops the point
+    /// (`--on-host-loss stop`).
+    fn host_lost(&mut self, host: usize, reason: String, obs: &mut dyn Observer) -> bool {
+        self.merger.end(host);
+        self.lost[host] = true;
+        self.host_errors[host] = Some(reason.clone());
+        match self.on_loss {
+            HostLoss::Stop => {
+                let why = format!("{reason}; point stopped (--on-host-loss stop)");
+                self.errors.push(why);
+                true
+            }
+            HostLoss::Continue => {
+                obs.note(&format!(
+                    "{reason}; going on without it (--on-host-loss continue)"
+                ));
+                false
             }
         }
     }
@@ -567,13 +595,6 @@ impl<'a> Collector<'a> {
         let mut backends: Vec<String> = preps.iter().map(|p| p.backend.clone()).collect();
         backends.sort();
         backends.dedup();
-        let mut targets: Vec<String> = Vec::new();
-        for t in plans.iter().flat_map(|p| &p.targets) {
-            let t = t.to_string();
-            if !targets.contains(&t) {
-                targets.push(t);
-            }
-        }
         let workers = share::worker_ids(spec)
             .into_iter()
             .zip(self.per_worker)
@@ -612,7 +633,7 @@ impl<'a> Collector<'a> {
         PointResult {
             label: spec.label.clone(),
             spec: spec.clone(),
-            targets,
+            targets: distinct_targets(plans),
             backend: backends.join("; "),
             threads: preps.iter().map(|p| p.threads).sum(),
             started_unix: at_unix_ns as f64 / 1e9,
@@ -630,6 +651,18 @@ impl<'a> Collector<'a> {
                 .map(|g| g.outcome(spec.interval.as_secs_f64())),
         }
     }
+}
+
+/// The plans' target URLs, each once, in order of first use.
+fn distinct_targets(plans: &[HostPlan]) -> Vec<String> {
+    let mut targets: Vec<String> = Vec::new();
+    for t in plans.iter().flat_map(|p| &p.targets) {
+        let t = t.to_string();
+        if !targets.contains(&t) {
+            targets.push(t);
+        }
+    }
+    targets
 }
 
 /// Print the bad blocks host `name` found (as a local run prints its own),

@@ -452,11 +452,9 @@ mod tests {
 
     fn opts(write: bool, depth: u32) -> OpenOptions {
         OpenOptions {
-            direct: false,
-            sync: None,
             write,
             depth,
-            size_needed: 0,
+            ..OpenOptions::default()
         }
     }
 

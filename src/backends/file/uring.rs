@@ -54,57 +54,47 @@ fn is_flag_error(e: &io::Error) -> bool {
 impl Ring {
     /// A ring with `sq` submission entries (power of two) and `cq` completion entries.
     pub fn new(sq: u32, cq: u32) -> io::Result<Ring> {
-        // Best: single issuer with deferred task work (Linux 6.1), as fio does.
-        let mut b = IoUring::builder();
-        b.setup_cqsize(cq)
-            .setup_clamp()
-            .setup_submit_all()
-            .setup_single_issuer()
-            .setup_defer_taskrun()
-            .setup_taskrun_flag()
-            .setup_r_disabled();
-        match b.build(sq) {
-            Ok(ring) => {
-                return Ok(Ring {
-                    ring,
-                    setup: RingSetup {
-                        single_issuer: true,
-                        coop_taskrun: false,
-                    },
-                    enabled: false,
-                });
+        // Best first: single issuer with deferred task work (Linux 6.1), as
+        // fio does; then cooperative task work (Linux 5.19); then neither.
+        // A kernel without a flag refuses it with EINVAL or EOPNOTSUPP.
+        for setup in [
+            RingSetup {
+                single_issuer: true,
+                coop_taskrun: false,
+            },
+            RingSetup {
+                single_issuer: false,
+                coop_taskrun: true,
+            },
+        ] {
+            match Ring::build(sq, cq, setup) {
+                Err(e) if is_flag_error(&e) => {}
+                built => return built,
             }
-            Err(e) if !is_flag_error(&e) => return Err(e),
-            Err(_) => {}
         }
-        // Cooperative task work (Linux 5.19).
-        let mut b = IoUring::builder();
-        b.setup_cqsize(cq)
-            .setup_clamp()
-            .setup_submit_all()
-            .setup_coop_taskrun()
-            .setup_taskrun_flag();
-        match b.build(sq) {
-            Ok(ring) => {
-                return Ok(Ring {
-                    ring,
-                    setup: RingSetup {
-                        single_issuer: false,
-                        coop_taskrun: true,
-                    },
-                    enabled: true,
-                });
-            }
-            Err(e) if !is_flag_error(&e) => return Err(e),
-            Err(_) => {}
-        }
+        Ring::build(sq, cq, RingSetup::default())
+    }
+
+    /// Build a ring with `setup`'s flags; a single issuer's ring starts
+    /// disabled (the thread that first queues enables it).
+    fn build(sq: u32, cq: u32, setup: RingSetup) -> io::Result<Ring> {
         let mut b = IoUring::builder();
         b.setup_cqsize(cq).setup_clamp();
-        let ring = b.build(sq)?;
+        if setup.single_issuer {
+            b.setup_submit_all()
+                .setup_single_issuer()
+                .setup_defer_taskrun()
+                .setup_taskrun_flag()
+                .setup_r_disabled();
+        } else if setup.coop_taskrun {
+            b.setup_submit_all()
+                .setup_coop_taskrun()
+                .setup_taskrun_flag();
+        }
         Ok(Ring {
-            ring,
-            setup: RingSetup::default(),
-            enabled: true,
+            ring: b.build(sq)?,
+            setup,
+            enabled: !setup.single_issuer,
         })
     }
 

@@ -889,11 +889,10 @@ mod tests {
 
     fn opts(depth: u32, size_needed: u64) -> OpenOptions {
         OpenOptions {
-            direct: false,
-            sync: None,
             write: true,
             depth,
             size_needed,
+            ..OpenOptions::default()
         }
     }
 

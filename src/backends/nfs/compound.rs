@@ -17,6 +17,7 @@
 use super::rpc::{Conn, NFS_PROG};
 use super::status_name;
 use super::xdr::{Dec, Enc, Short};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 /// NFS version 4.
@@ -333,6 +334,22 @@ pub fn call(
         });
     }
     unreachable!("the retry loop returns")
+}
+
+/// A client owner unique per open (SETCLIENTID's id, EXCHANGE_ID's owner):
+/// its verifier and `PREFIX-pid-counter-time`.
+pub fn client_owner(prefix: &str) -> ([u8; 8], String) {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let pid = std::process::id();
+    let mut verf = [0u8; 8];
+    verf[..4].copy_from_slice(&pid.to_be_bytes());
+    verf[4..].copy_from_slice(&(nanos as u32 ^ n).to_be_bytes());
+    (verf, format!("{prefix}-{pid}-{n}-{nanos}"))
 }
 
 #[cfg(test)]

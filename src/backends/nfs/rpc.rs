@@ -882,12 +882,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn call_encoding_and_framing() {
+    /// A connection to a loopback listener, and the listener's end of it.
+    fn connected() -> (Conn, TcpStream) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
-        let mut c = Conn::connect("127.0.0.1", port, Duration::from_secs(5)).unwrap();
-        let (mut s, _) = l.accept().unwrap();
+        let c = Conn::connect("127.0.0.1", port, Duration::from_secs(5)).unwrap();
+        (c, l.accept().unwrap().0)
+    }
+
+    #[test]
+    fn call_encoding_and_framing() {
+        let (mut c, mut s) = connected();
         let payload = *b"hello";
         // SAFETY: `payload` outlives the connection.
         let xid = unsafe {
@@ -919,11 +924,8 @@ mod tests {
 
     #[test]
     fn replies_out_of_order_fragmented_and_direct() {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        let mut c = Conn::connect("127.0.0.1", port, Duration::from_secs(5)).unwrap();
+        let (mut c, mut s) = connected();
         c.set_read_head(toy_head);
-        let (mut s, _) = l.accept().unwrap();
         let mut bufs = vec![vec![0u8; 3000]; 3];
         let mut xids = Vec::new();
         for (i, b) in bufs.iter_mut().enumerate() {
@@ -1001,11 +1003,8 @@ mod tests {
 
     #[test]
     fn large_direct_read_and_closed_connection() {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        let mut c = Conn::connect("127.0.0.1", port, Duration::from_secs(5)).unwrap();
+        let (mut c, mut s) = connected();
         c.set_read_head(toy_head);
-        let (mut s, _) = l.accept().unwrap();
         let n = 3 << 20;
         let mut buf = vec![0u8; n];
         // SAFETY: `buf` outlives the connection and is read only after the

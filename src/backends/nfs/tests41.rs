@@ -363,11 +363,9 @@ fn fake(granted: u32, nconnect: u8) -> (Target, Arc<Mutex<State>>) {
 
 fn opts(write: bool, depth: u32) -> OpenOptions {
     OpenOptions {
-        direct: false,
-        sync: None,
         write,
         depth,
-        size_needed: 0,
+        ..OpenOptions::default()
     }
 }
 

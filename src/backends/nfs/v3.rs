@@ -125,6 +125,18 @@ fn nfs_call(
     Ok((status, body))
 }
 
+/// A call whose one argument is the file handle `fh`; a status other than
+/// OK fails naming `what`. Returns the reply from its status on.
+fn fh_call(c: &mut Conn, proc_: u32, fh: &[u8], what: &str) -> Result<Vec<u8>, String> {
+    let (status, body) = nfs_call(c, proc_, |e| {
+        e.opaque(fh);
+    })?;
+    if status != 0 {
+        return Err(failed(what, status));
+    }
+    Ok(body)
+}
+
 /// What went wrong with `what`, for a status other than NOENT.
 fn failed(what: &str, status: u32) -> String {
     match status {
@@ -178,12 +190,7 @@ fn create(c: &mut Conn, dir: &[u8], name: &str) -> Result<Vec<u8>, String> {
 
 /// GETATTR: (type, size).
 fn getattr(c: &mut Conn, fh: &[u8]) -> Result<(u32, u64), String> {
-    let (status, body) = nfs_call(c, GETATTR, |e| {
-        e.opaque(fh);
-    })?;
-    if status != 0 {
-        return Err(failed("reading the file's attributes", status));
-    }
+    let body = fh_call(c, GETATTR, fh, "reading the file's attributes")?;
     let mut d = Dec::new(&body[4..]);
     let ftype = d.u32().map_err(short)?;
     d.skip(16).map_err(short)?; // mode, nlink, uid, gid
@@ -192,12 +199,7 @@ fn getattr(c: &mut Conn, fh: &[u8]) -> Result<(u32, u64), String> {
 
 /// FSINFO: (rtmax, wtmax).
 fn fsinfo(c: &mut Conn, fh: &[u8]) -> Result<(u32, u32), String> {
-    let (status, body) = nfs_call(c, FSINFO, |e| {
-        e.opaque(fh);
-    })?;
-    if status != 0 {
-        return Err(failed("FSINFO", status));
-    }
+    let body = fh_call(c, FSINFO, fh, "FSINFO")?;
     let mut d = Dec::new(&body[4..]);
     skip_post_op_attr(&mut d).map_err(short)?;
     let rtmax = d.u32().map_err(short)?;

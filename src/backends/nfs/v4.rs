@@ -17,7 +17,6 @@ pub use super::compound::{COMPOUND, VERS};
 use super::rpc::{Conn, Head};
 use super::xdr::{Dec, Enc, Short};
 use super::{SETUP_TIMEOUT, status_name};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 const OP_CLOSE: u32 = 4;
@@ -92,17 +91,7 @@ fn denied_or(what: &str, status: u32) -> String {
 
 /// SETCLIENTID + SETCLIENTID_CONFIRM: the client id.
 pub(super) fn set_client_id(c: &mut Conn) -> Result<u64, String> {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let pid = std::process::id();
-    let id = format!("storlab-{pid}-{n}-{nanos}");
-    let mut verf = [0u8; 8];
-    verf[..4].copy_from_slice(&pid.to_be_bytes());
-    verf[4..].copy_from_slice(&(nanos as u32 ^ n).to_be_bytes());
+    let (verf, id) = compound::client_owner("storlab");
     let r = call(c, None, SETUP_TIMEOUT, 1, |e| {
         e.u32(OP_SETCLIENTID).fixed(&verf).string(&id);
         // cb_client4: a program and an address nobody serves.

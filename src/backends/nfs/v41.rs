@@ -12,7 +12,6 @@ use super::compound::{self, NFS4ERR_MINOR_VERS_MISMATCH, Session, op, short};
 use super::rpc::Conn;
 use super::status_name;
 use super::xdr::{Dec, Enc, Short};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 const OP_BIND_CONN_TO_SESSION: u32 = 41;
@@ -92,21 +91,6 @@ impl Channel {
     }
 }
 
-/// A client owner unique per open: pid, a counter and the time.
-fn client_owner() -> ([u8; 8], String) {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let pid = std::process::id();
-    let mut verf = [0u8; 8];
-    verf[..4].copy_from_slice(&pid.to_be_bytes());
-    verf[4..].copy_from_slice(&(nanos as u32 ^ n).to_be_bytes());
-    (verf, format!("storlab-4.1-{pid}-{n}-{nanos}"))
-}
-
 /// EXCHANGE_ID arguments: owner, flags, SP4_NONE, no implementation id.
 pub fn encode_exchange_id(e: &mut Enc, verf: &[u8; 8], owner: &str) {
     e.u32(OP_EXCHANGE_ID)
@@ -173,7 +157,7 @@ pub fn establish(
     want: &Channel,
     timeout: Duration,
 ) -> Result<(u64, Session), String> {
-    let (verf, owner) = client_owner();
+    let (verf, owner) = compound::client_owner("storlab-4.1");
     let r = compound::call(c, MINOR, None, timeout, 1, |e| {
         encode_exchange_id(e, &verf, &owner)
     })?;

@@ -212,3 +212,79 @@ fn watchdog(shared: &Shared) {
         runs::watchdog_tick(shared);
     }
 }
+
+/// The configuration the agent's tests use: `name`, `token`, `allow`,
+/// `idle` as the controller timeout, two handlers, no TLS.
+#[cfg(test)]
+fn test_config(name: &str, token: Option<&str>, allow: &[&str], idle: Duration) -> AgentConfig {
+    let entries: Vec<String> = allow.iter().map(|s| s.to_string()).collect();
+    AgentConfig {
+        name: name.into(),
+        token: token.map(Into::into),
+        tls: None,
+        allow: Allowlist::new(&entries).unwrap(),
+        idle_timeout: idle,
+        handlers: 2,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(token: Option<&str>) -> AgentConfig {
+        test_config("h1", token, &["null:"], Duration::from_secs(60))
+    }
+
+    #[test]
+    fn a_non_loopback_address_needs_a_token() {
+        let e = check_listen("192.0.2.1:7000", None).unwrap_err();
+        assert!(
+            e.contains("192.0.2.1:7000") && e.contains("--token-file"),
+            "{e}"
+        );
+        assert!(check_listen("192.0.2.1:7000", Some(&"t".to_string())).is_ok());
+        assert!(check_listen("127.0.0.1:0", None).is_ok());
+        assert!(check_listen("[::1]:0", None).is_ok());
+        let e = check_listen("no-port-here", None).unwrap_err();
+        assert!(e.contains("cannot resolve --listen no-port-here"), "{e}");
+        // Agent::start refuses before it listens.
+        let e = Agent::start("0.0.0.0:0", config(None)).err().unwrap();
+        assert!(e.contains("without a token"), "{e}");
+    }
+
+    #[test]
+    fn tls_files_are_checked_naming_the_flag_and_the_file() {
+        let dir = std::env::temp_dir().join(format!("storlab-agent-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        let e = AgentTls::load(&cert, &key).unwrap_err();
+        assert!(
+            e.starts_with(&format!("--tls-cert {}: cannot read it", cert.display())),
+            "{e}"
+        );
+        std::fs::write(&cert, "-----BEGIN CERTIFICATE-----\nx\n").unwrap();
+        std::fs::write(&key, "-----BEGIN CERTIFICATE-----\nx\n").unwrap();
+        let e = AgentTls::load(&cert, &key).unwrap_err();
+        assert!(
+            e.starts_with(&format!("--tls-key {}", key.display())) && e.contains("PRIVATE KEY"),
+            "{e}"
+        );
+        std::fs::write(&key, "-----BEGIN PRIVATE KEY-----\nsecret-key-bytes\n").unwrap();
+        let tls = AgentTls::load(&cert, &key).unwrap();
+        assert!(String::from_utf8_lossy(&tls.key_pem).contains("secret-key-bytes"));
+        let shown = format!("{:?}", tls);
+        assert!(shown.contains("cert.pem") && !shown.contains("secret-key-bytes"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_configs_debug_never_shows_the_token() {
+        let shown = format!("{:?}", config(Some("hunter2-token")));
+        assert!(
+            shown.contains("<redacted>") && !shown.contains("hunter2"),
+            "{shown}"
+        );
+        assert!(format!("{:?}", config(None)).contains("token: None"));
+    }
+}

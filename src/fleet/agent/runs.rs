@@ -544,18 +544,10 @@ mod tests {
     //! The run state machine driven through `dispatch`, without HTTP: what
     //! each request does in each state, on the null target.
     use super::*;
-    use crate::fleet::allow::Allowlist;
+    use crate::fleet::agent::test_config;
 
     fn shared(allow: &[&str], idle: Duration) -> Arc<Shared> {
-        let entries: Vec<String> = allow.iter().map(|s| s.to_string()).collect();
-        Arc::new(Shared::new(AgentConfig {
-            name: "t".into(),
-            token: None,
-            tls: None,
-            allow: Allowlist::new(&entries).unwrap(),
-            idle_timeout: idle,
-            handlers: 2,
-        }))
+        Arc::new(Shared::new(test_config("t", None, allow, idle)))
     }
 
     fn spec(runtime_ms: u64) -> crate::workload::Spec {
@@ -603,18 +595,18 @@ mod tests {
         ))
     }
 
+    fn ask_intervals(sh: &Arc<Shared>, run: u64, from: u32, wait_ms: u32) -> Reply {
+        dispatch(
+            sh,
+            AgentRequest::Intervals(wire::IntervalsRequest { run, from, wait_ms }),
+        )
+    }
+
     /// Poll intervals until the run says it is done, collecting them all.
     fn drain(sh: &Arc<Shared>, run: u64) -> (Vec<wire::WireInterval>, wire::IntervalsReply) {
         let mut got = Vec::new();
         for _ in 0..200 {
-            let r: wire::IntervalsReply = reply(dispatch(
-                sh,
-                AgentRequest::Intervals(wire::IntervalsRequest {
-                    run,
-                    from: got.len() as u32,
-                    wait_ms: 500,
-                }),
-            ));
+            let r: wire::IntervalsReply = reply(ask_intervals(sh, run, got.len() as u32, 500));
             got.extend(r.intervals.iter().cloned());
             if r.done {
                 return (got, r);
@@ -774,5 +766,85 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    fn result_of(sh: &Arc<Shared>, run: u64) -> wire::ResultReply {
+        reply(dispatch(
+            sh,
+            AgentRequest::Result(wire::ResultRequest { run }),
+        ))
+    }
+
+    #[test]
+    fn start_is_for_a_prepared_run_only_and_result_stops_a_running_one() {
+        let sh = shared(&["null:"], Duration::from_secs(60));
+        let _: wire::PrepareReply = reply(dispatch(&sh, prepare_req(1, 60_000, "null:")));
+        // Prepared, not started: intervals wait for nothing and say not done.
+        let r: wire::IntervalsReply = reply(ask_intervals(&sh, 1, 0, 0));
+        assert!(r.intervals.is_empty() && !r.done);
+        start_now(&sh, 1);
+        assert_eq!(sh.state(), RunState::Running);
+        // A second start of the same run is refused, naming its state.
+        let (status, kind, msg) = refusal(dispatch(
+            &sh,
+            AgentRequest::Start(wire::StartRequest {
+                run: 1,
+                at_unix_ns: now_unix_ns(),
+            }),
+        ));
+        assert_eq!((status, kind), (400, ErrorKind::BadRequest));
+        assert!(msg.contains("run 1, running"), "{msg}");
+        // The result of a running run stops it; the slot keeps the run.
+        let t0 = Instant::now();
+        let r = result_of(&sh, 1);
+        assert!(!r.done);
+        let (_, last) = drain(&sh, 1);
+        assert!(last.done && t0.elapsed() < Duration::from_secs(20));
+        assert_eq!(sh.state(), RunState::Finished);
+        let r = result_of(&sh, 1);
+        assert!(r.done && r.error.is_none(), "{:?}", r.error);
+        assert_eq!(sh.state(), RunState::Idle);
+    }
+
+    #[test]
+    fn a_finished_run_left_uncollected_gives_way_to_the_next_prepare() {
+        let sh = shared(&["null:"], Duration::from_secs(60));
+        let _: wire::PrepareReply = reply(dispatch(&sh, prepare_req(1, 100, "null:")));
+        start_now(&sh, 1);
+        let (intervals, _) = drain(&sh, 1);
+        assert!(!intervals.is_empty());
+        assert_eq!(sh.state(), RunState::Finished);
+        let p: wire::PrepareReply = reply(dispatch(&sh, prepare_req(2, 100, "null:")));
+        assert_eq!(p.run, 2);
+        assert_eq!(sh.state(), RunState::Prepared);
+        // Run 1 is gone with its intervals.
+        let (status, _, msg) = refusal(ask_intervals(&sh, 1, 0, 0));
+        assert_eq!(status, 400);
+        assert!(
+            msg.contains("unknown run 1") && msg.contains("run 2, prepared"),
+            "{msg}"
+        );
+        assert!(sh.lock().intervals.is_empty());
+        result_of(&sh, 2);
+        assert_eq!(sh.state(), RunState::Idle);
+    }
+
+    #[test]
+    fn a_journal_outside_the_allow_list_is_refused_before_any_state_changes() {
+        let sh = shared(&["null:"], Duration::from_secs(60));
+        let AgentRequest::Prepare(mut req, targets) = prepare_req(1, 100, "null:") else {
+            unreachable!()
+        };
+        req.spec.journal = Some("/nonexistent-storlab-dir/journal".into());
+        let (status, kind, msg) = refusal(dispatch(&sh, AgentRequest::Prepare(req, targets)));
+        assert_eq!((status, kind), (403, ErrorKind::NotAllowed));
+        // The agent's own journal file, named after it, is what is refused.
+        assert!(
+            msg.starts_with("journal: ")
+                && msg.contains("/nonexistent-storlab-dir/journal.agent-t"),
+            "{msg}"
+        );
+        assert_eq!(sh.state(), RunState::Idle);
+        assert_eq!(sh.lock().run, 0);
     }
 }

@@ -122,18 +122,265 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
         notes: Vec::new(),
     };
     let mut errors = Vec::new();
-    let mut numjobs = 1u32;
-    let (mut time_based, mut runtime, mut size, mut io_size) = (false, None, None, None);
-    let (mut engine, mut filename, mut directory, mut uri) = (None, None, None, None);
-    let mut norandommap = false;
-    let mut invalidate_given = false;
-    let (mut ramp, mut steady) = (None, SteadyOpts::default());
-    let mut group: Vec<(String, Value)> = Vec::new();
-    let mut point: Vec<(String, Value, usize)> = Vec::new();
+    let mut said = read_options(job, origin, &mut m, &mut errors);
+    let header = format!("{origin}, line {} (job [{}])", job.line, job.name);
+    let (engine_name, engine_line) = said.engine.clone().unwrap_or(("psync".into(), job.line));
+    let e = engine_name.as_str();
+    m.target = target_of(job, &said, e, engine_line, origin, &header, &mut errors);
+    lay_out(job, &mut said, e, &mut m);
+    region_and_time(&mut said, origin, &header, &mut m, &mut errors);
+    note_differences(&said, &mut m);
+    // The last setting of a key wins, as in fio.
+    let mut seen = Vec::new();
+    for (k, v, l) in said.point.into_iter().rev() {
+        if !seen.contains(&k) {
+            seen.push(k.clone());
+            m.point.push((k, v, l));
+        }
+    }
+    m.point.reverse();
+    m.group = said.group;
+    if errors.is_empty() {
+        Ok(m)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The job's target, from its engine `e` (named at `engine_line`): a file
+/// (`directory`/`filename`), `null:`, or the URL the engine's option names.
+fn target_of(
+    job: &JobOpts,
+    said: &Said,
+    e: &str,
+    engine_line: usize,
+    origin: &str,
+    header: &str,
+    errors: &mut Vec<SpecError>,
+) -> Option<(String, usize)> {
+    let (directory, filename) = (&said.directory, &said.filename);
+    if SYNC_ENGINES.contains(&e) || ASYNC_ENGINES.contains(&e) {
+        match (directory, filename) {
+            (Some((d, l)), Some((f, _))) => {
+                Some((format!("file:{}/{f}", d.trim_end_matches('/')), *l))
+            }
+            (Some((d, l)), None) => Some((format!("file:{d}"), *l)),
+            (None, Some((f, l))) => Some((format!("file:{f}"), *l)),
+            (None, None) => Some(("file:.".to_string(), job.line)),
+        }
+    } else if e == "null" {
+        Some(("null:".into(), engine_line))
+    } else if e == "nbd" || e == "nfs" {
+        match &said.uri {
+            Some((u, l)) => Some((u.clone(), *l)),
+            None => {
+                let key = if e == "nbd" { "uri" } else { "nfs_url" };
+                errors.push(
+                    SpecError::invalid(
+                        key,
+                        "(none)",
+                        format!("the {e} engine's URL, e.g. {e}://HOST/..."),
+                    )
+                    .context(header),
+                );
+                None
+            }
+        }
+    } else if e == "libiscsi" {
+        match filename {
+            Some((f, l)) if f.starts_with("iscsi://") => Some((f.clone(), *l)),
+            _ => {
+                errors.push(
+                    SpecError::invalid(
+                        "filename",
+                        filename.as_ref().map_or("(none)", |f| f.0.as_str()),
+                        "iscsi://HOST/IQN/LUN with ioengine=libiscsi",
+                    )
+                    .context(header),
+                );
+                None
+            }
+        }
+    } else {
+        errors.push(
+            SpecError::invalid("ioengine", e, ENGINES)
+                .context(format!("{origin}, line {engine_line}")),
+        );
+        None
+    }
+}
+
+/// The job's clones and depth: a sync engine keeps one I/O in flight; the
+/// clones share one file (a file, a device, a protocol target) or get one
+/// each (`vms`).
+fn lay_out(job: &JobOpts, said: &mut Said, e: &str, m: &mut Mapped) {
+    if SYNC_ENGINES.contains(&e) {
+        let deeper = said
+            .group
+            .iter()
+            .any(|(k, v)| k == "iodepth" && v.as_integer().is_some_and(|d| d > 1));
+        if deeper {
+            m.notes.push(format!(
+                "job [{}]: fio's {e} engine keeps one I/O in flight whatever iodepth says, so iodepth = 1",
+                m.name
+            ));
+        }
+        said.group.retain(|(k, _)| k != "iodepth");
+        said.group.push(("iodepth".into(), Value::Integer(1)));
+    }
+    let shared =
+        said.filename.is_some() || !(SYNC_ENGINES.contains(&e) || ASYNC_ENGINES.contains(&e));
+    let numjobs = Value::Integer(said.numjobs.into());
+    if shared {
+        said.group.insert(0, ("numjobs".into(), numjobs));
+        said.point.push((
+            "disk_layout".into(),
+            Value::String("shared".into()),
+            job.line,
+        ));
+    } else {
+        said.group.insert(0, ("vms".into(), numjobs));
+    }
+}
+
+/// Region and time: `size`, then `runtime` with time_based, else the bytes
+/// each job moves (io_size, default size) stopped early by `runtime`; then
+/// the steady-state keys.
+fn region_and_time(
+    said: &mut Said,
+    origin: &str,
+    header: &str,
+    m: &mut Mapped,
+    errors: &mut Vec<SpecError>,
+) {
+    let mut size_ok = false;
+    match &said.size {
+        Some((s, l)) => match checked("size", s, &format!("{origin}, line {l}")) {
+            Ok(v) => {
+                said.point.push(("size".into(), v, *l));
+                size_ok = true;
+            }
+            Err(e) => errors.push(e),
+        },
+        None => errors.push(
+            SpecError::invalid(
+                "size",
+                "(none)",
+                "a size in bytes per job, e.g. size=1g (storlab does not take it from an existing file)",
+            )
+            .context(header),
+        ),
+    }
+    if said.time_based {
+        match &said.runtime {
+            Some((r, l)) => match checked("runtime", r, &format!("{origin}, line {l}")) {
+                Ok(v) => said.point.push(("runtime".into(), v, *l)),
+                Err(e) => errors.push(e),
+            },
+            None => errors.push(
+                SpecError::invalid(
+                    "runtime",
+                    "(none)",
+                    "a duration with time_based (fio would run forever)",
+                )
+                .context(header),
+            ),
+        }
+    } else if let Some((bytes, l)) = said
+        .io_size
+        .as_ref()
+        .or(said.size.as_ref().filter(|_| size_ok))
+    {
+        // fio without time_based: each job moves io_size (default size) bytes,
+        // stopped early by runtime if given.
+        let rt = said
+            .runtime
+            .as_ref()
+            .map_or(("0".to_string(), *l), |r| r.clone());
+        for (key, text, line) in [("io_size", bytes, *l), ("runtime", &rt.0, rt.1)] {
+            match checked(key, text, &format!("{origin}, line {line}")) {
+                Ok(v) => said.point.push((key.into(), v, line)),
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+    match said
+        .steady
+        .keys(said.ramp.as_ref(), said.runtime.as_ref(), header)
+    {
+        Ok(k) => {
+            said.point.extend(k.point);
+            m.notes.extend(k.note);
+        }
+        Err(e) => errors.push(e),
+    }
+}
+
+/// Notes where storlab's run differs from fio's: random offsets drawn
+/// independently, and a buffered file job's page cache not dropped.
+fn note_differences(said: &Said, m: &mut Mapped) {
+    let random = said.group.iter().any(|(k, v)| {
+        (k == "rw" && v.as_str().is_some_and(|s| s.starts_with("rand")))
+            || (k == "percentage_random" && v.as_integer().is_some_and(|p| p > 0))
+    });
+    if random && !said.norandommap {
+        m.notes.push(
+            "storlab draws random offsets independently (fio's norandommap); fio's default \
+             random map visits every block once per pass"
+                .into(),
+        );
+    }
+    let buffered = said
+        .point
+        .iter()
+        .rev()
+        .find(|(k, _, _)| k == "direct")
+        .is_none_or(|(_, v, _)| v.as_bool() != Some(true));
+    if buffered
+        && !said.invalidate_given
+        && m.target.as_ref().is_some_and(|t| t.0.starts_with("file:"))
+    {
+        m.notes.push(
+            "fio drops a buffered job's file from the page cache before it starts (invalidate=1); \
+             storlab does not (its prepare step may have left the file cached)"
+                .into(),
+        );
+    }
+}
+
+/// What a job's options said, before its target, layout, region and time
+/// are worked out from them together.
+#[derive(Default)]
+struct Said {
+    numjobs: u32,
+    time_based: bool,
+    runtime: Option<(String, usize)>,
+    size: Option<(String, usize)>,
+    io_size: Option<(String, usize)>,
+    engine: Option<(String, usize)>,
+    filename: Option<(String, usize)>,
+    directory: Option<(String, usize)>,
+    uri: Option<(String, usize)>,
+    norandommap: bool,
+    invalidate_given: bool,
+    ramp: Option<(String, usize)>,
+    steady: SteadyOpts,
+    group: Vec<(String, Value)>,
+    point: Vec<(String, Value, usize)>,
+}
+
+/// Read every option of `job` in order (a later one wins): the keys each
+/// sets directly go into `m` and the group and point keys; errors, one per
+/// option, into `errors`.
+fn read_options(job: &JobOpts, origin: &str, m: &mut Mapped, errors: &mut Vec<SpecError>) -> Said {
+    let mut said = Said {
+        numjobs: 1,
+        ..Said::default()
+    };
     for o in &job.opts {
         let at = format!("{origin}, line {}", o.line);
         let text = o.value.clone().unwrap_or_default();
-        if let Some(r) = steady.take(o, &at) {
+        if let Some(r) = said.steady.take(o, &at) {
             if let Err(e) = r {
                 errors.push(e);
             }
@@ -141,8 +388,9 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
         }
         let mut set_group = |key: &str, text: &str| match checked(key, text, &at) {
             Ok(v) => {
-                group.retain(|(k, _)| k != key && !(key.starts_with("bs") && k.starts_with("bs")));
-                group.push((key.to_string(), v));
+                said.group
+                    .retain(|(k, _)| k != key && !(key.starts_with("bs") && k.starts_with("bs")));
+                said.group.push((key.to_string(), v));
                 Ok(())
             }
             Err(e) => Err(e),
@@ -193,7 +441,7 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
             "percentage_random" => set_group("percentage_random", &text),
             "iodepth" => set_group("iodepth", &text),
             "numjobs" => checked("numjobs", &text, &at).map(|v| {
-                numjobs = v.as_integer().unwrap_or(1) as u32;
+                said.numjobs = v.as_integer().unwrap_or(1) as u32;
             }),
             "size" | "offset" if text.contains('%') => Err(unsupported(
                 o,
@@ -201,30 +449,33 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
                 &at,
             )),
             "size" => {
-                size = Some((text.clone(), o.line));
+                said.size = Some((text.clone(), o.line));
                 Ok(())
             }
             "io_size" | "io_limit" => {
-                io_size = Some((text.clone(), o.line));
+                said.io_size = Some((text.clone(), o.line));
                 Ok(())
             }
             "offset" => {
-                checked("offset", &text, &at).map(|v| point.push(("offset".into(), v, o.line)))
+                checked("offset", &text, &at).map(|v| said.point.push(("offset".into(), v, o.line)))
             }
             "runtime" | "timeout" => {
-                runtime = Some((text.clone(), o.line));
+                said.runtime = Some((text.clone(), o.line));
                 Ok(())
             }
-            "time_based" => flag(o, &at).map(|b| time_based = b),
+            "time_based" => flag(o, &at).map(|b| said.time_based = b),
             "ramp_time" => checked("ramp_time", &text, &at).map(|v| {
-                ramp = Some((text.clone(), o.line));
-                point.push(("ramp_time".into(), v, o.line));
+                said.ramp = Some((text.clone(), o.line));
+                said.point.push(("ramp_time".into(), v, o.line));
             }),
             "direct" | "buffered" => flag(o, &at).map(|b| {
                 let direct = if o.key == "direct" { b } else { !b };
-                point.push(("direct".into(), Value::Boolean(direct), o.line));
+                said.point
+                    .push(("direct".into(), Value::Boolean(direct), o.line));
             }),
-            "sync" => checked("sync", &text, &at).map(|v| point.push(("sync".into(), v, o.line))),
+            "sync" => {
+                checked("sync", &text, &at).map(|v| said.point.push(("sync".into(), v, o.line)))
+            }
             "fsync" | "fdatasync" if text.trim() == "0" => Ok(()),
             "fsync" | "fdatasync" => Err(unsupported(
                 o,
@@ -238,7 +489,7 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
             )),
             "rate_iops" => set_group("rate_iops", &text),
             "rate" => set_group("rate", &text),
-            "norandommap" => flag(o, &at).map(|b| norandommap = b),
+            "norandommap" => flag(o, &at).map(|b| said.norandommap = b),
             "randrepeat" => match flag(o, &at) {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(unsupported(
@@ -249,7 +500,7 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
                 Err(e) => Err(e),
             },
             "randseed" => {
-                checked("seed", &text, &at).map(|v| point.push(("seed".into(), v, o.line)))
+                checked("seed", &text, &at).map(|v| said.point.push(("seed".into(), v, o.line)))
             }
             "random_distribution" if text.trim() == "random" => Ok(()),
             "random_distribution" => Err(unsupported(
@@ -267,25 +518,25 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
                 &at,
             )),
             "filename" => {
-                filename = Some((text.trim().to_string(), o.line));
+                said.filename = Some((text.trim().to_string(), o.line));
                 Ok(())
             }
             "directory" if text.contains(':') => Err(unsupported(o, "one directory", &at)),
             "directory" => {
-                directory = Some((text.trim().to_string(), o.line));
+                said.directory = Some((text.trim().to_string(), o.line));
                 Ok(())
             }
             "uri" | "nfs_url" => {
-                uri = Some((text.trim().to_string(), o.line));
+                said.uri = Some((text.trim().to_string(), o.line));
                 Ok(())
             }
             "ioengine" => {
-                engine = Some((text.trim().to_string(), o.line));
+                said.engine = Some((text.trim().to_string(), o.line));
                 Ok(())
             }
             "stonewall" | "wait_for_previous" => flag(o, &at).map(|b| m.stonewall = b),
             "new_group" => flag(o, &at).map(|b| m.new_group = b.then_some(o.line)),
-            "invalidate" => match flag(o, &at).inspect(|_| invalidate_given = true) {
+            "invalidate" => match flag(o, &at).inspect(|_| said.invalidate_given = true) {
                 Ok(false) => Ok(()),
                 Ok(true) => Err(unsupported(
                     o,
@@ -302,177 +553,5 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
             errors.push(e);
         }
     }
-    let header = format!("{origin}, line {} (job [{}])", job.line, job.name);
-
-    // The target, from the engine.
-    let (engine_name, engine_line) = engine.clone().unwrap_or(("psync".into(), job.line));
-    let file_target = || match (&directory, &filename) {
-        (Some((d, l)), Some((f, _))) => Some((format!("file:{}/{f}", d.trim_end_matches('/')), *l)),
-        (Some((d, l)), None) => Some((format!("file:{d}"), *l)),
-        (None, Some((f, l))) => Some((format!("file:{f}"), *l)),
-        (None, None) => Some(("file:.".to_string(), job.line)),
-    };
-    let e = engine_name.as_str();
-    m.target = if SYNC_ENGINES.contains(&e) || ASYNC_ENGINES.contains(&e) {
-        file_target()
-    } else if e == "null" {
-        Some(("null:".into(), engine_line))
-    } else if e == "nbd" || e == "nfs" {
-        match &uri {
-            Some((u, l)) => Some((u.clone(), *l)),
-            None => {
-                let key = if e == "nbd" { "uri" } else { "nfs_url" };
-                errors.push(
-                    SpecError::invalid(
-                        key,
-                        "(none)",
-                        format!("the {e} engine's URL, e.g. {e}://HOST/..."),
-                    )
-                    .context(&header),
-                );
-                None
-            }
-        }
-    } else if e == "libiscsi" {
-        match &filename {
-            Some((f, l)) if f.starts_with("iscsi://") => Some((f.clone(), *l)),
-            _ => {
-                errors.push(
-                    SpecError::invalid(
-                        "filename",
-                        filename.as_ref().map_or("(none)", |f| f.0.as_str()),
-                        "iscsi://HOST/IQN/LUN with ioengine=libiscsi",
-                    )
-                    .context(&header),
-                );
-                None
-            }
-        }
-    } else {
-        errors.push(
-            SpecError::invalid("ioengine", e, ENGINES)
-                .context(format!("{origin}, line {engine_line}")),
-        );
-        None
-    };
-    if SYNC_ENGINES.contains(&e) {
-        let deeper = group
-            .iter()
-            .any(|(k, v)| k == "iodepth" && v.as_integer().is_some_and(|d| d > 1));
-        if deeper {
-            m.notes.push(format!(
-                "job [{}]: fio's {e} engine keeps one I/O in flight whatever iodepth says, so iodepth = 1",
-                m.name
-            ));
-        }
-        group.retain(|(k, _)| k != "iodepth");
-        group.push(("iodepth".into(), Value::Integer(1)));
-    }
-
-    // One file shared by the clones (a file, a device, a protocol target) or one each.
-    let shared = filename.is_some() || !(SYNC_ENGINES.contains(&e) || ASYNC_ENGINES.contains(&e));
-    if shared {
-        group.insert(0, ("numjobs".into(), Value::Integer(numjobs.into())));
-        point.push((
-            "disk_layout".into(),
-            Value::String("shared".into()),
-            job.line,
-        ));
-    } else {
-        group.insert(0, ("vms".into(), Value::Integer(numjobs.into())));
-    }
-
-    // Region and time.
-    let mut size_ok = false;
-    match &size {
-        Some((s, l)) => match checked("size", s, &format!("{origin}, line {l}")) {
-            Ok(v) => {
-                point.push(("size".into(), v, *l));
-                size_ok = true;
-            }
-            Err(e) => errors.push(e),
-        },
-        None => errors.push(
-            SpecError::invalid(
-                "size",
-                "(none)",
-                "a size in bytes per job, e.g. size=1g (storlab does not take it from an existing file)",
-            )
-            .context(&header),
-        ),
-    }
-    if time_based {
-        match &runtime {
-            Some((r, l)) => match checked("runtime", r, &format!("{origin}, line {l}")) {
-                Ok(v) => point.push(("runtime".into(), v, *l)),
-                Err(e) => errors.push(e),
-            },
-            None => errors.push(
-                SpecError::invalid(
-                    "runtime",
-                    "(none)",
-                    "a duration with time_based (fio would run forever)",
-                )
-                .context(&header),
-            ),
-        }
-    } else if let Some((bytes, l)) = io_size.as_ref().or(size.as_ref().filter(|_| size_ok)) {
-        // fio without time_based: each job moves io_size (default size) bytes,
-        // stopped early by runtime if given.
-        let rt = runtime
-            .as_ref()
-            .map_or(("0".to_string(), *l), |r| r.clone());
-        for (key, text, line) in [("io_size", bytes, *l), ("runtime", &rt.0, rt.1)] {
-            match checked(key, text, &format!("{origin}, line {line}")) {
-                Ok(v) => point.push((key.into(), v, line)),
-                Err(e) => errors.push(e),
-            }
-        }
-    }
-    match steady.keys(ramp.as_ref(), runtime.as_ref(), &header) {
-        Ok(k) => {
-            point.extend(k.point);
-            m.notes.extend(k.note);
-        }
-        Err(e) => errors.push(e),
-    }
-    let random = group.iter().any(|(k, v)| {
-        (k == "rw" && v.as_str().is_some_and(|s| s.starts_with("rand")))
-            || (k == "percentage_random" && v.as_integer().is_some_and(|p| p > 0))
-    });
-    if random && !norandommap {
-        m.notes.push(
-            "storlab draws random offsets independently (fio's norandommap); fio's default \
-             random map visits every block once per pass"
-                .into(),
-        );
-    }
-    let buffered = point
-        .iter()
-        .rev()
-        .find(|(k, _, _)| k == "direct")
-        .is_none_or(|(_, v, _)| v.as_bool() != Some(true));
-    if buffered && !invalidate_given && m.target.as_ref().is_some_and(|t| t.0.starts_with("file:"))
-    {
-        m.notes.push(
-            "fio drops a buffered job's file from the page cache before it starts (invalidate=1); \
-             storlab does not (its prepare step may have left the file cached)"
-                .into(),
-        );
-    }
-    // The last setting of a key wins, as in fio.
-    let mut seen = Vec::new();
-    for (k, v, l) in point.into_iter().rev() {
-        if !seen.contains(&k) {
-            seen.push(k.clone());
-            m.point.push((k, v, l));
-        }
-    }
-    m.point.reverse();
-    m.group = group;
-    if errors.is_empty() {
-        Ok(m)
-    } else {
-        Err(errors)
-    }
+    said
 }

@@ -111,8 +111,81 @@ fn class_key(w: &Worker) -> (u32, u32, Vec<&str>) {
     )
 }
 
+/// Keys by name: an access specification's, or a group's.
+type NamedKeys = Vec<(String, Vec<(String, Value)>)>;
+
 /// The storlab job-file table of a configuration, and its notes.
 fn to_table(c: &Config, origin: &str) -> Result<(toml::Table, Vec<String>), Vec<SpecError>> {
+    let groups_keys = check(c, origin)?;
+
+    // Workers with the same settings are one group of that many VMs.
+    let mut classes: Vec<(&Worker, u32)> = Vec::new();
+    for w in &c.workers {
+        match classes
+            .iter_mut()
+            .find(|(x, _)| class_key(x) == class_key(w))
+        {
+            Some((_, n)) => *n += 1,
+            None => classes.push((w, 1)),
+        }
+    }
+    let f = c.workers.first().expect("workers checked");
+    let (table, notes) = point_keys(c, f, origin);
+    let group_name = |k: usize, spec: &str| {
+        if classes.len() == 1 {
+            spec.to_string()
+        } else {
+            format!("worker{}: {spec}", k + 1)
+        }
+    };
+    let mut groups: NamedKeys = Vec::new();
+    for (k, (w, n)) in classes.iter().enumerate() {
+        for (spec, _) in &w.specs {
+            let name = group_name(k, spec);
+            if groups.iter().any(|(g, _)| *g == name) {
+                continue;
+            }
+            let iodepth = w.oio.max(1).saturating_mul(w.targets);
+            let mut keys = vec![
+                ("vms".to_string(), Value::Integer((*n).into())),
+                ("disks".to_string(), Value::Integer(w.targets.into())),
+                ("iodepth".to_string(), Value::Integer(iodepth.into())),
+            ];
+            let access = groups_keys.iter().find(|(s, _)| s == spec);
+            keys.extend(access.expect("names checked").1.iter().cloned());
+            groups.push((name, keys));
+        }
+    }
+    let steps = classes
+        .iter()
+        .map(|(w, _)| w.specs.len())
+        .max()
+        .unwrap_or(0);
+    let points = (0..steps)
+        .map(|i| {
+            let mut labels: Vec<&str> = Vec::new();
+            let mut names = Vec::new();
+            for (k, (w, _)) in classes.iter().enumerate() {
+                if let Some((spec, _)) = w.specs.get(i) {
+                    if !labels.contains(&spec.as_str()) {
+                        labels.push(spec);
+                    }
+                    names.push(group_name(k, spec));
+                }
+            }
+            PointKeys {
+                label: labels.join(" + "),
+                groups: names,
+                keys: Vec::new(),
+            }
+        })
+        .collect();
+    Ok((job_table(table, groups, points), notes))
+}
+
+/// Every problem of a configuration, one line each; else each access
+/// specification's group keys, by name.
+fn check(c: &Config, origin: &str) -> Result<NamedKeys, Vec<SpecError>> {
     let at = |line: usize| format!("{origin}, line {line}");
     let mut errors = Vec::new();
     if c.workers.is_empty() {
@@ -176,7 +249,7 @@ fn to_table(c: &Config, origin: &str) -> Result<(toml::Table, Vec<String>), Vec<
             }
         }
     }
-    let mut groups_keys: Vec<(String, Vec<(String, Value)>)> = Vec::new();
+    let mut groups_keys: NamedKeys = Vec::new();
     for s in &c.specs {
         match access(s, origin) {
             Ok(k) => groups_keys.push((s.name.clone(), k)),
@@ -186,19 +259,12 @@ fn to_table(c: &Config, origin: &str) -> Result<(toml::Table, Vec<String>), Vec<
     if !errors.is_empty() {
         return Err(errors);
     }
+    Ok(groups_keys)
+}
 
-    // Workers with the same settings are one group of that many VMs.
-    let mut classes: Vec<(&Worker, u32)> = Vec::new();
-    for w in &c.workers {
-        match classes
-            .iter_mut()
-            .find(|(x, _)| class_key(x) == class_key(w))
-        {
-            Some((_, n)) => *n += 1,
-            None => classes.push((w, 1)),
-        }
-    }
-    let f = first.expect("workers checked");
+/// The keys every group of the load points shares (region, time, I/O mode,
+/// content, seed), from the first worker `f`, and the notes on them.
+fn point_keys(c: &Config, f: &Worker, origin: &str) -> (toml::Table, Vec<String>) {
     let mut notes = vec![
         "each Iometer worker is a storlab VM whose disks are its targets (give them with --target); \
          iodepth = outstanding I/Os per target x targets"
@@ -250,57 +316,7 @@ fn to_table(c: &Config, origin: &str) -> Result<(toml::Table, Vec<String>), Vec<
     if let Some(seed) = f.seed {
         table.insert("seed".into(), Value::Integer(seed as i64));
     }
-
-    let group_name = |k: usize, spec: &str| {
-        if classes.len() == 1 {
-            spec.to_string()
-        } else {
-            format!("worker{}: {spec}", k + 1)
-        }
-    };
-    let mut groups: Vec<(String, Vec<(String, Value)>)> = Vec::new();
-    for (k, (w, n)) in classes.iter().enumerate() {
-        for (spec, _) in &w.specs {
-            let name = group_name(k, spec);
-            if groups.iter().any(|(g, _)| *g == name) {
-                continue;
-            }
-            let iodepth = w.oio.max(1).saturating_mul(w.targets);
-            let mut keys = vec![
-                ("vms".to_string(), Value::Integer((*n).into())),
-                ("disks".to_string(), Value::Integer(w.targets.into())),
-                ("iodepth".to_string(), Value::Integer(iodepth.into())),
-            ];
-            let access = groups_keys.iter().find(|(s, _)| s == spec);
-            keys.extend(access.expect("names checked").1.iter().cloned());
-            groups.push((name, keys));
-        }
-    }
-    let steps = classes
-        .iter()
-        .map(|(w, _)| w.specs.len())
-        .max()
-        .unwrap_or(0);
-    let points = (0..steps)
-        .map(|i| {
-            let mut labels: Vec<&str> = Vec::new();
-            let mut names = Vec::new();
-            for (k, (w, _)) in classes.iter().enumerate() {
-                if let Some((spec, _)) = w.specs.get(i) {
-                    if !labels.contains(&spec.as_str()) {
-                        labels.push(spec);
-                    }
-                    names.push(group_name(k, spec));
-                }
-            }
-            PointKeys {
-                label: labels.join(" + "),
-                groups: names,
-                keys: Vec::new(),
-            }
-        })
-        .collect();
-    Ok((job_table(table, groups, points), notes))
+    (table, notes)
 }
 
 #[cfg(test)]
