@@ -53,6 +53,30 @@ fn counts(doc: &serde_json::Value) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// `storlab meta --copy SIZE --bs 256k` on `target`: both directions moved
+/// `blocks` blocks at some rate.
+fn copy_round_trip(target: &str, size: &str, blocks: u64, j: &Path) {
+    let o = meta(&[
+        "--target",
+        target,
+        "--copy",
+        size,
+        "--bs",
+        "256k",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "copy on {target}: {}", text(&o));
+    let doc = json(j);
+    for dir in ["write", "read"] {
+        assert_eq!(doc[dir]["blocks"].as_u64(), Some(blocks), "{target} {dir}");
+        assert!(
+            doc[dir]["mb_per_s"].as_f64().unwrap() > 0.0,
+            "{target} {dir}"
+        );
+    }
+}
+
 /// Every operation of a run of the full mix was done, each with its
 /// latency histogram, and the totals add up.
 fn check_full_mix(doc: &serde_json::Value, tree: u64, what: &str) {
@@ -201,23 +225,7 @@ fn meta_on_a_file_directory_removes_only_its_own() {
     assert_eq!(names(&d.join("kept")), ["d0000", "d0001"]);
     assert_eq!(names(&d.join("kept/d0001")).len(), 4);
     std::fs::remove_dir_all(d.join("kept")).unwrap();
-    let j = out.join("copy.json");
-    let o = meta(&[
-        "--target",
-        &target,
-        "--copy",
-        "3m",
-        "--bs",
-        "256k",
-        "--json",
-        j.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let doc = json(&j);
-    for dir in ["write", "read"] {
-        assert_eq!(doc[dir]["blocks"].as_u64().unwrap(), 12, "{dir}");
-        assert!(doc[dir]["mb_per_s"].as_f64().unwrap() > 0.0, "{dir}");
-    }
+    copy_round_trip(&target, "3m", 12, &out.join("copy.json"));
     assert_eq!(names(d.path()), before);
 }
 
@@ -331,23 +339,7 @@ fn meta_over_nfs_v3_v4_v41_on_the_lab() {
         assert!(c.contains(client), "{c}");
         assert_eq!(names(&export_dir), before, "version={v}: clean-up");
 
-        let j = out.join(&format!("copy{v}.json"));
-        let o = meta(&[
-            "--target",
-            &url,
-            "--copy",
-            "4m",
-            "--bs",
-            "256k",
-            "--json",
-            j.to_str().unwrap(),
-        ]);
-        assert!(o.status.success(), "copy version={v}: {}", text(&o));
-        let doc = json(&j);
-        for dir in ["write", "read"] {
-            assert_eq!(doc[dir]["blocks"].as_u64().unwrap(), 16, "{v} {dir}");
-            assert!(doc[dir]["mb_per_s"].as_f64().unwrap() > 0.0, "{v} {dir}");
-        }
+        copy_round_trip(&url, "4m", 16, &out.join(&format!("copy{v}.json")));
         assert_eq!(names(&export_dir), before, "version={v}: copy clean-up");
     }
     // The lab's targets by name: the root of the export.

@@ -637,18 +637,7 @@ impl FileOps for NfsOps {
     }
 
     fn rmdir(&mut self, path: &str) -> Result<(), FsError> {
-        let (dir, name) = split_path(path);
-        let dfh = self.fh(dir)?;
-        match self.proto {
-            Proto::V3 => {
-                self.ok3("rmdir", path, P3_RMDIR, |e| {
-                    e.opaque(&dfh).string(name);
-                })?;
-            }
-            Proto::V4 { .. } => self.remove4("rmdir", path, &dfh, name)?,
-        }
-        self.fhs.remove(path);
-        Ok(())
+        self.unlink("rmdir", P3_RMDIR, path)
     }
 
     fn open(&mut self, path: &str, mode: OpenMode) -> Result<Handle, FsError> {
@@ -850,18 +839,7 @@ impl FileOps for NfsOps {
     }
 
     fn remove(&mut self, path: &str) -> Result<(), FsError> {
-        let (dir, name) = split_path(path);
-        let dfh = self.fh(dir)?;
-        match self.proto {
-            Proto::V3 => {
-                self.ok3("remove", path, P3_REMOVE, |e| {
-                    e.opaque(&dfh).string(name);
-                })?;
-            }
-            Proto::V4 { .. } => self.remove4("remove", path, &dfh, name)?,
-        }
-        self.fhs.remove(path);
-        Ok(())
+        self.unlink("remove", P3_REMOVE, path)
     }
 
     /// nfs-ganesha answers READDIR with NOENT when an entry goes away
@@ -943,6 +921,24 @@ impl NfsOps {
         }
         names.retain(|n| n != "." && n != "..");
         Ok(names)
+    }
+
+    /// Remove `path`, a file (`what` "remove", v3 procedure REMOVE) or an
+    /// empty directory ("rmdir", RMDIR; NFSv4's REMOVE takes both), and
+    /// forget its handle.
+    fn unlink(&mut self, what: &str, proc3: u32, path: &str) -> Result<(), FsError> {
+        let (dir, name) = split_path(path);
+        let dfh = self.fh(dir)?;
+        match self.proto {
+            Proto::V3 => {
+                self.ok3(what, path, proc3, |e| {
+                    e.opaque(&dfh).string(name);
+                })?;
+            }
+            Proto::V4 { .. } => self.remove4(what, path, &dfh, name)?,
+        }
+        self.fhs.remove(path);
+        Ok(())
     }
 
     /// NFSv4 PUTFH dir + REMOVE name (a file or an empty directory).
