@@ -4,14 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# fio: the peer that bench/ compares against. time: CPU accounting in bench/.
+# fio: the peer that bench/ compares against. time: CPU accounting in bench/. jq: bench/*.sh read JSON.
 # The protocol lab (storlab lab): nfs-ganesha + nfs-ganesha-vfs (NFSv3/v4), rpcbind (NFSv3),
 # tgt (iSCSI), nbdkit (NBD), iproute2 + util-linux (namespaces); its readiness probes and
 # tests use qemu-utils (qemu-img/qemu-io), libiscsi-bin (iscsi-inq), libnfs-utils (nfs-ls/nfs-cat).
 # libsqlite3-dev: the results database (rusqlite links the system SQLite). chromium: the HTML report test.
 # libssl-dev + pkg-config: the agent's optional TLS (system OpenSSL); openssl: the TLS test makes a
 # certificate. g++: libFuzzer (the fuzz targets' runtime, built by tests/fuzz_targets.rs).
-PACKAGES=(fio time nfs-ganesha nfs-ganesha-vfs libiscsi-dev libiscsi-bin tgt libnbd-dev nbdkit rpcbind iproute2 util-linux qemu-utils nbd-server istgt libnfs-utils libsqlite3-dev chromium libssl-dev pkg-config openssl g++)
+PACKAGES=(fio time jq nfs-ganesha nfs-ganesha-vfs libiscsi-dev libiscsi-bin tgt libnbd-dev nbdkit rpcbind iproute2 util-linux qemu-utils nbd-server istgt libnfs-utils libsqlite3-dev chromium libssl-dev pkg-config openssl g++)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

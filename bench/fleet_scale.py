@@ -162,7 +162,7 @@ def main():
     try:
         t = time.monotonic()
         sh([storlab, "lab", "up", "--hosts", str(a.hosts), "--link", a.link,
-            "--size", "64m", "--state-dir", state])
+            "--media", "ram", "--size", "64m", "--state-dir", state])
         print(f"lab up: {time.monotonic() - t:.1f} s", file=sys.stderr)
         st = json.loads(sh([storlab, "lab", "status", "--json", "--state-dir", state]).stdout)
         agents = [h["agent"] for h in st["hosts"]]

@@ -38,7 +38,7 @@ import socket
 s = [socket.socket() for _ in range(4)]
 for x in s: x.bind(("127.0.0.1", 0))
 print(*[x.getsockname()[1] for x in s])')
-"$STORLAB" lab up --state-dir "$STATE" --net loopback --size 1g \
+"$STORLAB" lab up --state-dir "$STATE" --net loopback --media ram --size 1g \
     --nfs-port "$P1" --mountd-port "$P2" --iscsi-port "$P3" --nbd-port "$P4" >/dev/null
 LAB=$("$STORLAB" lab status --state-dir "$STATE" --json)
 url() { jq -r ".targets.$1" <<<"$LAB"; }

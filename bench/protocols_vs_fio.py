@@ -170,7 +170,7 @@ def main():
             fios.setdefault(e, f)
     state = tempfile.mkdtemp(prefix="storlab-bench-lab-", dir="/var/tmp")
     tmp = tempfile.mkdtemp(prefix="storlab-bench-")
-    up = sh([STORLAB, "lab", "up", "--backing", "ram", "--size", "1g", "--state-dir", state])
+    up = sh([STORLAB, "lab", "up", "--backing", "ram", "--media", "ram", "--size", "1g", "--state-dir", state])
     if up.returncode != 0:
         sys.exit(f"bench: lab up failed: {up.stderr}")
     rows = []
