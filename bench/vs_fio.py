@@ -11,6 +11,7 @@ from getrusage of the child) and mean latency for both, and the ratio of IOPS pe
 CPU-second. Run from the repository root after ./setup.sh:
 
     python3 bench/vs_fio.py [--runtime 10] [--repeat 3] [--dir /var/tmp/storlab-bench] [--cases null,cache,direct]
+                            [--batch N]   # iodepth_batch_complete_min N for both tools
 """
 
 import argparse
@@ -55,6 +56,8 @@ def run_storlab(case, args, path, out):
         cmd += ["--target", f"file:{path}", "--size", args.size]
         if case == "direct":
             cmd += ["--direct", "1"]
+    if args.batch > 1:
+        cmd += ["--iodepth_batch_complete_min", str(args.batch)]
     _, cpu = timed(cmd)
     with open(out) as f:
         doc = json.load(f)
@@ -72,6 +75,8 @@ def run_fio(case, args, path):
         # invalidate=0: fio would otherwise drop the file's page cache before the run.
         cmd += ["--ioengine=io_uring", "--registerfiles", "--fixedbufs", "--invalidate=0", f"--filename={path}",
                 f"--size={args.size}", "--direct=" + ("1" if case == "direct" else "0")]
+    if args.batch > 1:
+        cmd += [f"--iodepth_batch_complete_min={args.batch}"]
     stdout, cpu = timed(cmd)
     job = json.loads(stdout)["jobs"][0]["read"]
     return {"iops": job["iops"], "ios": job["total_ios"], "cpu": cpu, "lat_us": job["lat_ns"]["mean"] / 1000.0,
@@ -85,6 +90,9 @@ def main():
     ap.add_argument("--dir", default="/var/tmp/storlab-bench", help="directory on a real disk for the file cases")
     ap.add_argument("--size", default="1g", help="file size for the file cases (default 1g)")
     ap.add_argument("--cases", default="null,cache,direct")
+    ap.add_argument("--batch", type=int, default=1,
+                    help="iodepth_batch_complete_min for both tools: completions gathered before refilling "
+                         "(default 1, both tools' default)")
     args = ap.parse_args()
     if not os.access(STORLAB, os.X_OK):
         sys.exit(f"bench: {STORLAB} not found: run ./setup.sh first")
@@ -94,7 +102,8 @@ def main():
     path = os.path.join(args.dir, "bench.dat")
     tmp = tempfile.mkdtemp(prefix="storlab-bench-")
     fio_version = subprocess.run(["fio", "--version"], stdout=subprocess.PIPE, text=True).stdout.strip()
-    print(f"storlab vs {fio_version}: 4k random read, QD32, 1 worker, {args.runtime} s x {args.repeat} runs each "
+    print(f"storlab vs {fio_version}: 4k random read, QD32, iodepth_batch_complete_min {args.batch}, 1 worker, "
+          f"{args.runtime} s x {args.repeat} runs each "
           f"(median), {os.cpu_count()} CPUs, kernel {os.uname().release}")
     rows = []
     for case in args.cases.split(","):

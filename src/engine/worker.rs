@@ -165,6 +165,9 @@ struct Engine<'c, 'a> {
     batch: Vec<u32>,
     done: Vec<Completion>,
     in_flight: usize,
+    /// Completions to wait for before refilling (the smallest
+    /// `batch_complete_min` of the thread's workers; at most what is in flight).
+    batch_min: usize,
     /// Slots whose worker reached its io_limit.
     retired: usize,
     interval: u32,
@@ -229,6 +232,14 @@ impl<'c, 'a> Engine<'c, 'a> {
             batch: Vec::with_capacity(n),
             done: Vec::with_capacity(n),
             in_flight: 0,
+            batch_min: ctx
+                .plan
+                .workers
+                .iter()
+                .map(|w| w.access.batch_complete_min as usize)
+                .min()
+                .unwrap_or(1)
+                .max(1),
             retired: 0,
             interval: 0,
             next_boundary: interval_ns,
@@ -283,7 +294,8 @@ impl<'c, 'a> Engine<'c, 'a> {
             }
             let wake = wake.min(self.watch.wake());
             let timeout = Duration::from_nanos(wake.saturating_sub(now).max(1));
-            if let Err(e) = lane.reap(1, Some(timeout), &mut self.done) {
+            let want = self.batch_min.min(self.in_flight).max(1);
+            if let Err(e) = lane.reap(want, Some(timeout), &mut self.done) {
                 self.failure = Some(e.to_string());
                 break;
             }

@@ -31,6 +31,9 @@ pub struct Flags {
     /// Outstanding I/Os per worker
     #[arg(long = "iodepth", value_name = "N")]
     pub iodepth: Option<String>,
+    /// Completions to wait for before refilling the queue (fio's; default 1, at most iodepth)
+    #[arg(long = "iodepth_batch_complete_min", value_name = "N")]
+    pub iodepth_batch_complete_min: Option<String>,
     /// Workers per VM
     #[arg(long = "numjobs", value_name = "N")]
     pub numjobs: Option<String>,
@@ -120,13 +123,17 @@ pub struct Flags {
 impl Flags {
     /// The flags that were given, as (job-file key, value).
     fn given(&self) -> Vec<(&'static str, &str)> {
-        let all: [(&'static str, &Option<String>); 30] = [
+        let all: [(&'static str, &Option<String>); 31] = [
             ("bs", &self.bs),
             ("bssplit", &self.bssplit),
             ("rw", &self.rw),
             ("rwmixread", &self.rwmixread),
             ("percentage_random", &self.percentage_random),
             ("iodepth", &self.iodepth),
+            (
+                "iodepth_batch_complete_min",
+                &self.iodepth_batch_complete_min,
+            ),
             ("numjobs", &self.numjobs),
             ("ramp_time", &self.ramp_time),
             ("runtime", &self.runtime),
@@ -350,9 +357,14 @@ mod tests {
             super::super::catalogue::get("db-8k-read", super::super::Profile::Quick).unwrap();
         assert!(base.provenance.iter().any(|p| p.field == "iodepth"));
         let job = flags(&["--iodepth", "8", "--rw", "randwrite"])
-            .apply(Some(base))
+            .apply(Some(base.clone()))
             .unwrap();
         assert_eq!(job.points[0].groups[0].access.iodepth, 8);
+        assert_eq!(job.points[0].groups[0].access.batch_complete_min, 1);
+        let batched = flags(&["--iodepth", "8", "--iodepth_batch_complete_min", "4"])
+            .apply(Some(base.clone()))
+            .unwrap();
+        assert_eq!(batched.points[0].groups[0].access.batch_complete_min, 4);
         assert_eq!(job.points[0].groups[0].access.read_pct, 0);
         let fields: Vec<_> = job.provenance.iter().map(|p| p.field.as_str()).collect();
         assert!(

@@ -96,12 +96,27 @@ pub struct Access {
     pub align: Option<u64>,
     /// Outstanding I/Os per worker, spread round-robin over the VM's disks.
     pub iodepth: u32,
+    /// Completions the engine waits for before it refills the queue (fio's
+    /// `iodepth_batch_complete_min`; 1: refill as each completes). A batch's
+    /// earlier completions are stamped when the batch is reaped.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub batch_complete_min: u32,
     /// Optional rate cap per worker.
     pub rate: Option<Rate>,
     /// How the rate cap paces I/O and where latency counts from: closed (from
     /// submission, fio-like) or open (from each I/O's scheduled time).
     #[serde(default)]
     pub rate_mode: RateMode,
+}
+
+/// The default of [`Access::batch_complete_min`].
+fn one() -> u32 {
+    1
+}
+
+/// Whether `n` is 1 (left out of the JSON, as before the setting existed).
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl Access {
@@ -371,6 +386,7 @@ pub(crate) fn test_spec(vms: u32, workers: u32, disks: u32) -> Spec {
                 random_pct: 100,
                 align: None,
                 iodepth: 2,
+                batch_complete_min: 1,
                 rate: None,
                 rate_mode: RateMode::Closed,
             },

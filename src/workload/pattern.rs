@@ -235,6 +235,7 @@ mod tests {
             random_pct: random,
             align: None,
             iodepth: 1,
+            batch_complete_min: 1,
             rate: None,
             rate_mode: Default::default(),
         }

@@ -29,6 +29,7 @@ pub const GROUP_KEYS: &[&str] = &[
     "rwmixread",
     "percentage_random",
     "iodepth",
+    "iodepth_batch_complete_min",
     "rate_iops",
     "rate",
     "rate_mode",
@@ -284,6 +285,8 @@ pub struct Settings {
     pub percentage_random: Option<u8>,
     /// `iodepth`.
     pub iodepth: Option<u32>,
+    /// `iodepth_batch_complete_min`.
+    pub batch_complete_min: Option<u32>,
     /// `rate_iops` or `rate` (exclusive).
     pub rate: Option<Rate>,
     /// `rate_mode`: closed (fio-like) or open loop.
@@ -355,6 +358,11 @@ impl Settings {
             "rwmixread" => put(&mut self.rwmixread, key, pct(t)?),
             "percentage_random" => put(&mut self.percentage_random, key, pct(t)?),
             "iodepth" => put(&mut self.iodepth, key, parse_u32(key, t, "1..=65536")?),
+            "iodepth_batch_complete_min" => put(
+                &mut self.batch_complete_min,
+                key,
+                parse_u32(key, t, "1..=65536")?,
+            ),
             "rate_iops" => put(
                 &mut self.rate,
                 "rate/rate_iops",
@@ -407,6 +415,7 @@ impl Settings {
             rwmixread,
             percentage_random,
             iodepth,
+            batch_complete_min,
             rate,
             rate_mode,
             blockalign,
@@ -485,6 +494,7 @@ impl Settings {
         }
         set(&mut a.random_pct, self.percentage_random);
         set(&mut a.iodepth, self.iodepth);
+        set(&mut a.batch_complete_min, self.batch_complete_min);
         if let Some(v) = self.rate {
             a.rate = Some(v);
         }
@@ -523,6 +533,7 @@ pub fn default_group(name: &str) -> Group {
             random_pct: 100,
             align: None,
             iodepth: 1,
+            batch_complete_min: 1,
             rate: None,
             rate_mode: RateMode::Closed,
         },

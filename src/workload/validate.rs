@@ -65,6 +65,12 @@ fn validate_group(g: &Group, spec: &Spec) -> Result<(), SpecError> {
     check_pct("rwmixread", a.read_pct)?;
     check_pct("percentage_random", a.random_pct)?;
     check_range("iodepth", a.iodepth as u64, 1, 65536)?;
+    check_range(
+        "iodepth_batch_complete_min",
+        a.batch_complete_min as u64,
+        1,
+        a.iodepth as u64,
+    )?;
     if spec.size < a.bs.max() {
         return Err(SpecError::invalid(
             "size",
@@ -330,6 +336,21 @@ mod tests {
             err(|s| s.groups[0].access.iodepth = 0).contains("iodepth = 0 (allowed: 1..=65536)")
         );
         assert!(err(|s| s.groups[0].access.iodepth = 65537).contains("iodepth = 65537"));
+        // The batch is at least one completion and at most the queue.
+        let batch = |n| {
+            err(|s| {
+                s.groups[0].access.iodepth = 8;
+                s.groups[0].access.batch_complete_min = n;
+            })
+        };
+        assert_eq!(
+            batch(0),
+            "invalid iodepth_batch_complete_min = 0 (allowed: 1..=8)"
+        );
+        assert_eq!(
+            batch(9),
+            "invalid iodepth_batch_complete_min = 9 (allowed: 1..=8)"
+        );
     }
 
     #[test]

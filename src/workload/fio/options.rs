@@ -11,7 +11,8 @@ use toml::Value;
 
 /// Every option storlab reads, for the error on any other.
 pub const SUPPORTED: &str = "name, description, bs, blocksize, bsrange, blocksize_range, bssplit, \
-     rw, readwrite, rwmixread, rwmixwrite, percentage_random, iodepth, numjobs, size, io_size, \
+     rw, readwrite, rwmixread, rwmixwrite, percentage_random, iodepth, \
+     iodepth_batch_complete_min (iodepth_batch_complete), numjobs, size, io_size, \
      offset, runtime, time_based, ramp_time, direct, buffered, sync, fsync (0), rate_iops, rate, \
      norandommap, randrepeat (1), randseed, random_distribution (random), invalidate (0), blockalign, filename, \
      directory, ioengine, uri (nbd), nfs_url (nfs), stonewall, wait_for_previous, new_group, \
@@ -225,7 +226,9 @@ fn lay_out(job: &JobOpts, said: &mut Said, e: &str, m: &mut Mapped) {
                 m.name
             ));
         }
-        said.group.retain(|(k, _)| k != "iodepth");
+        // One I/O in flight: completions come one at a time.
+        said.group
+            .retain(|(k, _)| k != "iodepth" && k != "iodepth_batch_complete_min");
         said.group.push(("iodepth".into(), Value::Integer(1)));
     }
     let shared =
@@ -440,6 +443,9 @@ fn read_options(job: &JobOpts, origin: &str, m: &mut Mapped, errors: &mut Vec<Sp
             }
             "percentage_random" => set_group("percentage_random", &text),
             "iodepth" => set_group("iodepth", &text),
+            "iodepth_batch_complete_min" | "iodepth_batch_complete" => {
+                set_group("iodepth_batch_complete_min", &text)
+            }
             "numjobs" => checked("numjobs", &text, &at).map(|v| {
                 said.numjobs = v.as_integer().unwrap_or(1) as u32;
             }),

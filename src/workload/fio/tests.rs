@@ -56,6 +56,24 @@ fn one_job_with_globals() {
 }
 
 #[test]
+fn batch_completion_is_read_under_both_names_and_round_trips() {
+    for key in ["iodepth_batch_complete_min", "iodepth_batch_complete"] {
+        let imp = job(&format!(
+            "[d]\nioengine=io_uring\nfilename=/dev/sdx\nrw=randread\niodepth=32\n{key}=8\nsize=1g\n"
+        ));
+        let a = &imp.job.points[0].groups[0].access;
+        assert_eq!((a.iodepth, a.batch_complete_min), (32, 8), "{key}");
+        round_trips(&imp);
+    }
+    let imp = job("[d]\nioengine=io_uring\nfilename=/dev/sdx\niodepth=32\nsize=1g\n");
+    assert_eq!(imp.job.points[0].groups[0].access.batch_complete_min, 1);
+    // A sync engine has one I/O in flight: the batch goes with the depth.
+    let imp = job("[d]\nfilename=/dev/sdx\niodepth=32\niodepth_batch_complete=8\nsize=1g\n");
+    let a = &imp.job.points[0].groups[0].access;
+    assert_eq!((a.iodepth, a.batch_complete_min), (1, 1));
+}
+
+#[test]
 fn stonewalls_make_points_and_jobs_beside_share_one() {
     let imp =
         load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fio/stonewalls.fio")).unwrap();
