@@ -17,6 +17,10 @@
 
 use super::compound::{self, Reply, Session, op};
 use super::rpc::{Conn, NFS_PROG};
+use super::v4::{
+    OP_CLOSE, OP_COMMIT, OP_CREATE, OP_GETATTR, OP_GETFH, OP_LOOKUP, OP_OPEN, OP_OPEN_CONFIRM,
+    OP_PUTFH, OP_READ, OP_READDIR, OP_REMOVE, OP_RENAME, OP_SAVEFH, OP_WRITE,
+};
 use super::xdr::{Dec, Enc, Short};
 use super::{FILE_SYNC, SETUP_TIMEOUT, UNSTABLE, errno, status_name, v3, v4, v41};
 use crate::io::fsops::{Attr, FileOps, FsError, Handle, OpenMode, split_path};
@@ -46,22 +50,6 @@ const P3_READDIR: u32 = 16;
 const P3_COMMIT: u32 = 21;
 const NF3DIR: u32 = 2;
 
-// NFSv4 operations.
-const OP_CLOSE: u32 = 4;
-const OP_COMMIT: u32 = 5;
-const OP_CREATE: u32 = 6;
-const OP_GETATTR: u32 = 9;
-const OP_GETFH: u32 = 10;
-const OP_LOOKUP: u32 = 15;
-const OP_OPEN: u32 = 18;
-const OP_OPEN_CONFIRM: u32 = 20;
-const OP_PUTFH: u32 = 22;
-const OP_READ: u32 = 25;
-const OP_READDIR: u32 = 26;
-const OP_REMOVE: u32 = 28;
-const OP_RENAME: u32 = 29;
-const OP_SAVEFH: u32 = 32;
-const OP_WRITE: u32 = 38;
 const NF4DIR: u32 = 2;
 const OPEN4_RESULT_CONFIRM: u32 = 2;
 const FATTR4_TYPE: u32 = 1;
@@ -110,6 +98,18 @@ pub struct NfsOps {
 
 fn short(_: Short) -> String {
     "malformed reply (XDR data ends early)".into()
+}
+
+/// A v3 sattr3 that sets only the mode (uid, gid, size unset; times left
+/// to the server).
+fn sattr3_mode(e: &mut Enc, mode: u32) {
+    e.bool(true)
+        .u32(mode)
+        .bool(false)
+        .bool(false)
+        .bool(false)
+        .u32(0)
+        .u32(0);
 }
 
 impl NfsOps {
@@ -599,13 +599,7 @@ impl FileOps for NfsOps {
             Proto::V3 => {
                 let b = self.ok3("mkdir", path, P3_MKDIR, |e| {
                     e.opaque(&dfh).string(name);
-                    e.bool(true)
-                        .u32(0o755)
-                        .bool(false)
-                        .bool(false)
-                        .bool(false)
-                        .u32(0)
-                        .u32(0);
+                    sattr3_mode(e, 0o755);
                 })?;
                 self.fh3_or_lookup(&b, path)?;
             }
@@ -647,13 +641,7 @@ impl FileOps for NfsOps {
                 let dfh = self.fh(dir)?;
                 let b = self.ok3("create", path, P3_CREATE, |e| {
                     e.opaque(&dfh).string(name).u32(1); // GUARDED
-                    e.bool(true)
-                        .u32(0o644)
-                        .bool(false)
-                        .bool(false)
-                        .bool(false)
-                        .u32(0)
-                        .u32(0);
+                    sattr3_mode(e, 0o644);
                 })?;
                 (self.fh3_or_lookup(&b, path)?, [0; 16])
             }

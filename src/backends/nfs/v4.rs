@@ -19,20 +19,27 @@ use super::xdr::{Dec, Enc, Short};
 use super::{SETUP_TIMEOUT, status_name};
 use std::time::Duration;
 
-const OP_CLOSE: u32 = 4;
-const OP_COMMIT: u32 = 5;
-const OP_GETATTR: u32 = 9;
-const OP_GETFH: u32 = 10;
-const OP_LOOKUP: u32 = 15;
-const OP_OPEN: u32 = 18;
-const OP_OPEN_CONFIRM: u32 = 20;
-const OP_PUTFH: u32 = 22;
+/// NFSv4 operation numbers (RFC 7530 §16, RFC 8881 §18), for the I/O path
+/// here and the file operations of `meta.rs`.
+pub(super) const OP_CLOSE: u32 = 4;
+pub(super) const OP_COMMIT: u32 = 5;
+pub(super) const OP_CREATE: u32 = 6;
+pub(super) const OP_GETATTR: u32 = 9;
+pub(super) const OP_GETFH: u32 = 10;
+pub(super) const OP_LOOKUP: u32 = 15;
+pub(super) const OP_OPEN: u32 = 18;
+pub(super) const OP_OPEN_CONFIRM: u32 = 20;
+pub(super) const OP_PUTFH: u32 = 22;
 const OP_PUTROOTFH: u32 = 24;
-const OP_READ: u32 = 25;
+pub(super) const OP_READ: u32 = 25;
+pub(super) const OP_READDIR: u32 = 26;
+pub(super) const OP_REMOVE: u32 = 28;
+pub(super) const OP_RENAME: u32 = 29;
 const OP_RENEW: u32 = 30;
+pub(super) const OP_SAVEFH: u32 = 32;
 const OP_SETCLIENTID: u32 = 35;
 const OP_SETCLIENTID_CONFIRM: u32 = 36;
-const OP_WRITE: u32 = 38;
+pub(super) const OP_WRITE: u32 = 38;
 const NFS4ERR_NOENT: u32 = 2;
 const NFS4ERR_ACCES: u32 = 13;
 const NF4REG: u32 = 1;
