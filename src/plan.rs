@@ -112,6 +112,13 @@ impl Plan {
     }
 }
 
+/// Bytes one single target (a file, device, LUN, export or NFS file that
+/// every disk shares) must hold for `spec`: with the slice layout each VM
+/// disk takes its own slice of it.
+pub fn single_target_need(spec: &Spec) -> u64 {
+    build(spec, &[(Target::Null, TargetKind::Single)], 1).size_needed()
+}
+
 /// How a target is laid out into disks: a directory gets one file per VM disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TargetKind {
@@ -410,6 +417,11 @@ mod tests {
         assert_eq!((p.disks[0].offset, p.disks[0].size), (1 << 20, s.size));
         assert!(vm_regions(&p).iter().all(|r| r.3 == 1 << 20));
         assert_eq!(p.size_needed(), (1 << 20) + s.size);
+        assert_eq!(single_target_need(&s), (1 << 20) + s.size);
+        // Sliced, the 12 VM disks end 12 sizes past the offset.
+        let mut sliced = s.clone();
+        sliced.disk_layout = DiskLayout::Slice;
+        assert_eq!(single_target_need(&sliced), (1 << 20) + 12 * s.size);
         // A directory gets a file per VM disk whatever the layout.
         for layout in [DiskLayout::Slice, DiskLayout::Shared] {
             s.disk_layout = layout;

@@ -345,6 +345,28 @@ fn size_of(file: &File, path: &Path, block: bool) -> Result<u64, PrepareError> {
     }
 }
 
+/// Check, writing nothing, that the existing file or block device `path`
+/// holds `need` bytes: for a store storlab does not prepare (the lab's own,
+/// which the lab made and fills), so that a workload larger than the store is
+/// refused before any I/O instead of failing on reads past its end.
+pub fn check_size(path: &Path, need: u64) -> Result<(), PrepareError> {
+    let file = File::open(path).map_err(io_err(path, "open"))?;
+    let block = file
+        .metadata()
+        .map_err(io_err(path, "stat"))?
+        .file_type()
+        .is_block_device();
+    let have = size_of(&file, path, block)?;
+    if have < need {
+        return Err(PrepareError::TooSmall {
+            path: path.to_path_buf(),
+            have,
+            need,
+        });
+    }
+    Ok(())
+}
+
 /// Make `req.path` ready for the workload; see the module docs and the rules:
 ///
 /// * missing: create it (the directory must exist), fill `size` bytes, fsync,
@@ -563,6 +585,34 @@ mod tests {
             content::fill(chunk, content, seed, i as u64);
         }
         v
+    }
+
+    #[test]
+    fn check_size_refuses_a_store_smaller_than_needed_and_writes_nothing() {
+        let d = TempDir::new();
+        let p = d.path("store");
+        fs::write(&p, vec![7u8; 4096]).unwrap();
+        check_size(&p, 4096).unwrap();
+        let e = check_size(&p, 4097).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                PrepareError::TooSmall {
+                    have: 4096,
+                    need: 4097,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .starts_with(&format!("{}: is 4096 bytes", p.display())),
+            "{e}"
+        );
+        assert_eq!(fs::read(&p).unwrap(), vec![7u8; 4096]);
+        assert!(!marker_path(&p).exists());
+        assert!(check_size(&d.path("missing"), 1).is_err());
     }
 
     #[test]

@@ -44,6 +44,16 @@ fn bad_study_input_is_one_line_naming_it_and_nothing_runs() {
         ),
         (vec!["003", "--media", "tape"], "invalid --media \"tape\""),
         (vec!["003", "--media", "ram,ram"], "ram is named twice"),
+        // The full profile's VM disks need terabytes: refused before the lab.
+        (
+            vec!["000", "--profile", "full"],
+            "but the store is 1 GiB: give the lab a store that large with --size",
+        ),
+        // The quick OLTP test's 2 x 256 MiB does not fit a 64 MiB store.
+        (
+            vec!["000", "--size", "64m"],
+            "job vsphere-oltp-8k at load point",
+        ),
     ] {
         let o = storlab()
             .arg("study")

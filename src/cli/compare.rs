@@ -53,6 +53,15 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         .map(|c| c.target.clone())
         .collect();
     session::check_protocol_writes(&jobs, &others, args.out.allow_overwrite)?;
+    if contenders.iter().any(|c| c.backing.is_some())
+        && let Some(b) = lab_state.as_ref().and_then(|s| s.backing.as_ref())
+    {
+        session::check_store_fits(
+            &jobs,
+            b.size,
+            "bring a lab up with a larger store (storlab lab up --size SIZE) and compare on it",
+        )?;
+    }
     // A lab name (`fc8`) stands for its label too.
     let baseline = args
         .baseline

@@ -11,7 +11,7 @@ use crate::runner::{Observer, RunError, RunOptions};
 use crate::store::{RunWriter, Store, Tee};
 use crate::target::Target;
 use crate::workload::catalogue::Catalogue;
-use crate::workload::{Job, jobfile};
+use crate::workload::{Job, jobfile, units};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
@@ -102,6 +102,36 @@ pub fn check_outputs(out: &OutArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// Refuse, before any lab comes up or any I/O, jobs whose VM disks need more
+/// of the lab's single store than its `store` bytes; `fix` says how to give
+/// them room (or shrink them). Names the job, the load point and both sizes.
+pub fn check_store_fits(jobs: &[Job], store: u64, fix: &str) -> Result<(), CliError> {
+    let worst = jobs
+        .iter()
+        .flat_map(|j| j.points.iter().map(move |p| (j, p)))
+        .map(|(j, p)| (j, p, crate::plan::single_target_need(p)))
+        .max_by_key(|&(_, _, need)| need);
+    match worst {
+        Some((job, point, need)) if need > store => {
+            let disks: u32 = point.groups.iter().map(|g| g.vms * g.disks_per_vm).sum();
+            Err(CliError::input(format!(
+                "job {} at load point {:?} needs {} of the lab's store ({disks} VM disk(s) of {}, \
+                 --disk_layout {}) but the store is {}: {fix}",
+                job.name,
+                point.label,
+                units::format_size(need),
+                units::format_size(point.size),
+                match point.disk_layout {
+                    crate::workload::DiskLayout::Slice => "slice",
+                    crate::workload::DiskLayout::Shared => "shared",
+                },
+                units::format_size(store),
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Refuse a job that writes on a protocol target storlab did not create (a

@@ -238,6 +238,16 @@ fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
             })
         })
         .collect::<Result<Vec<_>, CliError>>()?;
+    let jobs: Vec<Job> = parts.iter().flat_map(|p| p.jobs.iter().cloned()).collect();
+    session::check_store_fits(
+        &jobs,
+        cfg.size,
+        &format!(
+            "give the lab a store that large with --size (and --backing disk --backing-dir DIR \
+             when RAM cannot hold it), or run --profile quick (study {})",
+            study.name
+        ),
+    )?;
     Ok(Plan {
         study,
         profile,

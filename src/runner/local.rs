@@ -131,13 +131,7 @@ fn prepare_disks(
             writes,
             allow_foreign_writes: allow_overwrite,
         };
-        let p = prepare::prepare(&req).map_err(|e| {
-            if e.is_environment() {
-                RunError::Storage(e.to_string())
-            } else {
-                RunError::Prepare(e.to_string())
-            }
-        })?;
+        let p = prepare::prepare(&req).map_err(prepare_error)?;
         done.push(PreparedFile {
             path: path.display().to_string(),
             created: p.created,
@@ -161,6 +155,27 @@ fn prepare_disks(
         )
     });
     Ok((done, note))
+}
+
+/// A failed prepare or size check: the machine's fault (storage) or the
+/// run's (a target refused or too small).
+fn prepare_error(e: prepare::PrepareError) -> RunError {
+    if e.is_environment() {
+        RunError::Storage(e.to_string())
+    } else {
+        RunError::Prepare(e.to_string())
+    }
+}
+
+/// The lab's store is the lab's to fill, so nothing is prepared on it; its
+/// size is still checked against what the point needs, before any I/O.
+fn check_store_size(plan: &Plan) -> Result<(), RunError> {
+    for disk in &plan.disks {
+        if let Some(path) = &disk.path {
+            prepare::check_size(path, disk.end()).map_err(prepare_error)?;
+        }
+    }
+    Ok(())
 }
 
 /// Everything one engine thread owns.
@@ -337,6 +352,7 @@ impl HostRunner for LocalRunner {
         });
         let plan = Arc::new(share::host_plan(spec, &kinds, &hp.vms, max_threads));
         let (prepared, note) = if hp.lab_store {
+            check_store_size(&plan)?;
             (Vec::new(), None)
         } else {
             prepare_disks(spec, &plan, hp.allow_overwrite, stop)?
