@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 /// The schemes a target may use, for error messages.
 pub const ALLOWED_SCHEMES: &str = "file:PATH[?fc=1gfc..32gfc], null:, \
-     nfs://HOST[:PORT]/EXPORT/FILE?version=3|4|4.0|4.1[&nconnect=1..16], \
+     nfs://HOST[:PORT]/EXPORT/FILE?version=3|4|4.0|4.1[&nconnect=1..16][&stable=unstable|file][&mountport=PORT], \
      iscsi://HOST[:PORT]/IQN/LUN[?nconnect=1..16], \
      nbd://HOST[:PORT]/EXPORT[?replies=simple|structured][&nconnect=1..16], \
      nbd+unix:///EXPORT?socket=PATH";
