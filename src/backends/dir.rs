@@ -172,9 +172,7 @@ mod tests {
 
     #[test]
     fn every_operation_on_a_temporary_directory() {
-        let root = std::env::temp_dir().join(format!("storlab-dirops-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&root);
-        fs::create_dir(&root).unwrap();
+        let root = crate::workload::testing::temp_dir("dirops");
         let mut d = DirOps::open(&root).unwrap();
         d.mkdir("a").unwrap();
         assert_eq!(d.mkdir("a").unwrap_err().errno, libc::EEXIST);

@@ -165,8 +165,7 @@ mod tests {
 
     #[test]
     fn token_file_rules() {
-        let dir = std::env::temp_dir().join(format!("storlab-auth-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::workload::testing::temp_dir("auth");
         let f = dir.join("t");
         std::fs::write(&f, "  \n").unwrap();
         assert!(load_token(&f).unwrap_err().contains("empty"));

@@ -279,8 +279,7 @@ mod tests {
     #[test]
     fn token_file_is_private() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("storlab-token-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::workload::testing::temp_dir("token");
         let p = dir.join(TOKEN_FILE);
         write_token(&p).unwrap();
         let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;

@@ -10,6 +10,7 @@ use super::net::Listen;
 use super::ready;
 use super::rpcbind;
 use super::tools::Tools;
+use crate::backends::iscsi::tgtadm_target_steps;
 use crate::process::{self, Proc};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -60,30 +61,8 @@ pub fn configure_and_wait(
         t(&["--op", "show", "--mode", "system"]).map(|_| ())
     })?;
     let lun_path = backing.display().to_string();
-    let steps: [&[&str]; 3] = [
-        &[
-            "--lld", "iscsi", "--op", "new", "--mode", "target", "--tid", "1", "-T", IQN,
-        ],
-        &[
-            "--lld",
-            "iscsi",
-            "--op",
-            "new",
-            "--mode",
-            "logicalunit",
-            "--tid",
-            "1",
-            "--lun",
-            "1",
-            "-b",
-            &lun_path,
-        ],
-        &[
-            "--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid", "1", "-I", "ALL",
-        ],
-    ];
-    for args in steps {
-        t(args).map_err(|e| LabError::Server {
+    for args in tgtadm_target_steps(IQN, &lun_path) {
+        t(&args).map_err(|e| LabError::Server {
             server: "tgtd".into(),
             message: e,
             log: tgtd.log.clone(),

@@ -460,8 +460,7 @@ mod tests {
 
     #[test]
     fn journal_appends_only_what_was_recorded_and_refuses_foreign_files() {
-        let dir = std::env::temp_dir().join(format!("storlab-jt-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::workload::testing::temp_dir("jt");
         let p = dir.join("j");
         let j = Journal::open(&p, 9, &[(0, info("file:/a"))]).unwrap();
         let w = WriteRec {

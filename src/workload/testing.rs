@@ -40,3 +40,12 @@ pub(crate) fn example_files(dir: &str, ext: &str) -> Vec<std::path::PathBuf> {
         .filter(|path| path.extension().is_some_and(|e| e == ext))
         .collect()
 }
+
+/// A fresh, empty directory for one test: `storlab-TAG-PID` under the
+/// system's temporary directory, emptied of whatever an earlier run left.
+pub(crate) fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("storlab-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

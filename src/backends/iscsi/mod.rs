@@ -43,6 +43,34 @@ use sys::{Done, Session};
 /// asks for >= 100 ms in that case).
 const IDLE_POLL_MS: i32 = 100;
 
+/// The `tgtadm` arguments that make tgtd serve `backing` as LUN 1 of target 1,
+/// named `iqn`, to every initiator: create the target, add the LUN, bind it.
+/// The lab's tgtd and this backend's tests both set tgtd up with them.
+pub fn tgtadm_target_steps<'a>(iqn: &'a str, backing: &'a str) -> [Vec<&'a str>; 3] {
+    [
+        vec![
+            "--lld", "iscsi", "--op", "new", "--mode", "target", "--tid", "1", "-T", iqn,
+        ],
+        vec![
+            "--lld",
+            "iscsi",
+            "--op",
+            "new",
+            "--mode",
+            "logicalunit",
+            "--tid",
+            "1",
+            "--lun",
+            "1",
+            "-b",
+            backing,
+        ],
+        vec![
+            "--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid", "1", "-I", "ALL",
+        ],
+    ]
+}
+
 /// Counter for initiator names and ISIDs, unique within the process.
 static SESSION_SEQ: AtomicU32 = AtomicU32::new(0);
 
@@ -775,29 +803,8 @@ mod tests {
                 t.adm(&["--op", "show", "--mode", "system"]).map(|_| ())
             });
             let b = t.backing.display().to_string();
-            for args in [
-                &[
-                    "--lld", "iscsi", "--op", "new", "--mode", "target", "--tid", "1", "-T", IQN,
-                ][..],
-                &[
-                    "--lld",
-                    "iscsi",
-                    "--op",
-                    "new",
-                    "--mode",
-                    "logicalunit",
-                    "--tid",
-                    "1",
-                    "--lun",
-                    "1",
-                    "-b",
-                    &b,
-                ],
-                &[
-                    "--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid", "1", "-I", "ALL",
-                ],
-            ] {
-                if let Err(e) = t.adm(args) {
+            for args in tgtadm_target_steps(IQN, &b) {
+                if let Err(e) = t.adm(&args) {
                     panic!("tgtadm {args:?}: {e}; log: {}", t.log_text());
                 }
             }

@@ -118,34 +118,15 @@ impl NfsOps {
     /// (MOUNT for v3, SETCLIENTID for 4.0, EXCHANGE_ID and a session for
     /// 4.1) and look the directory up. Errors name the URL.
     pub fn open(t: &Target) -> Result<NfsOps, String> {
-        let url = t.to_string();
-        let Target::Nfs {
-            host,
-            port,
-            mount_port,
-            export,
-            path,
-            version,
-            minor,
-            ..
-        } = t
-        else {
-            return Err(format!("{url}: not an nfs:// target"));
-        };
-        let err = |m: String| format!("{url}: {m}");
-        let mut conn = Conn::connect(host, *port, SETUP_TIMEOUT)
-            .map_err(|e| err(super::connect_error(host, *port, &e)))?;
+        let u = super::NfsUrl::of(t).ok_or_else(|| format!("{t}: not an nfs:// target"))?;
+        let err = |m: String| format!("{}: {m}", u.url);
+        let (host, port, export) = (u.host, u.port, u.export);
+        let mut conn = u.connect().map_err(err)?;
         let mut chunk = CHUNK;
-        let (proto, root) = match (version, minor) {
-            (3, _) => {
-                let mport = match mount_port {
-                    Some(p) => *p,
-                    None => v3::mount_port(host).map_err(err)?,
-                };
-                (Proto::V3, v3::mount(host, mport, export).map_err(err)?)
-            }
+        let (proto, root) = match (u.version, u.minor) {
+            (3, _) => (Proto::V3, u.mount3().map_err(err)?),
             (4, m @ (0 | 1)) => {
-                let (clientid, mut session) = if *m == 0 {
+                let (clientid, mut session) = if m == 0 {
                     (v4::set_client_id(&mut conn).map_err(err)?, None)
                 } else {
                     let server = format!("{host}:{port}");
@@ -189,7 +170,7 @@ impl NfsOps {
             }
         };
         let mut ops = NfsOps {
-            url,
+            url: u.url.clone(),
             conn,
             proto,
             fhs: HashMap::from([(String::new(), root)]),
@@ -197,7 +178,7 @@ impl NfsOps {
             next: 0,
             chunk,
         };
-        let dir = path.trim_matches('/').to_string();
+        let dir = u.path.trim_matches('/').to_string();
         if !dir.is_empty() {
             match ops.stat(&dir) {
                 Ok(a) if a.dir => {}

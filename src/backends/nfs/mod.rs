@@ -315,33 +315,80 @@ fn connect_error(host: &str, port: u16, e: &io::Error) -> String {
     }
 }
 
+/// An `nfs://` target's parts, borrowed, with its URL for errors: what
+/// opening it starts from, a file for [`NfsBackend`] or a directory for
+/// [`meta::NfsOps`].
+struct NfsUrl<'a> {
+    url: String,
+    host: &'a str,
+    port: u16,
+    mount_port: Option<u16>,
+    export: &'a str,
+    path: &'a str,
+    version: u8,
+    minor: u8,
+    nconnect: u8,
+    file_sync: bool,
+}
+
+impl<'a> NfsUrl<'a> {
+    /// `t`'s parts, if it is an `nfs://` target.
+    fn of(t: &'a Target) -> Option<Self> {
+        match t {
+            Target::Nfs {
+                host,
+                port,
+                mount_port,
+                export,
+                path,
+                version,
+                minor,
+                nconnect,
+                file_sync,
+            } => Some(NfsUrl {
+                url: t.to_string(),
+                host,
+                port: *port,
+                mount_port: *mount_port,
+                export,
+                path,
+                version: *version,
+                minor: *minor,
+                nconnect: *nconnect,
+                file_sync: *file_sync,
+            }),
+            _ => None,
+        }
+    }
+
+    /// A new connection to the server; the error says what to check.
+    fn connect(&self) -> Result<Conn, String> {
+        Conn::connect(self.host, self.port, SETUP_TIMEOUT)
+            .map_err(|e| connect_error(self.host, self.port, &e))
+    }
+
+    /// NFSv3: the export's root file handle from MOUNT, at the URL's mount
+    /// port or else the one the server's portmapper names.
+    fn mount3(&self) -> Result<Vec<u8>, String> {
+        let mport = match self.mount_port {
+            Some(p) => p,
+            None => v3::mount_port(self.host)?,
+        };
+        v3::mount(self.host, mport, self.export)
+    }
+}
+
 fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
-    let url = t.to_string();
-    let Target::Nfs {
-        host,
-        port,
-        mount_port,
-        export,
-        path,
-        version,
-        minor,
-        nconnect,
-        file_sync,
-    } = t
-    else {
-        return Err(BackendError::new(url, "not an nfs:// target"));
+    let Some(u) = NfsUrl::of(t) else {
+        return Err(BackendError::new(t.to_string(), "not an nfs:// target"));
     };
-    let err = |m: String| BackendError::new(&url, m);
-    let mut conn = Conn::connect(host, *port, SETUP_TIMEOUT)
-        .map_err(|e| err(connect_error(host, *port, &e)))?;
+    let err = |m: String| BackendError::new(&u.url, m);
+    let (host, port, export, path) = (u.host, u.port, u.export, u.path);
+    let mut conn = u.connect().map_err(err)?;
     let mut session = None;
-    let (proto, size, rsize, wsize) = match (version, minor) {
+    let (proto, size, rsize, wsize) = match (u.version, u.minor) {
         (3, _) => {
-            let mport = match mount_port {
-                Some(p) => *p,
-                None => v3::mount_port(host).map_err(err)?,
-            };
-            let root = v3::mount(host, mport, export).map_err(err)?;
+            let root = u.mount3().map_err(err)?;
             let f = v3::open(&mut conn, &root, export, path, opts.write).map_err(err)?;
             {
                 let (size, r, w) = (f.size, f.rsize, f.wsize);
@@ -356,7 +403,7 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
             }
         }
         (4, 1) => {
-            let (f, s) = open41(&mut conn, host, *port, export, path, opts).map_err(err)?;
+            let (f, s) = open41(&mut conn, host, port, export, path, opts).map_err(err)?;
             let (size, r, w) = (f.size, f.rsize, f.wsize);
             session = Some(s);
             (Proto::V4(f), size, r, w)
@@ -380,9 +427,8 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
         (Proto::V4(_), Some(_)) => v4::read_head41,
     };
     let mut conns = vec![conn];
-    for _ in 1..*nconnect {
-        let mut c = Conn::connect(host, *port, SETUP_TIMEOUT)
-            .map_err(|e| err(connect_error(host, *port, &e)))?;
+    for _ in 1..u.nconnect {
+        let mut c = u.connect().map_err(err)?;
         c.set_read_head(head);
         if let Some(s) = &session {
             v41::bind(&mut c, s, SETUP_TIMEOUT).map_err(err)?;
@@ -390,7 +436,7 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
         conns.push(c);
     }
     Ok(Disk {
-        url,
+        url: u.url.clone(),
         conns,
         next: 0,
         proto,
@@ -402,7 +448,7 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
         verf_changed: false,
         sent: vec![None; session.as_ref().map_or(0, Session::slots)],
         session,
-        file_sync: *file_sync,
+        file_sync: u.file_sync,
         waiting: VecDeque::new(),
     })
 }

@@ -204,6 +204,32 @@ enum St {
     Discard,
 }
 
+impl St {
+    /// `k` bytes of READ data landed at `dst` (read there directly or copied
+    /// from the receive buffer): move past them and, once none are left,
+    /// skip the rest of the record. Nothing in any other state.
+    fn landed(&mut self, k: usize) {
+        if let St::Direct {
+            idx,
+            dst,
+            left,
+            count,
+            body,
+        } = self
+        {
+            *dst = dst.wrapping_add(k);
+            *left -= k;
+            if *left == 0 {
+                *self = St::Skip {
+                    idx: *idx,
+                    count: *count,
+                    body: *body,
+                };
+            }
+        }
+    }
+}
+
 /// One TCP connection carrying pipelined RPCs.
 pub struct Conn {
     stream: TcpStream,
@@ -519,32 +545,15 @@ impl Conn {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(RpcError::Io(e)),
             };
-            match (direct, &mut self.st) {
-                (
-                    Some((_, want)),
-                    St::Direct {
-                        idx,
-                        dst,
-                        left,
-                        count,
-                        body,
-                    },
-                ) => {
+            match direct {
+                Some((_, want)) => {
                     let k = n.min(want);
-                    *dst = dst.wrapping_add(k);
-                    *left -= k;
+                    self.st.landed(k);
                     self.frag_left -= k;
                     self.wr += n - k;
-                    if *left == 0 {
-                        self.st = St::Skip {
-                            idx: *idx,
-                            count: *count,
-                            body: *body,
-                        };
-                    }
                     self.frag_done(f)?;
                 }
-                _ => self.wr += n,
+                None => self.wr += n,
             }
         }
     }
@@ -601,27 +610,13 @@ impl Conn {
                         self.msg.extend_from_slice(&self.rx[self.rd..self.rd + n]);
                         n
                     }
-                    St::Direct {
-                        idx,
-                        dst,
-                        left,
-                        count,
-                        body,
-                    } => {
+                    St::Direct { dst, left, .. } => {
                         let n = avail.min(*left);
                         // SAFETY: dst has `left` bytes reserved for this reply.
                         unsafe {
                             std::ptr::copy_nonoverlapping(self.rx[self.rd..].as_ptr(), *dst, n)
                         };
-                        *dst = dst.wrapping_add(n);
-                        *left -= n;
-                        if *left == 0 {
-                            self.st = St::Skip {
-                                idx: *idx,
-                                count: *count,
-                                body: *body,
-                            };
-                        }
+                        self.st.landed(n);
                         n
                     }
                     St::Skip { .. } | St::Discard => avail,

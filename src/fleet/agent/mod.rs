@@ -255,8 +255,7 @@ mod tests {
 
     #[test]
     fn tls_files_are_checked_naming_the_flag_and_the_file() {
-        let dir = std::env::temp_dir().join(format!("storlab-agent-tls-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::workload::testing::temp_dir("agent-tls");
         let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
         let e = AgentTls::load(&cert, &key).unwrap_err();
         assert!(

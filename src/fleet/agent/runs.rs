@@ -719,8 +719,7 @@ mod tests {
 
     #[test]
     fn targets_outside_the_allow_list_are_refused_and_hello_names_them() {
-        let dir = std::env::temp_dir().join(format!("storlab-agent-runs-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::workload::testing::temp_dir("agent-runs");
         let sh = shared(&[dir.to_str().unwrap()], Duration::from_secs(60));
         let (status, kind, msg) = refusal(dispatch(&sh, prepare_req(1, 100, "null:")));
         assert_eq!((status, kind), (403, ErrorKind::NotAllowed));

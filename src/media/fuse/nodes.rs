@@ -264,8 +264,7 @@ mod tests {
 
     #[test]
     fn a_forgotten_node_is_found_again_by_its_handle_until_deleted() {
-        let dir = std::env::temp_dir().join(format!("storlab-nodes-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::workload::testing::temp_dir("nodes");
         std::fs::write(dir.join("f"), b"x").unwrap();
         let root = sys::open(dir.as_os_str().as_encoded_bytes(), libc::O_PATH, 0).unwrap();
         let nodes = Nodes::new(root).unwrap();

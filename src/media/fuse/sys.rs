@@ -521,8 +521,7 @@ mod tests {
 
     #[test]
     fn handles_reopen_a_file_until_it_is_gone() {
-        let dir = std::env::temp_dir().join(format!("storlab-sys-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::workload::testing::temp_dir("sys");
         let f = dir.join("f");
         std::fs::write(&f, b"abc").unwrap();
         let root = open(dir.as_os_str().as_encoded_bytes(), libc::O_RDONLY, 0).unwrap();
@@ -543,8 +542,7 @@ mod tests {
 
     #[test]
     fn getdents_lists_names_with_cookies() {
-        let dir = std::env::temp_dir().join(format!("storlab-dents-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::workload::testing::temp_dir("dents");
         std::fs::write(dir.join("one"), b"").unwrap();
         let fd = open(
             dir.as_os_str().as_encoded_bytes(),

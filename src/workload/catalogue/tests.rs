@@ -468,8 +468,7 @@ fn errors_name_the_file_line_workload_and_key() {
 
 #[test]
 fn files_are_read_once_and_missing_ones_named() {
-    let dir = std::env::temp_dir().join(format!("storlab-catalogue-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::workload::testing::temp_dir("catalogue");
     let file = dir.join("mine.toml");
     std::fs::write(&file, MINE).unwrap();
     let cat = Catalogue::with_files(&[file.clone(), file.clone()]);

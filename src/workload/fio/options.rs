@@ -374,190 +374,262 @@ struct Said {
 
 /// Read every option of `job` in order (a later one wins): the keys each
 /// sets directly go into `m` and the group and point keys; errors, one per
-/// option, into `errors`.
+/// option, into `errors`. Each option goes to the first reader of
+/// [`READERS`] that knows its key; one none knows is an error naming the
+/// supported ones.
 fn read_options(job: &JobOpts, origin: &str, m: &mut Mapped, errors: &mut Vec<SpecError>) -> Said {
     let mut said = Said {
         numjobs: 1,
         ..Said::default()
     };
     for o in &job.opts {
-        let at = format!("{origin}, line {}", o.line);
-        let text = o.value.clone().unwrap_or_default();
-        if let Some(r) = said.steady.take(o, &at) {
-            if let Err(e) = r {
-                errors.push(e);
-            }
-            continue;
-        }
-        let mut set_group = |key: &str, text: &str| match checked(key, text, &at) {
-            Ok(v) => {
-                said.group
-                    .retain(|(k, _)| k != key && !(key.starts_with("bs") && k.starts_with("bs")));
-                said.group.push((key.to_string(), v));
-                Ok(())
-            }
-            Err(e) => Err(e),
+        let one = One {
+            o,
+            text: o.value.clone().unwrap_or_default(),
+            at: format!("{origin}, line {}", o.line),
         };
-        let r: Result<(), SpecError> = match o.key.as_str() {
-            "name" => {
-                m.name = text.trim().to_string();
-                Ok(())
-            }
-            "description" => {
-                m.description = Some(text.trim().to_string());
-                Ok(())
-            }
-            "bs" | "blocksize" if text.contains(',') => Err(unsupported(
-                o,
-                "one block size for reads and writes (storlab has no bs=READ,WRITE)",
-                &at,
-            )),
-            "bs" | "blocksize" => set_group("bs", &text),
-            "bsrange" | "blocksize_range" => {
-                bsrange(&text, o, &at).and_then(|s| set_group("bssplit", &s))
-            }
-            "bssplit" if text.contains(',') => Err(unsupported(
-                o,
-                "one mix for reads and writes (storlab has no bssplit=READ,WRITE)",
-                &at,
-            )),
-            "bssplit" => set_group("bssplit", &text),
-            "rw" | "readwrite" if text.contains(':') => Err(unsupported(
-                o,
-                "a mode without :N (storlab has no sequential holes)",
-                &at,
-            )),
-            "rw" | "readwrite" if text.contains("trim") => Err(unsupported(
-                o,
-                &format!("{} (storlab issues no trims)", RwMode::ALLOWED),
-                &at,
-            )),
-            "rw" | "readwrite" => set_group("rw", &text),
-            "rwmixread" => set_group("rwmixread", &text),
-            "rwmixwrite" => match super::super::units::parse_pct(&text) {
-                Ok(w) => set_group("rwmixread", &(100 - w).to_string()),
-                Err(e) => Err(unsupported(o, &e, &at)),
-            },
-            "percentage_random" if text.contains(',') => {
-                Err(unsupported(o, "one share for reads and writes", &at))
-            }
-            "percentage_random" => set_group("percentage_random", &text),
-            "iodepth" => set_group("iodepth", &text),
-            "iodepth_batch_complete_min" | "iodepth_batch_complete" => {
-                set_group("iodepth_batch_complete_min", &text)
-            }
-            "numjobs" => checked("numjobs", &text, &at).map(|v| {
-                said.numjobs = v.as_integer().unwrap_or(1) as u32;
-            }),
-            "size" | "offset" if text.contains('%') => Err(unsupported(
-                o,
-                "a size in bytes (storlab does not size by a share of the file)",
-                &at,
-            )),
-            "size" => {
-                said.size = Some((text.clone(), o.line));
-                Ok(())
-            }
-            "io_size" | "io_limit" => {
-                said.io_size = Some((text.clone(), o.line));
-                Ok(())
-            }
-            "offset" => {
-                checked("offset", &text, &at).map(|v| said.point.push(("offset".into(), v, o.line)))
-            }
-            "runtime" | "timeout" => {
-                said.runtime = Some((text.clone(), o.line));
-                Ok(())
-            }
-            "time_based" => flag(o, &at).map(|b| said.time_based = b),
-            "ramp_time" => checked("ramp_time", &text, &at).map(|v| {
-                said.ramp = Some((text.clone(), o.line));
-                said.point.push(("ramp_time".into(), v, o.line));
-            }),
-            "direct" | "buffered" => flag(o, &at).map(|b| {
-                let direct = if o.key == "direct" { b } else { !b };
-                said.point
-                    .push(("direct".into(), Value::Boolean(direct), o.line));
-            }),
-            "sync" => {
-                checked("sync", &text, &at).map(|v| said.point.push(("sync".into(), v, o.line)))
-            }
-            "fsync" | "fdatasync" if text.trim() == "0" => Ok(()),
-            "fsync" | "fdatasync" => Err(unsupported(
-                o,
-                "0 (storlab issues no fsync; sync=1 makes every write durable before it completes)",
-                &at,
-            )),
-            "rate_iops" | "rate" if text.contains(',') => Err(unsupported(
-                o,
-                "one rate for reads and writes together (storlab has no READ,WRITE rates)",
-                &at,
-            )),
-            "rate_iops" => set_group("rate_iops", &text),
-            "rate" => set_group("rate", &text),
-            "norandommap" => flag(o, &at).map(|b| said.norandommap = b),
-            "randrepeat" => match flag(o, &at) {
-                Ok(true) => Ok(()),
-                Ok(false) => Err(unsupported(
-                    o,
-                    "1 (storlab's offsets repeat from run to run; set randseed to change them)",
-                    &at,
-                )),
-                Err(e) => Err(e),
-            },
-            "randseed" => {
-                checked("seed", &text, &at).map(|v| said.point.push(("seed".into(), v, o.line)))
-            }
-            "random_distribution" if text.trim() == "random" => Ok(()),
-            "random_distribution" => Err(unsupported(
-                o,
-                "random (storlab draws offsets uniformly; no zipf, pareto, normal or zoned)",
-                &at,
-            )),
-            "blockalign" | "ba" if text.contains(',') => {
-                Err(unsupported(o, "one alignment for reads and writes", &at))
-            }
-            "blockalign" | "ba" => set_group("blockalign", &text),
-            "filename" if text.contains(':') && !text.contains("://") => Err(unsupported(
-                o,
-                "one file or device (storlab runs a job on one target)",
-                &at,
-            )),
-            "filename" => {
-                said.filename = Some((text.trim().to_string(), o.line));
-                Ok(())
-            }
-            "directory" if text.contains(':') => Err(unsupported(o, "one directory", &at)),
-            "directory" => {
-                said.directory = Some((text.trim().to_string(), o.line));
-                Ok(())
-            }
-            "uri" | "nfs_url" => {
-                said.uri = Some((text.trim().to_string(), o.line));
-                Ok(())
-            }
-            "ioengine" => {
-                said.engine = Some((text.trim().to_string(), o.line));
-                Ok(())
-            }
-            "stonewall" | "wait_for_previous" => flag(o, &at).map(|b| m.stonewall = b),
-            "new_group" => flag(o, &at).map(|b| m.new_group = b.then_some(o.line)),
-            "invalidate" => match flag(o, &at).inspect(|_| said.invalidate_given = true) {
-                Ok(false) => Ok(()),
-                Ok(true) => Err(unsupported(
-                    o,
-                    "0 (storlab does not drop the file's page cache before a run)",
-                    &at,
-                )),
-                Err(e) => Err(e),
-            },
-            // storlab reports the jobs of a point together and its workers are threads.
-            "group_reporting" | "thread" => Ok(()),
-            other => Err(SpecError::unknown("fio option", other, SUPPORTED).context(at)),
-        };
+        let r = READERS
+            .iter()
+            .find_map(|read| read(&one, &mut said, m))
+            .unwrap_or_else(|| {
+                Err(SpecError::unknown("fio option", &o.key, SUPPORTED).context(&one.at))
+            });
         if let Err(e) = r {
             errors.push(e);
         }
     }
     said
+}
+
+/// One option being read: the option, its value (empty for a bare flag)
+/// and where it stands, for errors.
+struct One<'a> {
+    o: &'a Opt,
+    text: String,
+    at: String,
+}
+
+impl One<'_> {
+    /// This option's value is one storlab cannot honour: `why` says what it can.
+    fn unsupported(&self, why: &str) -> SpecError {
+        unsupported(self.o, why, &self.at)
+    }
+
+    /// This option as a fio boolean.
+    fn flag(&self) -> Result<bool, SpecError> {
+        flag(self.o, &self.at)
+    }
+
+    /// This option's value as storlab's `key`, checked.
+    fn checked(&self, key: &str) -> Result<Value, SpecError> {
+        checked(key, &self.text, &self.at)
+    }
+
+    /// This option's value, trimmed, with its line.
+    fn with_line(&self) -> Option<(String, usize)> {
+        Some((self.text.trim().to_string(), self.o.line))
+    }
+}
+
+/// What reading one option gave: `None` if the reader does not know its
+/// key, else whether its value is one storlab can honour.
+type Read = Option<Result<(), SpecError>>;
+
+/// The readers of fio's options, one per area; each knows its own keys.
+const READERS: [fn(&One, &mut Said, &mut Mapped) -> Read; 6] = [
+    |one, said, _| said.steady.take(one.o, &one.at),
+    job_option,
+    access_option,
+    region_option,
+    mode_option,
+    target_option,
+];
+
+/// The job itself: its name, description, grouping, and the options that
+/// change nothing in storlab.
+fn job_option(one: &One, _: &mut Said, m: &mut Mapped) -> Read {
+    let text = one.text.trim();
+    Some(match one.o.key.as_str() {
+        "name" => {
+            m.name = text.to_string();
+            Ok(())
+        }
+        "description" => {
+            m.description = Some(text.to_string());
+            Ok(())
+        }
+        "stonewall" | "wait_for_previous" => one.flag().map(|b| m.stonewall = b),
+        "new_group" => one.flag().map(|b| m.new_group = b.then_some(one.o.line)),
+        // storlab reports the jobs of a point together and its workers are threads.
+        "group_reporting" | "thread" => Ok(()),
+        _ => return None,
+    })
+}
+
+/// The access, storlab's group keys: block sizes, direction and mix,
+/// randomness share, depth, rate and alignment.
+fn access_option(one: &One, said: &mut Said, _: &mut Mapped) -> Read {
+    let text = one.text.as_str();
+    let mut set = |key: &str, text: &str| set_group(&mut said.group, key, text, &one.at);
+    Some(match one.o.key.as_str() {
+        "bs" | "blocksize" if text.contains(',') => {
+            Err(one
+                .unsupported("one block size for reads and writes (storlab has no bs=READ,WRITE)"))
+        }
+        "bs" | "blocksize" => set("bs", text),
+        "bsrange" | "blocksize_range" => {
+            bsrange(text, one.o, &one.at).and_then(|s| set("bssplit", &s))
+        }
+        "bssplit" if text.contains(',') => {
+            Err(one.unsupported("one mix for reads and writes (storlab has no bssplit=READ,WRITE)"))
+        }
+        "bssplit" => set("bssplit", text),
+        "rw" | "readwrite" if text.contains(':') => {
+            Err(one.unsupported("a mode without :N (storlab has no sequential holes)"))
+        }
+        "rw" | "readwrite" if text.contains("trim") => {
+            Err(one.unsupported(&format!("{} (storlab issues no trims)", RwMode::ALLOWED)))
+        }
+        "rw" | "readwrite" => set("rw", text),
+        "rwmixread" => set("rwmixread", text),
+        "rwmixwrite" => match super::super::units::parse_pct(text) {
+            Ok(w) => set("rwmixread", &(100 - w).to_string()),
+            Err(e) => Err(one.unsupported(&e)),
+        },
+        "percentage_random" if text.contains(',') => {
+            Err(one.unsupported("one share for reads and writes"))
+        }
+        "percentage_random" => set("percentage_random", text),
+        "iodepth" => set("iodepth", text),
+        "iodepth_batch_complete_min" | "iodepth_batch_complete" => {
+            set("iodepth_batch_complete_min", text)
+        }
+        "rate_iops" | "rate" if text.contains(',') => Err(one.unsupported(
+            "one rate for reads and writes together (storlab has no READ,WRITE rates)",
+        )),
+        "rate_iops" => set("rate_iops", text),
+        "rate" => set("rate", text),
+        "blockalign" | "ba" if text.contains(',') => {
+            Err(one.unsupported("one alignment for reads and writes"))
+        }
+        "blockalign" | "ba" => set("blockalign", text),
+        _ => return None,
+    })
+}
+
+/// Set group key `key` to `text`, checked, replacing an earlier setting
+/// (any block size key replaces every other: `bs` and `bssplit` exclude
+/// each other).
+fn set_group(
+    group: &mut Vec<(String, Value)>,
+    key: &str,
+    text: &str,
+    at: &str,
+) -> Result<(), SpecError> {
+    let v = checked(key, text, at)?;
+    group.retain(|(k, _)| k != key && !(key.starts_with("bs") && k.starts_with("bs")));
+    group.push((key.to_string(), v));
+    Ok(())
+}
+
+/// Region and time: clones, size, offset, bytes to move, runtime and ramp
+/// (worked out together in [`region_and_time`]).
+fn region_option(one: &One, said: &mut Said, _: &mut Mapped) -> Read {
+    let (text, line) = (one.text.as_str(), one.o.line);
+    let keep = |slot: &mut Option<(String, usize)>| {
+        *slot = Some((text.to_string(), line));
+        Ok(())
+    };
+    Some(match one.o.key.as_str() {
+        "numjobs" => one.checked("numjobs").map(|v| {
+            said.numjobs = v.as_integer().unwrap_or(1) as u32;
+        }),
+        "size" | "offset" if text.contains('%') => {
+            Err(one.unsupported("a size in bytes (storlab does not size by a share of the file)"))
+        }
+        "size" => keep(&mut said.size),
+        "io_size" | "io_limit" => keep(&mut said.io_size),
+        "offset" => one
+            .checked("offset")
+            .map(|v| said.point.push(("offset".into(), v, line))),
+        "runtime" | "timeout" => keep(&mut said.runtime),
+        "time_based" => one.flag().map(|b| said.time_based = b),
+        "ramp_time" => one.checked("ramp_time").map(|v| {
+            said.ramp = Some((text.to_string(), line));
+            said.point.push(("ramp_time".into(), v, line));
+        }),
+        _ => return None,
+    })
+}
+
+/// The I/O mode: direct or buffered, sync, the random offsets, and what
+/// storlab cannot do (fsync, other distributions, dropping the page cache).
+fn mode_option(one: &One, said: &mut Said, _: &mut Mapped) -> Read {
+    let (text, line) = (one.text.trim(), one.o.line);
+    Some(match one.o.key.as_str() {
+        "direct" | "buffered" => one.flag().map(|b| {
+            let direct = if one.o.key == "direct" { b } else { !b };
+            said.point
+                .push(("direct".into(), Value::Boolean(direct), line));
+        }),
+        "sync" => one
+            .checked("sync")
+            .map(|v| said.point.push(("sync".into(), v, line))),
+        "fsync" | "fdatasync" if text == "0" => Ok(()),
+        "fsync" | "fdatasync" => Err(one.unsupported(
+            "0 (storlab issues no fsync; sync=1 makes every write durable before it completes)",
+        )),
+        "norandommap" => one.flag().map(|b| said.norandommap = b),
+        "randrepeat" => match one.flag() {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(one.unsupported(
+                "1 (storlab's offsets repeat from run to run; set randseed to change them)",
+            )),
+            Err(e) => Err(e),
+        },
+        "randseed" => one
+            .checked("seed")
+            .map(|v| said.point.push(("seed".into(), v, line))),
+        "random_distribution" if text == "random" => Ok(()),
+        "random_distribution" => Err(one.unsupported(
+            "random (storlab draws offsets uniformly; no zipf, pareto, normal or zoned)",
+        )),
+        "invalidate" => match one.flag().inspect(|_| said.invalidate_given = true) {
+            Ok(false) => Ok(()),
+            Ok(true) => {
+                Err(one.unsupported("0 (storlab does not drop the file's page cache before a run)"))
+            }
+            Err(e) => Err(e),
+        },
+        _ => return None,
+    })
+}
+
+/// The target: a file or directory, a URL, the engine (worked out together
+/// in [`target_of`]).
+fn target_option(one: &One, said: &mut Said, _: &mut Mapped) -> Read {
+    let text = one.text.as_str();
+    Some(match one.o.key.as_str() {
+        "filename" if text.contains(':') && !text.contains("://") => {
+            Err(one.unsupported("one file or device (storlab runs a job on one target)"))
+        }
+        "filename" => {
+            said.filename = one.with_line();
+            Ok(())
+        }
+        "directory" if text.contains(':') => Err(one.unsupported("one directory")),
+        "directory" => {
+            said.directory = one.with_line();
+            Ok(())
+        }
+        "uri" | "nfs_url" => {
+            said.uri = one.with_line();
+            Ok(())
+        }
+        "ioengine" => {
+            said.engine = one.with_line();
+            Ok(())
+        }
+        _ => return None,
+    })
 }
