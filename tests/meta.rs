@@ -18,8 +18,18 @@ const OPS: [&str; 7] = [
     "create", "write", "read", "stat", "rename", "delete", "list",
 ];
 
+/// storlab, recording its runs in a database of the tests' own (not the user's).
+fn bin() -> std::process::Command {
+    let mut c = storlab();
+    c.env(
+        "STORLAB_DB",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("meta-tests.db"),
+    );
+    c
+}
+
 fn meta(args: &[&str]) -> Output {
-    let o = storlab().arg("meta").args(args).output().unwrap();
+    let o = bin().arg("meta").args(args).output().unwrap();
     println!("storlab meta {}\n{}", args.join(" "), text(&o));
     o
 }
@@ -393,7 +403,7 @@ fn meta_over_nfs_v3_v4_v41_on_the_lab() {
 fn an_interrupted_run_still_cleans_up() {
     let d = TempDir::new("meta", "sigint");
     let target = format!("file:{}", d.path().display());
-    let child = storlab()
+    let child = bin()
         .args([
             "meta",
             "--target",

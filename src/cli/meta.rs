@@ -6,8 +6,9 @@
 use super::{CliError, ExitCode};
 use crate::meta::copy::{self, CopySpec};
 use crate::meta::mix::Mix;
-use crate::meta::{self, MetaError, MetaSpec, RunDir};
-use crate::model::write_atomic;
+use crate::meta::{self, Failure, MetaError, MetaSpec, RunDir};
+use crate::model::meta::MetaResult;
+use crate::model::{RunRecord, write_atomic};
 use crate::target::Target;
 use crate::workload::units::{parse_duration, parse_size};
 use std::path::{Path, PathBuf};
@@ -63,6 +64,12 @@ pub struct MetaArgs {
     /// Write the result as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Results database (default: $STORLAB_DB, else ~/.local/share/storlab/results.db).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Do not record the run in the results database.
+    #[arg(long)]
+    pub no_db: bool,
 }
 
 /// A whole number option within `lo..=hi`; the error names the option.
@@ -155,8 +162,24 @@ fn cli_error(e: MetaError) -> CliError {
     }
 }
 
-/// Run `storlab meta`.
-pub fn run(a: MetaArgs) -> Result<ExitCode, CliError> {
+/// What a run gave back: what it measured (if anything) and why it ended
+/// early (if it did).
+fn split<R>(
+    r: Result<R, Failure<R>>,
+    wrap: fn(R) -> MetaResult,
+) -> (Option<MetaResult>, Option<MetaError>) {
+    match r {
+        Ok(r) => (Some(wrap(r)), None),
+        Err(f) => (f.measured.map(|b| wrap(*b)), Some(f.error)),
+    }
+}
+
+fn store_err(e: impl std::fmt::Display) -> CliError {
+    CliError::failed(format!("results database: {e}"))
+}
+
+/// Run `storlab meta` (`argv`: the command line, recorded with the run).
+pub fn run(a: MetaArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     let state_dir = a
         .state_dir
         .clone()
@@ -179,23 +202,24 @@ pub fn run(a: MetaArgs) -> Result<ExitCode, CliError> {
             parent.display()
         )));
     }
-    let (text, json) = match &a.copy {
-        Some(total) => {
-            let spec = CopySpec {
-                size: size("--copy", total, 1, 1 << 44)?,
-                block_size: size("--bs", &a.bs, 512, 64 << 20)?,
-                run_dir,
-                seed: a.seed,
-            };
-            let r = copy::run(&target, &spec).map_err(cli_error)?;
-            (copy::text(&r), serde_json::to_vec_pretty(&r))
-        }
+    // Checked before anything runs, as `storlab run` does.
+    enum Spec {
+        Copy(CopySpec),
+        Mix(MetaSpec),
+    }
+    let spec = match &a.copy {
+        Some(total) => Spec::Copy(CopySpec {
+            size: size("--copy", total, 1, 1 << 44)?,
+            block_size: size("--bs", &a.bs, 512, 64 << 20)?,
+            run_dir,
+            seed: a.seed,
+        }),
         None => {
             let mix = match &a.mix {
                 Some(m) => Mix::parse(m).map_err(CliError::input)?,
                 None => Mix::default(),
             };
-            let spec = MetaSpec {
+            Spec::Mix(MetaSpec {
                 dirs: count("--dirs", &a.dirs, 1, 100_000)?,
                 files: count("--files", &a.files, 0, 10_000_000)?,
                 file_size: size("--file-size", &a.file_size, 0, 1 << 30)?,
@@ -206,19 +230,69 @@ pub fn run(a: MetaArgs) -> Result<ExitCode, CliError> {
                 run_dir,
                 seed: a.seed,
                 interrupt: Some(&super::signals::STOP),
-            };
-            super::signals::install();
-            let r = meta::run(&target, &spec).map_err(cli_error)?;
-            (meta::text(&r), serde_json::to_vec_pretty(&r))
+            })
         }
     };
-    print!("{text}");
-    if let Some(p) = &a.json {
-        let bytes = json.map_err(|e| CliError::failed(format!("cannot encode the result: {e}")))?;
-        write_atomic(p, &bytes)
-            .map_err(|e| CliError::failed(format!("cannot write {}: {e}", p.display())))?;
+    let store = if a.no_db {
+        None
+    } else {
+        Some(super::output::open_store(a.db.as_deref())?)
+    };
+    // The run is recorded as it starts (target and spec, nothing measured),
+    // so a storlab killed mid-run leaves it listed as incomplete.
+    let mut record = RunRecord::new(argv);
+    record.environment.network = crate::lab::registry::network_of(&[target.to_string()]);
+    record.meta = Some(match &spec {
+        Spec::Copy(s) => MetaResult::Copy(copy::planned(&target, s)),
+        Spec::Mix(s) => MetaResult::Meta(meta::planned(&target, s)),
+    });
+    let id = match &store {
+        Some(s) => Some(s.begin_run(&record).map_err(store_err)?),
+        None => None,
+    };
+    let (measured, error) = match &spec {
+        Spec::Copy(s) => split(copy::run(&target, s), MetaResult::Copy),
+        Spec::Mix(s) => {
+            super::signals::install();
+            split(meta::run(&target, s), MetaResult::Meta)
+        }
+    };
+    let interrupted = super::signals::STOP.load(std::sync::atomic::Ordering::SeqCst);
+    if let Some(m) = &measured {
+        print!(
+            "{}",
+            match m {
+                MetaResult::Meta(r) => meta::text(r),
+                MetaResult::Copy(r) => copy::text(r),
+            }
+        );
+        if let Some(p) = &a.json {
+            let bytes = match m {
+                MetaResult::Meta(r) => serde_json::to_vec_pretty(r),
+                MetaResult::Copy(r) => serde_json::to_vec_pretty(r),
+            }
+            .map_err(|e| CliError::failed(format!("cannot encode the result: {e}")))?;
+            write_atomic(p, &bytes)
+                .map_err(|e| CliError::failed(format!("cannot write {}: {e}", p.display())))?;
+        }
     }
-    if super::signals::STOP.load(std::sync::atomic::Ordering::SeqCst) {
+    if let (Some(s), Some(id)) = (&store, id) {
+        let saved = measured.is_some();
+        if let Some(m) = measured {
+            record.meta = Some(m);
+        }
+        record.error = error.as_ref().map(|e| e.to_string());
+        record.interrupted = interrupted;
+        record.complete = true;
+        s.finish_run(id, &record).map_err(store_err)?;
+        if saved {
+            eprintln!("storlab: saved as run {id} (storlab results show {id})");
+        }
+    }
+    if let Some(e) = error {
+        return Err(cli_error(e));
+    }
+    if interrupted {
         let left = if a.keep {
             "what it created was kept (--keep)"
         } else {

@@ -324,7 +324,7 @@ pub fn main_with(args: Vec<String>) -> i32 {
         Command::Verify(a) => verify::run(a),
         Command::MediaServe(a) => media::run(a),
         Command::Media(a) => media::media(a),
-        Command::Meta(a) => meta::run(*a),
+        Command::Meta(a) => meta::run(*a, args),
         Command::Wire(a) => wire::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Workloads { sub, catalogue } => Catalogue::user(&catalogue)

@@ -24,7 +24,7 @@ pub struct ResultsArgs {
 /// `storlab results` subcommands.
 #[derive(Subcommand, Debug)]
 pub enum ResultsCmd {
-    /// List every run: id, start, status, jobs, points, targets.
+    /// List every run: id, start, kind (block, meta, copy), status, jobs, points, targets.
     List,
     /// Print a run's summary tables.
     Show {
@@ -71,14 +71,19 @@ pub fn run(args: ResultsArgs) -> Result<ExitCode, CliError> {
                 let _ = writeln!(out, "no runs in {}", store.path().display());
             }
             for r in runs {
+                // A meta run has no load points or jobs: its kind says what it is.
+                let what = if r.kind == "block" {
+                    format!("{} point(s)  {}", r.points, r.jobs.join(", "))
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(
                     out,
-                    "{:>5}  {}  {:<11}  {} point(s)  {}  [{}]  {}",
+                    "{:>5}  {}  {:<5}  {:<11}  {what}  [{}]  {}",
                     r.id.0,
                     fmt_time(r.started_unix),
+                    r.kind,
                     r.status.as_str(),
-                    r.points,
-                    r.jobs.join(", "),
                     r.targets.join(", "),
                     shell_line(&r.command)
                 );
@@ -102,6 +107,9 @@ pub fn run(args: ResultsArgs) -> Result<ExitCode, CliError> {
             }
             for job in rec.jobs.iter().filter(|j| !j.points.is_empty()) {
                 out.push_str(&text::job_summary(job));
+            }
+            if let Some(m) = &rec.meta {
+                out.push_str(&crate::report::meta::text(&rec, m));
             }
         }
         ResultsCmd::Export {

@@ -5,13 +5,13 @@
 //! The file lives in a run directory storlab makes (as the metadata
 //! workload's, [`super::claim_run_dir`]) and is removed afterwards with it.
 
-use super::{Latency, MetaError, RunDir, claim_run_dir};
+use super::{Failure, Latency, MetaError, RunDir, claim_run_dir};
 use crate::backends::open_fs;
 use crate::io::fsops::{FileOps, FsError, OpenMode};
-use crate::stats::{Histogram, LatHist};
+pub use crate::model::meta::{CopyPhase, CopyReport};
+use crate::stats::Histogram;
 use crate::target::Target;
 use crate::workload::pattern::Rng;
-use serde::Serialize;
 use std::time::Instant;
 
 /// What a copy does.
@@ -27,43 +27,8 @@ pub struct CopySpec {
     pub seed: u64,
 }
 
-/// One direction of the copy.
-#[derive(Clone, Debug, Serialize)]
-pub struct CopyPhase {
-    /// Seconds from open to close (the write's stable-making included).
-    pub seconds: f64,
-    /// Decimal megabytes per second.
-    pub mb_per_s: f64,
-    /// Blocks moved.
-    pub blocks: u64,
-    /// Latency of one block's write or read.
-    pub latency: Latency,
-    /// The per-block latency histogram.
-    pub histogram: LatHist,
-}
-
-/// The result of a copy (`storlab meta --copy SIZE --json`).
-#[derive(Clone, Debug, Serialize)]
-pub struct CopyReport {
-    /// [`super::FORMAT_VERSION`].
-    pub format_version: u32,
-    /// The target URL.
-    pub target: String,
-    /// What served the operations.
-    pub client: String,
-    /// The file, relative to the target's directory.
-    pub file: String,
-    /// Bytes copied each way.
-    pub size: u64,
-    /// Bytes per block.
-    pub block_size: u64,
-    /// To the store.
-    pub write: CopyPhase,
-    /// From the store.
-    pub read: CopyPhase,
-}
-
-fn phase(h: &Histogram, bytes: u64, seconds: f64) -> CopyPhase {
+/// A direction's figures: `bytes` moved in `seconds`, `errors` blocks failed.
+fn phase(h: &Histogram, bytes: u64, seconds: f64, errors: u64) -> CopyPhase {
     let histogram = h.snapshot();
     CopyPhase {
         seconds,
@@ -73,9 +38,17 @@ fn phase(h: &Histogram, bytes: u64, seconds: f64) -> CopyPhase {
             0.0
         },
         blocks: histogram.count(),
+        errors,
         latency: Latency::of(&histogram),
         histogram,
     }
+}
+
+/// What a copy measured: each direction as far as it got.
+#[derive(Default)]
+struct Measured {
+    write: Option<CopyPhase>,
+    read: Option<CopyPhase>,
 }
 
 /// The block `i` as written: the pattern with `i` in its first 8 bytes.
@@ -84,19 +57,23 @@ fn stamp(block: &mut [u8], i: u64) {
     block[..n].copy_from_slice(&i.to_le_bytes()[..n]);
 }
 
-/// Write the file, read it back, check every block's stamp.
+/// Write the file, read it back, check every block's stamp; each direction
+/// goes into `m` as soon as it ends, however it ends (a failed block counted
+/// in its `errors`), so a failure keeps what was measured before it.
 fn copy_file(
     fs: &mut dyn FileOps,
     path: &str,
     spec: &CopySpec,
     made: &mut bool,
-) -> Result<(CopyPhase, CopyPhase), FsError> {
+    m: &mut Measured,
+) -> Result<(), FsError> {
     let bs = spec.block_size as usize;
     let mut block = vec![0u8; bs];
     Rng::new(spec.seed).fill_bytes(&mut block);
     let blocks = spec.size.div_ceil(spec.block_size);
     let len = |i: u64| (spec.size - i * spec.block_size).min(spec.block_size) as usize;
     let mut h = Histogram::new();
+    let mut moved = 0u64;
     let t0 = Instant::now();
     let f = fs.open(path, OpenMode::Create)?;
     *made = true;
@@ -109,13 +86,16 @@ fn copy_file(
             break;
         }
         h.record(s.elapsed().as_nanos() as u64);
+        moved += len(i) as u64;
     }
+    let failed_block = u64::from(w.is_err());
     let w = w.and_then(|_| fs.sync(&f));
     let c = fs.close(f);
+    m.write = Some(phase(&h, moved, t0.elapsed().as_secs_f64(), failed_block));
     w.and(c)?;
-    let write = phase(&h, spec.size, t0.elapsed().as_secs_f64());
     fs.drop_cache(path)?;
     let mut h = Histogram::new();
+    let mut moved = 0u64;
     let t0 = Instant::now();
     let f = fs.open(path, OpenMode::Read)?;
     let mut r = Ok(());
@@ -142,25 +122,51 @@ fn copy_file(
             ));
             break;
         }
+        moved += n as u64;
     }
     let c = fs.close(f);
-    r.and(c)?;
-    Ok((write, phase(&h, spec.size, t0.elapsed().as_secs_f64())))
+    let failed_block = u64::from(r.is_err());
+    m.read = Some(phase(&h, moved, t0.elapsed().as_secs_f64(), failed_block));
+    r.and(c)
+}
+
+/// A direction that moved nothing.
+fn nothing() -> CopyPhase {
+    phase(&Histogram::new(), 0, 0.0, 0)
+}
+
+/// The report of a copy that has measured nothing yet: its target and spec
+/// (what the results database holds while it runs).
+pub fn planned(target: &Target, spec: &CopySpec) -> CopyReport {
+    CopyReport {
+        format_version: super::FORMAT_VERSION,
+        target: target.to_string(),
+        client: String::new(),
+        file: format!("{}/copy.dat", spec.run_dir.name),
+        size: spec.size,
+        block_size: spec.block_size,
+        write: nothing(),
+        read: nothing(),
+        error: None,
+    }
 }
 
 /// Copy one large file to the directory `target` names and back (see the
-/// module docs). The error names what failed and what was left, if anything.
-pub fn run(target: &Target, spec: &CopySpec) -> Result<CopyReport, MetaError> {
+/// module docs). The error names what failed and what was left, if anything;
+/// a copy that fails after it opened its file gives back what it measured
+/// in [`Failure::measured`] (a direction it never began has no blocks).
+pub fn run(target: &Target, spec: &CopySpec) -> Result<CopyReport, Failure<CopyReport>> {
     let url = target.to_string();
     if spec.block_size == 0 || spec.size == 0 {
-        return Err(MetaError::Input("--copy and --bs must be above 0".into()));
+        return Err(MetaError::Input("--copy and --bs must be above 0".into()).into());
     }
     let mut fs = open_fs(target).map_err(MetaError::Failed)?;
     let run = spec.run_dir.name.as_str();
     let made_run = claim_run_dir(fs.as_mut(), &url, &spec.run_dir)?;
     let path = format!("{run}/copy.dat");
     let mut made = false;
-    let r = copy_file(fs.as_mut(), &path, spec, &mut made);
+    let mut m = Measured::default();
+    let r = copy_file(fs.as_mut(), &path, spec, &mut made, &mut m);
     let mut left = Vec::new();
     if !spec.run_dir.keep {
         if made && fs.remove(&path).is_err() {
@@ -175,18 +181,23 @@ pub fn run(target: &Target, spec: &CopySpec) -> Result<CopyReport, MetaError> {
     } else {
         format!("; clean-up could not remove {}", left.join(", "))
     };
-    match r {
-        Err(e) => Err(MetaError::Failed(format!("copy: {e}{tail}"))),
-        Ok(_) if !left.is_empty() => Err(MetaError::Failed(format!("copy on {url}{tail}"))),
-        Ok((write, read)) => Ok(CopyReport {
-            format_version: super::FORMAT_VERSION,
-            target: url,
-            client: fs.describe(),
-            file: path,
-            size: spec.size,
-            block_size: spec.block_size,
-            write,
-            read,
+    let error = match r {
+        Err(e) => Some(format!("copy: {e}{tail}")),
+        Ok(()) if !left.is_empty() => Some(format!("copy on {url}{tail}")),
+        Ok(()) => None,
+    };
+    let report = CopyReport {
+        client: fs.describe(),
+        write: m.write.unwrap_or_else(nothing),
+        read: m.read.unwrap_or_else(nothing),
+        error: error.clone(),
+        ..planned(target, spec)
+    };
+    match error {
+        None => Ok(report),
+        Some(e) => Err(Failure {
+            error: MetaError::Failed(e),
+            measured: made.then(|| Box::new(report)),
         }),
     }
 }

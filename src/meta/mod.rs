@@ -36,14 +36,12 @@ use crate::stats::{Histogram, LatHist};
 use crate::target::Target;
 use crate::workload::pattern::Rng;
 use mix::{Mix, Op};
-use serde::Serialize;
 use std::sync::Barrier;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// The version of the JSON document `storlab meta --json` writes.
-pub const FORMAT_VERSION: u32 = 1;
+pub use crate::model::meta::{FORMAT_VERSION, Latency, MetaReport, OpResult, Phase};
 
 /// Where a run works: its directory under the target's.
 #[derive(Clone, Debug)]
@@ -102,105 +100,6 @@ pub struct MetaSpec {
     pub interrupt: Option<&'static AtomicBool>,
 }
 
-/// Latency figures of one operation type, in microseconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Latency {
-    /// Mean.
-    pub mean_us: f64,
-    /// Median.
-    pub p50_us: f64,
-    /// 90th percentile.
-    pub p90_us: f64,
-    /// 99th percentile.
-    pub p99_us: f64,
-    /// 99.9th percentile.
-    pub p999_us: f64,
-    /// Largest.
-    pub max_us: f64,
-}
-
-impl Latency {
-    /// The figures of a histogram.
-    pub fn of(h: &LatHist) -> Latency {
-        let us = |ns: u64| ns as f64 / 1000.0;
-        Latency {
-            mean_us: h.mean_ns() / 1000.0,
-            p50_us: us(h.percentile(50.0)),
-            p90_us: us(h.percentile(90.0)),
-            p99_us: us(h.percentile(99.0)),
-            p999_us: us(h.percentile(99.9)),
-            max_us: us(h.max_ns()),
-        }
-    }
-}
-
-/// One operation type's results in the mix.
-#[derive(Clone, Debug, Serialize)]
-pub struct OpResult {
-    /// The operation (create, write, read, stat, rename, delete, list).
-    pub op: String,
-    /// Operations done.
-    pub count: u64,
-    /// Operations per second of the mix's time.
-    pub ops_per_s: f64,
-    /// Latency figures.
-    pub latency: Latency,
-    /// The full latency histogram (mergeable, see docs/json-schema.md).
-    pub histogram: LatHist,
-}
-
-/// A phase outside the mix: set-up (creates) or clean-up (removes).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Phase {
-    /// Files created or removed.
-    pub files: u64,
-    /// Wall-clock seconds of the phase (the slowest worker's).
-    pub seconds: f64,
-    /// Files per second.
-    pub ops_per_s: f64,
-    /// Latency of one create (open, write, close) or remove.
-    pub latency: Latency,
-}
-
-/// The result of a metadata run (`storlab meta --json`).
-#[derive(Clone, Debug, Serialize)]
-pub struct MetaReport {
-    /// [`FORMAT_VERSION`].
-    pub format_version: u32,
-    /// The target URL.
-    pub target: String,
-    /// What served the operations.
-    pub client: String,
-    /// The run directory, relative to the target's.
-    pub run_dir: String,
-    /// Directories of the tree.
-    pub dirs: u32,
-    /// Files per directory at set-up.
-    pub files_per_dir: u32,
-    /// Bytes per file.
-    pub file_size: u64,
-    /// Worker threads.
-    pub threads: u32,
-    /// The mix, as `op=weight,...`.
-    pub mix: String,
-    /// Seconds the mix ran (first worker's start to last worker's end).
-    pub seconds: f64,
-    /// The set-up phase.
-    pub setup: Phase,
-    /// Every operation type of the mix, in a fixed order.
-    pub ops: Vec<OpResult>,
-    /// All operations of the mix.
-    pub total_ops: u64,
-    /// All operations per second.
-    pub total_ops_per_s: f64,
-    /// Bytes read by read operations.
-    pub bytes_read: u64,
-    /// Bytes written by create and write operations.
-    pub bytes_written: u64,
-    /// The clean-up phase (None with `keep`).
-    pub cleanup: Option<Phase>,
-}
-
 /// One file a worker created: in directory `dir`, number `id`, under its
 /// first name or its renamed one.
 #[derive(Clone, Copy, Debug)]
@@ -240,6 +139,31 @@ impl std::fmt::Display for MetaError {
         match self {
             MetaError::Input(m) | MetaError::Failed(m) => f.write_str(m),
         }
+    }
+}
+
+/// A run that did not complete: why, and what it measured before the
+/// failure or the interruption (`None` when it ended before measuring).
+#[derive(Debug)]
+pub struct Failure<R> {
+    /// Why.
+    pub error: MetaError,
+    /// What was measured, with its `error` field set to the same line.
+    pub measured: Option<Box<R>>,
+}
+
+impl<R> From<MetaError> for Failure<R> {
+    fn from(error: MetaError) -> Self {
+        Failure {
+            error,
+            measured: None,
+        }
+    }
+}
+
+impl<R> std::fmt::Display for Failure<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
     }
 }
 
@@ -298,6 +222,8 @@ struct WorkerOut {
     setup: Histogram,
     setup_secs: f64,
     hists: Vec<Histogram>,
+    /// Failed operations per type.
+    errors: Vec<u64>,
     mix: Option<(Instant, Instant)>,
     bytes_read: u64,
     bytes_written: u64,
@@ -345,6 +271,7 @@ fn worker(t: u32, sh: &Shared) -> WorkerOut {
         setup: Histogram::new(),
         setup_secs: 0.0,
         hists: Op::ALL.iter().map(|_| Histogram::new()).collect(),
+        errors: vec![0; Op::ALL.len()],
         mix: None,
         bytes_read: 0,
         bytes_written: 0,
@@ -485,6 +412,7 @@ fn worker(t: u32, sh: &Shared) -> WorkerOut {
             match r {
                 Ok(()) => out.hists[op.index()].record(ns),
                 Err(e) => {
+                    out.errors[op.index()] += 1;
                     sh.fail(&mut out, format!("{}: {e}", op.name()));
                     break;
                 }
@@ -537,12 +465,17 @@ fn phase(h: &LatHist, seconds: f64) -> Phase {
 /// Run the metadata workload on the directory `target` names (see the
 /// module docs). The error is one line naming what failed and what the
 /// clean-up left, if anything.
-pub fn run(target: &Target, spec: &MetaSpec) -> Result<MetaReport, MetaError> {
+///
+/// A run that fails (or is interrupted, see [`MetaSpec::interrupt`]) after
+/// it started measuring gives back what it measured: on failure in
+/// [`Failure::measured`], with the error line in its `error` field.
+pub fn run(target: &Target, spec: &MetaSpec) -> Result<MetaReport, Failure<MetaReport>> {
     let url = target.to_string();
     if spec.dirs == 0 || spec.threads == 0 {
         return Err(MetaError::Input(
             "the metadata workload needs at least one directory and one thread".into(),
-        ));
+        )
+        .into());
     }
     let mut fs = open_fs(target).map_err(MetaError::Failed)?;
     let run = spec.run_dir.name.as_str();
@@ -613,16 +546,31 @@ pub fn run(target: &Target, spec: &MetaSpec) -> Result<MetaReport, MetaError> {
                 left[0]
             )
         };
-        return Err(MetaError::Failed(format!("{e}{tail}")));
-    }
-    if !left.is_empty() {
-        return Err(MetaError::Failed(format!(
+        err = Some(format!("{e}{tail}"));
+    } else if !left.is_empty() {
+        err = Some(format!(
             "clean-up could not remove {} entries storlab created in {run} of {url} (first: {})",
             left.len(),
             left[0]
-        )));
+        ));
     }
-    Ok(report(target, spec, fs.describe(), &outs))
+    let mut r = report(target, spec, fs.describe(), &outs);
+    match err {
+        None => Ok(r),
+        Some(e) => {
+            r.error = Some(e.clone());
+            Err(Failure {
+                error: MetaError::Failed(e),
+                measured: Some(Box::new(r)),
+            })
+        }
+    }
+}
+
+/// The report of a run that has measured nothing yet: its target and
+/// spec, every count 0 (what the results database holds while it runs).
+pub fn planned(target: &Target, spec: &MetaSpec) -> MetaReport {
+    report(target, spec, String::new(), &[])
 }
 
 /// The report of the workers' measurements.
@@ -653,6 +601,7 @@ fn report(target: &Target, spec: &MetaSpec, client: String, outs: &[WorkerOut]) 
             OpResult {
                 op: op.name().to_string(),
                 count: h.count(),
+                errors: outs.iter().map(|o| o.errors[op.index()]).sum(),
                 ops_per_s: rate(h.count()),
                 latency: Latency::of(&h),
                 histogram: h,
@@ -675,6 +624,7 @@ fn report(target: &Target, spec: &MetaSpec, client: String, outs: &[WorkerOut]) 
         file_size: spec.file_size,
         threads: spec.threads,
         mix: spec.mix.to_string(),
+        runtime_s: spec.runtime.as_secs_f64(),
         seconds,
         setup: phase(
             &merged(&|o: &WorkerOut| &o.setup),
@@ -691,6 +641,7 @@ fn report(target: &Target, spec: &MetaSpec, client: String, outs: &[WorkerOut]) 
                 slowest(&|o| o.cleanup_secs),
             )
         }),
+        error: None,
     }
 }
 

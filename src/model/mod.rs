@@ -4,6 +4,7 @@
 //! the run document atomically.
 
 mod compare;
+pub mod meta;
 mod point;
 mod record;
 

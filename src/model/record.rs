@@ -133,6 +133,10 @@ pub struct RunRecord {
     /// For `storlab compare`: target names, the baseline, server CPU, the lab's layout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compare: Option<super::CompareInfo>,
+    /// For `storlab meta`: what the metadata mix or the copy measured (such
+    /// a run has no jobs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<super::meta::MetaResult>,
 }
 
 impl RunRecord {
@@ -152,6 +156,7 @@ impl RunRecord {
             error: None,
             complete: false,
             compare: None,
+            meta: None,
         }
     }
 
@@ -175,6 +180,26 @@ impl RunRecord {
             ));
         }
         serde_json::from_value(v).map_err(|e| format!("{origin}: malformed storlab result: {e}"))
+    }
+
+    /// How the run ended, in a word: error, interrupted, complete, or
+    /// incomplete (never finished: still running, or storlab was killed).
+    pub fn status(&self) -> &'static str {
+        if self.error.is_some() {
+            "error"
+        } else if self.interrupted {
+            "interrupted"
+        } else if self.complete {
+            "complete"
+        } else {
+            "incomplete"
+        }
+    }
+
+    /// The kind of run: "block" (load points), or a `storlab meta` run's
+    /// "meta" or "copy".
+    pub fn kind(&self) -> &'static str {
+        self.meta.as_ref().map_or("block", |m| m.kind())
     }
 
     /// In a comparison, each point's target called by its short name

@@ -86,7 +86,8 @@ pub const COMPARISON_HEADER: &str =
 /// figure, row and target (`host` empty); then the peak Gb/s and, where the runs recorded their link rate,
 /// the average and peak as % of the link; then, for points that ran on
 /// several hosts, each host's IOPS, MB/s and latency (`host` set, no
-/// relative figures).
+/// relative figures); last, the `storlab meta` runs' figures per operation
+/// type ([`super::meta::csv_rows`]).
 pub fn comparison(c: &Comparison) -> String {
     let mut rows: Vec<Vec<String>> = Vec::new();
     // One line: (metric, key, target, estimate, relative, within noise, host).
@@ -152,6 +153,7 @@ pub fn comparison(c: &Comparison) -> String {
             }
         }
     }
+    rows.extend(super::meta::csv_rows(c));
     csv_doc(COMPARISON_HEADER, rows)
 }
 

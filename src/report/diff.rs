@@ -18,6 +18,7 @@ use super::relative::{Source, target_of};
 use super::stats_ci::{Welch, mean, welch};
 use super::vocab::{Figures, Metric};
 use crate::model::Environment;
+use crate::model::meta::{MetaResult, OpRow};
 use crate::model::{IntervalRecord, Phase, PointResult};
 use serde::Serialize;
 use serde_json::Value;
@@ -228,10 +229,68 @@ pub struct Diff {
     pub only_new: Vec<String>,
 }
 
+/// The one kind of a side's runs ("block", "meta" or "copy"); an error
+/// naming the kinds when its runs are of several.
+fn kind_of(side: &Side) -> Result<&'static str, String> {
+    let mut kinds: Vec<&'static str> = side.sources.iter().map(|s| s.run.kind()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    match kinds.as_slice() {
+        [one] => Ok(one),
+        [] => Ok("block"),
+        many => Err(format!(
+            "{} mixes {} runs: results diff compares runs of one kind",
+            side.name,
+            many.join(" and ")
+        )),
+    }
+}
+
+/// The figures of `storlab meta` runs compared over time, per kind.
+pub fn meta_metrics(kind: &str) -> [Metric; 3] {
+    if kind == "copy" {
+        [Metric::MbS, Metric::LatMean, Metric::LatP99]
+    } else {
+        [Metric::OpsPerS, Metric::LatMean, Metric::LatP99]
+    }
+}
+
+/// Every meta run of a side by (kind, operation type, target), in order of
+/// first appearance: one entry per run.
+fn meta_by_key(side: &Side) -> Vec<(Key, Vec<(&MetaResult, OpRow<'_>)>)> {
+    let mut out: Vec<(Key, Vec<(&MetaResult, OpRow<'_>)>)> = Vec::new();
+    for m in side.sources.iter().filter_map(|s| s.run.meta.as_ref()) {
+        for o in m.rows() {
+            let key = (
+                m.kind().to_string(),
+                o.op.to_string(),
+                m.target().to_string(),
+            );
+            match out.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.push((m, o)),
+                None => out.push((key, vec![(m, o)])),
+            }
+        }
+    }
+    out
+}
+
 impl Diff {
     /// Compare `old` with `new`. An error when they share no point (naming
-    /// what each side has).
+    /// what each side has), or when they hold runs of different kinds
+    /// (block, meta, copy; naming both).
     pub fn new(old: &Side, new: &Side) -> Result<Diff, String> {
+        let (ka, kb) = (kind_of(old)?, kind_of(new)?);
+        if ka != kb {
+            return Err(format!(
+                "{} is a {ka} run and {} a {kb} run: results diff compares runs of one kind \
+                 (block with block, meta with meta, copy with copy)",
+                old.name, new.name
+            ));
+        }
+        if ka != "block" {
+            return Diff::of_meta(old, new, ka);
+        }
         let a = points_by_key(old);
         let b = points_by_key(new);
         let name = |k: &Key| format!("{} · {} · {}", k.0, k.1, k.2);
@@ -301,6 +360,96 @@ impl Diff {
     }
 }
 
+impl Diff {
+    /// Compare two sides of `storlab meta` runs of `kind`: per operation type
+    /// (direction, for the copy) and target, the figures of
+    /// [`meta_metrics`], each run one sample (no intervals: a side of one
+    /// run has no noise estimate).
+    fn of_meta(old: &Side, new: &Side, kind: &str) -> Result<Diff, String> {
+        let a = meta_by_key(old);
+        let b = meta_by_key(new);
+        let name = |k: &Key| format!("{} · {} · {}", k.0, k.1, k.2);
+        let only = |x: &[(Key, Vec<(&MetaResult, OpRow)>)],
+                    y: &[(Key, Vec<(&MetaResult, OpRow)>)]| {
+            x.iter()
+                .filter(|(k, _)| !y.iter().any(|(j, _)| j == k))
+                .map(|(k, _)| name(k))
+                .collect::<Vec<_>>()
+        };
+        let mut d = Diff {
+            schema: "storlab.diff",
+            schema_version: DIFF_SCHEMA_VERSION,
+            old: old.name.clone(),
+            new: new.name.clone(),
+            changes: Vec::new(),
+            spec_differences: Vec::new(),
+            environment_differences: match (old.sources.first(), new.sources.first()) {
+                (Some(x), Some(y)) => {
+                    environment_differences(&x.run.environment, &y.run.environment)
+                }
+                _ => Vec::new(),
+            },
+            only_old: only(&a, &b),
+            only_new: only(&b, &a),
+        };
+        let specs: Vec<Value> = old
+            .sources
+            .iter()
+            .chain(&new.sources)
+            .filter_map(|s| Some(s.run.meta.as_ref()?.spec()))
+            .collect();
+        if let Some(first) = specs.first() {
+            for spec in &specs[1..] {
+                let mut diffs = Vec::new();
+                json_differences("", first, spec, &mut diffs);
+                for s in diffs {
+                    let line = format!("{kind}: {s}");
+                    if !d.spec_differences.contains(&line) {
+                        d.spec_differences.push(line);
+                    }
+                }
+            }
+        }
+        for (key, ra) in &a {
+            let Some((_, rb)) = b.iter().find(|(k, _)| k == key) else {
+                continue;
+            };
+            for m in meta_metrics(kind) {
+                let sa: Vec<f64> = ra.iter().filter_map(|(_, o)| m.of_op(o)).collect();
+                let sb: Vec<f64> = rb.iter().filter_map(|(_, o)| m.of_op(o)).collect();
+                if sa.is_empty() || sb.is_empty() {
+                    continue;
+                }
+                let (ov, nv) = (mean(&sa), mean(&sb));
+                d.changes
+                    .push(judge(key, m, (ov, nv), (&sa, &sb), Basis::Repeats));
+            }
+        }
+        if d.changes.is_empty() {
+            let list = |v: &[(Key, Vec<(&MetaResult, OpRow)>)]| {
+                if v.is_empty() {
+                    "no operations".to_string()
+                } else {
+                    v.iter()
+                        .map(|(k, _)| name(k))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                }
+            };
+            return Err(format!(
+                "{} and {} share no operation (kind · operation · target): {} has {}; {} has {}",
+                old.name,
+                new.name,
+                old.name,
+                list(&a),
+                new.name,
+                list(&b)
+            ));
+        }
+        Ok(d)
+    }
+}
+
 /// The samples of `m` on one side: one per repeat, or one per measured interval.
 fn samples(m: Metric, points: &[&PointResult], basis: Basis) -> Vec<f64> {
     match basis {
@@ -324,9 +473,21 @@ fn change(key: &Key, m: Metric, old: &[&PointResult], new: &[&PointResult]) -> C
     let (sa, sb) = (samples(m, old, basis), samples(m, new, basis));
     let ov = mean(&samples(m, old, Basis::Repeats));
     let nv = mean(&samples(m, new, Basis::Repeats));
+    judge(key, m, (ov, nv), (&sa, &sb), basis)
+}
+
+/// One figure's change: old and new values `(ov, nv)`, the samples of each
+/// side `(sa, sb)` and where they came from.
+fn judge(
+    key: &Key,
+    m: Metric,
+    (ov, nv): (f64, f64),
+    (sa, sb): (&[f64], &[f64]),
+    basis: Basis,
+) -> Change {
     let change_pct = (ov != 0.0).then(|| (nv - ov) / ov * 100.0);
-    let w: Option<Welch> = welch(&sa, &sb);
-    let sample_base = mean(&sa);
+    let w: Option<Welch> = welch(sa, sb);
+    let sample_base = mean(sa);
     let ci95_pct = w
         .as_ref()
         .and_then(|w| (sample_base != 0.0).then(|| w.ci95 / sample_base.abs() * 100.0));

@@ -438,6 +438,15 @@ fn link_chart(c: &Comparison, k: usize) -> Option<String> {
 /// The whole report as one HTML page.
 pub fn render(c: &Comparison, opts: &ReportOptions) -> String {
     let mut out = page_start("storlab report");
+    if !c.has_points() {
+        let _ = write!(
+            out,
+            "<h1>storlab report</h1><p>{}</p>",
+            esc(&markdown::runs_line(c))
+        );
+        out.push_str(&meta_sections(c));
+        return end_page(c, out);
+    }
     let _ = write!(
         out,
         "<h1>storlab report</h1><p>Runs: {}. Baseline: <b>{}</b> = 100. Targets: {}.</p>",
@@ -501,6 +510,21 @@ pub fn render(c: &Comparison, opts: &ReportOptions) -> String {
     if !net.rows.is_empty() {
         let _ = write!(out, "<h2>{}</h2>{}", esc(&net.title), table(&net));
     }
+    out.push_str(&meta_sections(c));
+    end_page(c, out)
+}
+
+/// The tables of the `storlab meta` runs, one section per kind (nothing
+/// when the report has none).
+fn meta_sections(c: &Comparison) -> String {
+    super::meta::tables(&c.sources)
+        .iter()
+        .map(|t| format!("<h2>{}</h2>{}", esc(&t.title), table(t)))
+        .collect()
+}
+
+/// The environment, the commands to reproduce each run, and the page's end.
+fn end_page(c: &Comparison, mut out: String) -> String {
     let env = markdown::environment_table(c);
     let _ = write!(out, "<h2>{}</h2>{}", esc(&env.title), table(&env));
     out.push_str("<h2>Reproduce</h2>");

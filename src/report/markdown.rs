@@ -206,15 +206,7 @@ pub fn environment_table(c: &Comparison) -> TextTable {
 
 /// How a run ended, in a word.
 pub fn status(r: &RunRecord) -> &'static str {
-    if r.error.is_some() {
-        "error"
-    } else if r.interrupted {
-        "interrupted"
-    } else if r.complete {
-        "complete"
-    } else {
-        "incomplete"
-    }
+    r.status()
 }
 
 /// A command line a POSIX shell runs as given.
@@ -245,26 +237,42 @@ pub fn fmt_time(unix: f64) -> String {
 
 /// Every table of the report, in order.
 pub fn tables(c: &Comparison, opts: &ReportOptions) -> Vec<TextTable> {
-    let mut out: Vec<TextTable> = c
-        .metrics()
-        .into_iter()
-        .map(|m| metric_table(c, m))
-        .collect();
-    let sweeps = sweep_table(c, opts);
-    if !sweeps.rows.is_empty() {
-        out.push(sweeps);
+    let mut out: Vec<TextTable> = Vec::new();
+    if c.has_points() {
+        out.extend(c.metrics().into_iter().map(|m| metric_table(c, m)));
+        let sweeps = sweep_table(c, opts);
+        if !sweeps.rows.is_empty() {
+            out.push(sweeps);
+        }
+        out.push(throughput_table(c));
+        let net = super::network::network_table(c);
+        if !net.rows.is_empty() {
+            out.push(net);
+        }
+        let hosts = super::hosts::host_table(c);
+        if !hosts.rows.is_empty() {
+            out.push(hosts);
+        }
     }
-    out.push(throughput_table(c));
-    let net = super::network::network_table(c);
-    if !net.rows.is_empty() {
-        out.push(net);
-    }
-    let hosts = super::hosts::host_table(c);
-    if !hosts.rows.is_empty() {
-        out.push(hosts);
-    }
+    out.extend(super::meta::tables(&c.sources));
     out.push(environment_table(c));
     out
+}
+
+/// The report's opening line: its runs, and the baseline when it has load
+/// points.
+pub fn runs_line(c: &Comparison) -> String {
+    let names = c
+        .sources
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if c.has_points() {
+        format!("Runs: {names}. Baseline: {} = 100.", c.baseline_name())
+    } else {
+        format!("Runs: {names}.")
+    }
 }
 
 /// One table as Markdown: the first two columns (names) left-aligned, the
@@ -282,16 +290,7 @@ pub fn render_table(t: &TextTable) -> String {
 /// The whole report as Markdown.
 pub fn render(c: &Comparison, opts: &ReportOptions) -> String {
     let mut out = String::from("# storlab report\n\n");
-    let _ = writeln!(
-        out,
-        "Runs: {}. Baseline: {} = 100.\n",
-        c.sources
-            .iter()
-            .map(|s| s.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
-        c.baseline_name()
-    );
+    let _ = writeln!(out, "{}\n", runs_line(c));
     for t in tables(c, opts) {
         out.push_str(&render_table(&t));
     }

@@ -10,6 +10,7 @@ pub mod format;
 pub mod hosts;
 pub mod html;
 pub mod markdown;
+pub mod meta;
 pub mod network;
 pub mod progress;
 pub mod relative;

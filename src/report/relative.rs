@@ -125,11 +125,17 @@ impl Comparison {
                 }
             }
         }
-        if c.targets.is_empty() {
+        if c.targets.is_empty() && !c.sources.iter().any(|s| s.run.meta.is_some()) {
             let names: Vec<&str> = c.sources.iter().map(|s| s.name.as_str()).collect();
             return Err(format!(
                 "nothing to report: run(s) {} hold no load points",
                 names.join(", ")
+            ));
+        }
+        if let Some(b) = baseline.filter(|_| c.targets.is_empty()) {
+            return Err(format!(
+                "invalid --baseline {b:?}: the runs hold no load points, only storlab meta \
+                 runs, which are not relative to a baseline"
             ));
         }
         if let Some(b) = baseline {
@@ -147,7 +153,13 @@ impl Comparison {
         Ok(c)
     }
 
-    /// The baseline target.
+    /// Whether any run has load points (else every run is a `storlab meta`
+    /// run, and there is no baseline).
+    pub fn has_points(&self) -> bool {
+        !self.targets.is_empty()
+    }
+
+    /// The baseline target (only when [`Comparison::has_points`]).
     pub fn baseline_name(&self) -> &str {
         &self.targets[self.baseline]
     }

@@ -35,6 +35,7 @@
 
 use super::format::fmt_num;
 use super::stats_ci::Estimate;
+use crate::model::meta::OpRow;
 use crate::model::{PointResult, ServerCpu};
 use crate::stats::Summary;
 use crate::stats::summary::{GBIT, MB};
@@ -66,6 +67,8 @@ pub enum Unit {
     UsPerMb,
     /// I/Os per second per percent of host CPU busy.
     IopsPerCpuPct,
+    /// File operations per second (`storlab meta`).
+    OpsS,
 }
 
 impl Unit {
@@ -83,6 +86,7 @@ impl Unit {
             Unit::UsPerIo => "µs/IO",
             Unit::UsPerMb => "µs/MB",
             Unit::IopsPerCpuPct => "IOPS/CPU%",
+            Unit::OpsS => "ops/s",
         }
     }
 
@@ -240,6 +244,11 @@ pub enum Metric {
     LinkPct,
     /// Best single interval's throughput as % of the link rate.
     LinkPctPeak,
+    /// File operations done, of one type (`storlab meta`; blocks, for the copy).
+    Ops,
+    /// File operations per second, of one type (`storlab meta`; blocks per
+    /// second, for the copy).
+    OpsPerS,
 }
 
 /// The words of one metric.
@@ -399,6 +408,8 @@ impl Metric {
                 Percent,
                 true,
             ),
+            Metric::Ops => def("ops", "operations", "ops", Count, true),
+            Metric::OpsPerS => def("ops_s", "operations per second", "ops/s", OpsS, true),
         }
     }
 
@@ -501,7 +512,38 @@ impl Metric {
             Metric::IopsPerCpuPct => s.cpu.iops_per_cpu_pct,
             Metric::LinkPct => t.gbit_s / link()? * 100.0,
             Metric::LinkPctPeak => s.peak_gbit_s / link()? * 100.0,
+            Metric::Ops | Metric::OpsPerS => return None,
         })
+    }
+
+    /// The figure of one operation type of a `storlab meta` run (one
+    /// direction of the copy); `None` where it has none: a figure block I/O
+    /// alone has, no time measured for a rate, nothing done for a latency,
+    /// MB/s outside the copy.
+    pub fn of_op(self, o: &OpRow) -> Option<f64> {
+        let l = o.latency;
+        let done = || (o.count > 0).then_some(());
+        Some(match self {
+            Metric::Ops => o.count as f64,
+            Metric::Errors => o.errors as f64,
+            Metric::OpsPerS => {
+                (o.seconds > 0.0).then_some(())?;
+                o.ops_per_s
+            }
+            Metric::MbS => o.mb_per_s.filter(|_| o.seconds > 0.0)?,
+            Metric::LatMean => done().map(|_| l.mean_us / 1e3)?,
+            Metric::LatP50 => done().map(|_| l.p50_us / 1e3)?,
+            Metric::LatP90 => done().map(|_| l.p90_us / 1e3)?,
+            Metric::LatP99 => done().map(|_| l.p99_us / 1e3)?,
+            Metric::LatP999 => done().map(|_| l.p999_us / 1e3)?,
+            Metric::LatMax => done().map(|_| l.max_us / 1e3)?,
+            _ => return None,
+        })
+    }
+
+    /// [`Metric::of_op`] for people; "–" where it has no value.
+    pub fn op_cell(self, o: &OpRow) -> String {
+        self.of_op(o).map_or_else(|| "–".into(), |v| self.fmt(v))
     }
 
     /// A value of this figure, for people (see [`Unit::fmt`]).
@@ -542,14 +584,14 @@ mod tests {
         v.extend([LatMeanUs, LatP99Us, LatMaxUs, Errors, ClientCpuPerIo]);
         v.extend([ServerCpuPerIo, BothCpuPerIo, ServerCpuPerMb, ClientUserS]);
         v.extend([ClientSysS, HostBusy, HostBusyPeak, IopsPerCpuPct, LinkPct]);
-        v.push(LinkPctPeak);
+        v.extend([LinkPctPeak, Ops, OpsPerS]);
         v
     }
 
     #[test]
     fn keys_names_and_columns_are_unique() {
         let all = all();
-        assert_eq!(all.len(), 30);
+        assert_eq!(all.len(), 32);
         for (i, a) in all.iter().enumerate() {
             for b in &all[i + 1..] {
                 assert_ne!(a.key(), b.key(), "{a:?} and {b:?}");

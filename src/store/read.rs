@@ -3,12 +3,17 @@
 //! killed while it measured) is rebuilt from the intervals that were saved
 //! and marked interrupted.
 
+use super::write::MixPhases;
 use super::{RunId, Store, StoreError};
+use crate::model::meta::{
+    CopyPhase, CopyReport, FORMAT_VERSION, Latency, MetaReport, MetaResult, OpResult,
+};
 use crate::model::{IntervalRecord, Phase, PointResult, WorkerResult};
 use crate::model::{JobRecord, RunRecord};
 use crate::plan::WorkerId;
-use crate::stats::{Snapshot, Summary};
+use crate::stats::{LatHist, Snapshot, Summary};
 use rusqlite::{OptionalExtension, Row};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 /// How a run ended, as the database records it.
@@ -64,6 +69,9 @@ pub struct RunInfo {
     pub points: u64,
     /// Distinct targets, in order of first use.
     pub targets: Vec<String>,
+    /// "block" (load points), "meta" (the metadata mix) or "copy" (the
+    /// large-file copy).
+    pub kind: String,
 }
 
 impl Store {
@@ -93,14 +101,23 @@ impl Store {
     /// Every run, oldest first.
     pub fn list_runs(&self) -> Result<Vec<RunInfo>, StoreError> {
         let what = "listing runs";
-        let rows: Vec<(i64, f64, String, String, String)> = self.rows(
+        let rows: Vec<(i64, f64, String, String, String, String)> = self.rows(
             what,
-            "SELECT id, started_unix, status, command, environment FROM runs ORDER BY id",
+            "SELECT id, started_unix, status, command, environment, kind FROM runs ORDER BY id",
             [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            },
         )?;
         let mut out = Vec::new();
-        for (id, started_unix, status, command, env) in rows {
+        for (id, started_unix, status, command, env, kind) in rows {
             let env: serde_json::Value = self.decode("the environment", &env)?;
             let points: i64 = self
                 .conn
@@ -122,12 +139,17 @@ impl Store {
                     what,
                 )?,
                 points: points as u64,
-                targets: self.strings(
-                    "SELECT p.target FROM points p JOIN jobs j ON p.job_id = j.id
-                     WHERE j.run_id = ?1 GROUP BY p.target ORDER BY MIN(p.id)",
-                    id,
-                    what,
-                )?,
+                targets: [
+                    self.strings(
+                        "SELECT p.target FROM points p JOIN jobs j ON p.job_id = j.id
+                         WHERE j.run_id = ?1 GROUP BY p.target ORDER BY MIN(p.id)",
+                        id,
+                        what,
+                    )?,
+                    self.strings("SELECT target FROM meta_runs WHERE run_id = ?1", id, what)?,
+                ]
+                .concat(),
+                kind,
             });
         }
         Ok(out)
@@ -174,6 +196,7 @@ impl Store {
                 id,
             });
         };
+        let meta = self.load_meta(id, &what)?;
         let mut jobs = Vec::new();
         let job_rows: Vec<(i64, String, String, Option<String>)> = self.rows(
             &what,
@@ -204,7 +227,131 @@ impl Store {
             compare: compare
                 .map(|c| self.decode("the comparison", &c))
                 .transpose()?,
+            meta,
         })
+    }
+
+    /// What a `storlab meta` run measured, as it was recorded; `None` for
+    /// any other run.
+    fn load_meta(&self, id: RunId, what: &str) -> Result<Option<MetaResult>, StoreError> {
+        type MetaRow = (
+            String,
+            String,
+            String,
+            String,
+            f64,
+            Option<String>,
+            Option<String>,
+        );
+        let row: Option<MetaRow> = self
+            .conn
+            .query_row(
+                "SELECT target, client, place, spec, seconds, phases, error
+                 FROM meta_runs WHERE run_id = ?1",
+                [id.0],
+                |r| MetaRow::try_from(r),
+            )
+            .optional()
+            .map_err(|e| self.err(what, e))?;
+        let Some((target, client, place, spec, seconds, phases, error)) = row else {
+            return Ok(None);
+        };
+        let ops: Vec<StoredOp> = self.rows(
+            what,
+            "SELECT op, count, errors, seconds, ops_per_s, mb_per_s, mean_us, p50_us, p90_us,
+                    p99_us, p999_us, max_us, histogram
+             FROM meta_ops WHERE run_id = ?1 ORDER BY seq",
+            [id.0],
+            StoredOp::from_row,
+        )?;
+        let mut ops = ops
+            .into_iter()
+            .map(|o| {
+                let h = self.decode("an operation's histogram", &o.histogram)?;
+                Ok((o, h))
+            })
+            .collect::<Result<Vec<(StoredOp, LatHist)>, StoreError>>()?;
+        let spec: StoredSpec = self.decode("the meta spec", &spec)?;
+        Ok(Some(match spec {
+            StoredSpec::Meta {
+                dirs,
+                files_per_dir,
+                file_size,
+                threads,
+                mix,
+                runtime_s,
+            } => {
+                let p: MixPhases = self.decode(
+                    "the set-up and clean-up",
+                    phases.as_deref().unwrap_or("null"),
+                )?;
+                let total_ops: u64 = ops.iter().map(|(o, _)| o.count).sum();
+                MetaResult::Meta(MetaReport {
+                    format_version: FORMAT_VERSION,
+                    target,
+                    client,
+                    run_dir: place,
+                    dirs,
+                    files_per_dir,
+                    file_size,
+                    threads,
+                    mix,
+                    runtime_s,
+                    seconds,
+                    setup: p.setup,
+                    ops: ops
+                        .into_iter()
+                        .map(|(o, histogram)| OpResult {
+                            latency: o.latency(),
+                            op: o.op,
+                            count: o.count,
+                            errors: o.errors,
+                            ops_per_s: o.ops_per_s,
+                            histogram,
+                        })
+                        .collect(),
+                    total_ops,
+                    total_ops_per_s: if seconds > 0.0 {
+                        total_ops as f64 / seconds
+                    } else {
+                        0.0
+                    },
+                    bytes_read: p.bytes_read,
+                    bytes_written: p.bytes_written,
+                    cleanup: p.cleanup,
+                    error,
+                })
+            }
+            StoredSpec::Copy { size, block_size } => {
+                let mut phase = |dir: &str| {
+                    let i = ops.iter().position(|(o, _)| o.op == dir).ok_or_else(|| {
+                        self.err(what, format!("the copy's {dir} row is missing"))
+                    })?;
+                    let (o, histogram) = ops.swap_remove(i);
+                    Ok::<_, StoreError>(CopyPhase {
+                        seconds: o.seconds,
+                        mb_per_s: o.mb_per_s.unwrap_or(0.0),
+                        blocks: o.count,
+                        errors: o.errors,
+                        latency: o.latency(),
+                        histogram,
+                    })
+                };
+                let write = phase("write")?;
+                let read = phase("read")?;
+                MetaResult::Copy(CopyReport {
+                    format_version: FORMAT_VERSION,
+                    target,
+                    client,
+                    file: place,
+                    size,
+                    block_size,
+                    write,
+                    read,
+                    error,
+                })
+            }
+        }))
     }
 
     fn load_points(&self, job_id: i64, what: &str) -> Result<Vec<PointResult>, StoreError> {
@@ -346,5 +493,69 @@ impl PointRow {
             hosts: r.get(13)?,
             steady: r.get(14)?,
         })
+    }
+}
+
+/// `meta_runs.spec`: what a `storlab meta` run was asked to do.
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum StoredSpec {
+    Meta {
+        dirs: u32,
+        files_per_dir: u32,
+        file_size: u64,
+        threads: u32,
+        mix: String,
+        runtime_s: f64,
+    },
+    Copy {
+        size: u64,
+        block_size: u64,
+    },
+}
+
+/// One row of the meta_ops table.
+struct StoredOp {
+    op: String,
+    count: u64,
+    errors: u64,
+    seconds: f64,
+    ops_per_s: f64,
+    mb_per_s: Option<f64>,
+    lat: [f64; 6],
+    histogram: String,
+}
+
+impl StoredOp {
+    fn from_row(r: &Row) -> rusqlite::Result<StoredOp> {
+        Ok(StoredOp {
+            op: r.get(0)?,
+            count: r.get::<_, i64>(1)? as u64,
+            errors: r.get::<_, i64>(2)? as u64,
+            seconds: r.get(3)?,
+            ops_per_s: r.get(4)?,
+            mb_per_s: r.get(5)?,
+            lat: [
+                r.get(6)?,
+                r.get(7)?,
+                r.get(8)?,
+                r.get(9)?,
+                r.get(10)?,
+                r.get(11)?,
+            ],
+            histogram: r.get(12)?,
+        })
+    }
+
+    fn latency(&self) -> Latency {
+        let [mean_us, p50_us, p90_us, p99_us, p999_us, max_us] = self.lat;
+        Latency {
+            mean_us,
+            p50_us,
+            p90_us,
+            p99_us,
+            p999_us,
+            max_us,
+        }
     }
 }

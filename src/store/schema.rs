@@ -13,7 +13,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// The schema version this storlab writes (and the newest it reads).
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 
 /// What `schema_version.app` holds in a storlab database.
 pub const APP: &str = "storlab";
@@ -90,6 +90,37 @@ pub const MIGRATIONS: [&str; VERSION as usize] = [
     "ALTER TABLE intervals ADD COLUMN net TEXT;          -- JSON array of NetSample, or NULL",
     // 3 → 4: what the steady-state gate found.
     "ALTER TABLE points ADD COLUMN steady TEXT;          -- JSON: SteadyOutcome, or NULL",
+    // 4 → 5: `storlab meta` runs (the metadata mix and the large-file copy).
+    "ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'block'
+        CHECK (kind IN ('block', 'meta', 'copy'));
+     CREATE TABLE meta_runs (
+        run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+        target TEXT NOT NULL,
+        client TEXT NOT NULL,
+        place TEXT NOT NULL,            -- the run directory (meta) or the file (copy)
+        spec TEXT NOT NULL,             -- JSON: kind and what was asked (MetaResult::spec)
+        seconds REAL NOT NULL,          -- the mix's measured time; the copy's, both ways
+        phases TEXT,                    -- JSON: set-up, clean-up, bytes (meta); NULL (copy)
+        error TEXT
+     );
+     CREATE TABLE meta_ops (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        op TEXT NOT NULL,               -- create, write, ...; write and read (copy)
+        count INTEGER NOT NULL,         -- operations (blocks, copy) done
+        errors INTEGER NOT NULL,
+        seconds REAL NOT NULL,
+        ops_per_s REAL NOT NULL,
+        mb_per_s REAL,                  -- the copy only
+        mean_us REAL NOT NULL,
+        p50_us REAL NOT NULL,
+        p90_us REAL NOT NULL,
+        p99_us REAL NOT NULL,
+        p999_us REAL NOT NULL,
+        max_us REAL NOT NULL,
+        histogram TEXT NOT NULL,        -- JSON: LatHist
+        PRIMARY KEY (run_id, seq)
+     );",
 ];
 
 /// What a new database starts from: version 0, only the version table.

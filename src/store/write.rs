@@ -3,12 +3,13 @@
 //! runner finalises it, so an interrupted run keeps what it measured.
 
 use super::{JobId, PointId, RunId, Store, StoreError};
+use crate::model::meta::{MetaResult, OpRow, Phase as MetaPhase};
 use crate::model::{IntervalRecord, Phase, PointResult};
 use crate::model::{JobRecord, RunRecord};
 use crate::runner::Observer;
 use crate::workload::Spec;
 use rusqlite::params;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Unix time now, seconds.
 fn now_unix() -> f64 {
@@ -70,8 +71,8 @@ impl Store {
     fn insert_run(&self, run: &RunRecord) -> Result<RunId, StoreError> {
         self.conn.execute(
             "INSERT INTO runs (record_schema, record_version, command, environment, started_unix,
-                               status, complete, interrupted, error)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                               status, complete, interrupted, error, kind)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 run.schema,
                 run.schema_version,
@@ -82,10 +83,14 @@ impl Store {
                 run.complete,
                 run.interrupted,
                 run.error,
+                run.kind(),
             ],
         )
         .map_err(|e| self.err("recording a run", e))?;
         let id = RunId(self.conn.last_insert_rowid());
+        if let Some(m) = &run.meta {
+            self.put_meta(id, m)?;
+        }
         for job in &run.jobs {
             let jid = self.begin_job(id, job)?;
             for p in &job.points {
@@ -258,8 +263,113 @@ impl Store {
         Ok(id)
     }
 
-    /// Record how the run ended (complete, interrupted, error).
+    /// Record what a `storlab meta` run measured (replacing what was
+    /// recorded before): one `meta_runs` row and a `meta_ops` row per
+    /// operation type (per direction, for the copy).
+    pub fn put_meta(&self, run: RunId, m: &MetaResult) -> Result<(), StoreError> {
+        let what = format!("recording the {} results of run {run}", m.kind());
+        self.atomic(&what, || self.write_meta(run, m, &what))
+    }
+
+    fn write_meta(&self, run: RunId, m: &MetaResult, what: &str) -> Result<(), StoreError> {
+        let (place, seconds, phases, error) = match m {
+            MetaResult::Meta(r) => (
+                r.run_dir.as_str(),
+                r.seconds,
+                Some(self.json(
+                    "the set-up and clean-up",
+                    &MixPhases {
+                        setup: r.setup.clone(),
+                        cleanup: r.cleanup.clone(),
+                        bytes_read: r.bytes_read,
+                        bytes_written: r.bytes_written,
+                    },
+                )?),
+                r.error.as_deref(),
+            ),
+            MetaResult::Copy(r) => (
+                r.file.as_str(),
+                r.write.seconds + r.read.seconds,
+                None,
+                r.error.as_deref(),
+            ),
+        };
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO meta_runs (run_id, target, client, place, spec, seconds,
+                                                  phases, error)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    run.0,
+                    m.target(),
+                    m.client(),
+                    place,
+                    self.json("the spec", &m.spec())?,
+                    seconds,
+                    phases,
+                    error,
+                ],
+            )
+            .map_err(|e| self.err(what, e))?;
+        self.conn
+            .execute("DELETE FROM meta_ops WHERE run_id = ?1", [run.0])
+            .map_err(|e| self.err(what, e))?;
+        // Every operation type of the mix (those that never ran too), so the
+        // run reads back as it was measured.
+        let rows: Vec<OpRow> = match m {
+            MetaResult::Meta(r) => r
+                .ops
+                .iter()
+                .map(|o| OpRow {
+                    op: &o.op,
+                    count: o.count,
+                    errors: o.errors,
+                    seconds: r.seconds,
+                    ops_per_s: o.ops_per_s,
+                    mb_per_s: None,
+                    latency: &o.latency,
+                    histogram: &o.histogram,
+                })
+                .collect(),
+            MetaResult::Copy(_) => m.rows(),
+        };
+        for (seq, o) in rows.iter().enumerate() {
+            let l = o.latency;
+            self.conn
+                .execute(
+                    "INSERT INTO meta_ops (run_id, seq, op, count, errors, seconds, ops_per_s,
+                                           mb_per_s, mean_us, p50_us, p90_us, p99_us, p999_us,
+                                           max_us, histogram)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                    params![
+                        run.0,
+                        seq as i64,
+                        o.op,
+                        o.count as i64,
+                        o.errors as i64,
+                        o.seconds,
+                        o.ops_per_s,
+                        o.mb_per_s,
+                        l.mean_us,
+                        l.p50_us,
+                        l.p90_us,
+                        l.p99_us,
+                        l.p999_us,
+                        l.max_us,
+                        self.json("an operation's histogram", o.histogram)?,
+                    ],
+                )
+                .map_err(|e| self.err(what, e))?;
+        }
+        Ok(())
+    }
+
+    /// Record how the run ended (complete, interrupted, error), with a
+    /// `storlab meta` run's results.
     pub fn finish_run(&self, run: RunId, rec: &RunRecord) -> Result<(), StoreError> {
+        if let Some(m) = &rec.meta {
+            self.put_meta(run, m)?;
+        }
         let n = self
             .conn
             .execute(
@@ -288,6 +398,16 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// What `meta_runs.phases` holds for the metadata mix: what is outside the
+/// per-operation rows.
+#[derive(Serialize, Deserialize)]
+pub(super) struct MixPhases {
+    pub(super) setup: MetaPhase,
+    pub(super) cleanup: Option<MetaPhase>,
+    pub(super) bytes_read: u64,
+    pub(super) bytes_written: u64,
 }
 
 /// Writes one run into the store as it is measured.
