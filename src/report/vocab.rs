@@ -32,6 +32,10 @@
 //!   "server" work is the client's system time).
 //!
 //! Server figures exist only for points of a `storlab compare` run.
+//!
+//! A `storlab meta` run's figures are read per operation type
+//! ([`Metric::of_op`]): `ops` and `ops_s` are its own, and it shares
+//! `errors`, `mb_s` (the copy) and the latency figures with block I/O.
 
 use super::format::fmt_num;
 use super::stats_ci::Estimate;
