@@ -13,7 +13,8 @@ use toml::Value;
 pub const SUPPORTED: &str = "name, description, bs, blocksize, bsrange, blocksize_range, bssplit, \
      rw, readwrite, rwmixread, rwmixwrite, percentage_random, iodepth, \
      iodepth_batch_complete_min (iodepth_batch_complete), numjobs, size, io_size, \
-     offset, runtime, time_based, ramp_time, direct, buffered, sync, fsync (0), rate_iops, rate, \
+     offset, runtime, time_based, ramp_time, direct, buffered, sync, fsync (0), \
+     sqthread_poll, sqthread_poll_cpu (io_uring), hipri (io_uring, pvsync2), rate_iops, rate, \
      norandommap, randrepeat (1), randseed, random_distribution (random), invalidate (0), blockalign, filename, \
      directory, ioengine, uri (nbd), nfs_url (nfs), stonewall, wait_for_previous, new_group, \
      group_reporting, thread, steadystate (ss), steadystate_duration (ss_dur), \
@@ -128,6 +129,7 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
     let (engine_name, engine_line) = said.engine.clone().unwrap_or(("psync".into(), job.line));
     let e = engine_name.as_str();
     m.target = target_of(job, &said, e, engine_line, origin, &header, &mut errors);
+    engine_options(&said, e, origin, &mut errors);
     lay_out(job, &mut said, e, &mut m);
     region_and_time(&mut said, origin, &header, &mut m, &mut errors);
     note_differences(&said, &mut m);
@@ -208,6 +210,33 @@ fn target_of(
                 .context(format!("{origin}, line {engine_line}")),
         );
         None
+    }
+}
+
+/// fio takes `sqthread_poll` and `sqthread_poll_cpu` with the io_uring engine
+/// only, and `hipri` with io_uring and pvsync2: with another engine, one
+/// error naming the option's line and the engine.
+fn engine_options(said: &Said, e: &str, origin: &str, errors: &mut Vec<SpecError>) {
+    let checks = [
+        (said.poll_line, "sqthread_poll", &["io_uring"][..]),
+        (said.hipri_line, "hipri", &["io_uring", "pvsync2"][..]),
+    ];
+    for (line, option, engines) in checks {
+        if let Some(line) = line
+            && !engines.contains(&e)
+        {
+            errors.push(
+                SpecError::invalid(
+                    option,
+                    format!("(set with ioengine={e})"),
+                    format!(
+                        "ioengine={} only (fio's engine option)",
+                        engines.join(" or ")
+                    ),
+                )
+                .context(format!("{origin}, line {line}")),
+            );
+        }
     }
 }
 
@@ -366,6 +395,10 @@ struct Said {
     uri: Option<(String, usize)>,
     norandommap: bool,
     invalidate_given: bool,
+    /// The line of the first `sqthread_poll` or `sqthread_poll_cpu`.
+    poll_line: Option<usize>,
+    /// The line of the first `hipri`.
+    hipri_line: Option<usize>,
     ramp: Option<(String, usize)>,
     steady: SteadyOpts,
     group: Vec<(String, Value)>,
@@ -482,6 +515,19 @@ fn read_options(job: &JobOpts, origin: &str, m: &mut Mapped, errors: &mut Vec<Sp
             "sync" => {
                 checked("sync", &text, &at).map(|v| said.point.push(("sync".into(), v, o.line)))
             }
+            "sqthread_poll" => flag(o, &at).map(|b| {
+                said.poll_line.get_or_insert(o.line);
+                said.point
+                    .push(("sqpoll".into(), Value::Boolean(b), o.line));
+            }),
+            "sqthread_poll_cpu" => checked("sqpoll_cpu", &text, &at).map(|v| {
+                said.poll_line.get_or_insert(o.line);
+                said.point.push(("sqpoll_cpu".into(), v, o.line));
+            }),
+            "hipri" => flag(o, &at).map(|b| {
+                said.hipri_line.get_or_insert(o.line);
+                said.point.push(("hipri".into(), Value::Boolean(b), o.line));
+            }),
             "fsync" | "fdatasync" if text.trim() == "0" => Ok(()),
             "fsync" | "fdatasync" => Err(unsupported(
                 o,
