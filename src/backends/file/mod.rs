@@ -242,6 +242,17 @@ impl FileBackend {
                 true,
                 "registered files".to_string(),
             ),
+            Err(e) if opts.sqpoll && !ring.sqpoll_takes_plain_files() => {
+                return Err(BackendError::new(
+                    &name,
+                    format!(
+                        "sqpoll: cannot register the files with io_uring ({}), and this \
+                         kernel's polling thread takes registered files only (before Linux \
+                         5.11); drop --sqpoll",
+                        errno_text(&e)
+                    ),
+                ));
+            }
             Err(e) => (
                 fds.iter().map(|&fd| Target::Fd(fd)).collect(),
                 false,
@@ -807,6 +818,62 @@ mod tests {
                     );
                     assert_eq!(e.lines().count(), 1, "{e}");
                 }
+            }
+        }
+    }
+
+    /// A sparse file passes the open's polled probe (a hole is read without
+    /// the device) where the device cannot poll; the first polled I/O that
+    /// reaches the device is refused with EOPNOTSUPP, and the error detail
+    /// names hipri.
+    #[test]
+    fn hipri_refused_after_the_probe_is_named_in_the_detail() {
+        let t = TempFile::new(1 << 20);
+        let o = OpenOptions {
+            direct: true,
+            hipri: true,
+            write: true,
+            ..opts(true, 2)
+        };
+        let b = match FileBackend::open(std::slice::from_ref(&t.0), &o) {
+            Ok(b) => b,
+            Err(e) => {
+                println!("the probe refused already: {e}");
+                return;
+            }
+        };
+        let mut b = lane(b, 1, 4096);
+        // An allocating write is not polled (the file system drops the flag);
+        // reading the block back goes to the device polled.
+        b.buf_mut(0).fill(0x3c);
+        b.queue(0, 0, Dir::Write, 64 << 10, 4096).unwrap();
+        b.commit().unwrap();
+        let written = reap_all(&mut b, 1)[0].result;
+        if written.is_ok() {
+            b.buf_mut(0).fill(0);
+            b.queue(0, 0, Dir::Read, 64 << 10, 4096).unwrap();
+            b.commit().unwrap();
+        }
+        let done = if written.is_ok() {
+            reap_all(&mut b, 1)[0].result
+        } else {
+            written
+        };
+        match done {
+            Ok(n) => {
+                assert_eq!(n, 4096);
+                assert!(b.buf(0).iter().all(|&x| x == 0x3c));
+                assert_eq!(b.backend().error_detail(), None);
+            }
+            Err(errno) => {
+                assert_eq!(errno, libc::EOPNOTSUPP);
+                let d = b.backend().error_detail().unwrap();
+                println!("{d}");
+                assert!(
+                    d.starts_with(&format!("hipri: {} refused polled I/O", t.0.display()))
+                        && d.ends_with("drop --hipri"),
+                    "{d}"
+                );
             }
         }
     }

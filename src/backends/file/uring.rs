@@ -146,6 +146,12 @@ impl Ring {
         self.ring.params().is_feature_ext_arg()
     }
 
+    /// Whether an SQPOLL ring may use plain descriptors (Linux 5.11; older
+    /// kernels' polling thread takes registered files only).
+    pub fn sqpoll_takes_plain_files(&self) -> bool {
+        self.ring.params().is_feature_sqpoll_nonfixed()
+    }
+
     /// Whether the ring may be used (it is enabled on first use when created disabled).
     #[inline]
     pub fn is_enabled(&self) -> bool {
