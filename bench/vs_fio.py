@@ -12,6 +12,7 @@ CPU-second. Run from the repository root after ./setup.sh:
 
     python3 bench/vs_fio.py [--runtime 10] [--repeat 3] [--dir /var/tmp/storlab-bench] [--cases null,cache,direct]
                             [--batch N]   # iodepth_batch_complete_min N for both tools
+                            [--sqpoll]    # file cases: SQPOLL for both (storlab --sqpoll, fio --sqthread_poll=1)
 """
 
 import argparse
@@ -58,6 +59,8 @@ def run_storlab(case, args, path, out):
             cmd += ["--direct", "1"]
     if args.batch > 1:
         cmd += ["--iodepth_batch_complete_min", str(args.batch)]
+    if args.sqpoll and case != "null":
+        cmd += ["--sqpoll"]
     _, cpu = timed(cmd)
     with open(out) as f:
         doc = json.load(f)
@@ -77,6 +80,8 @@ def run_fio(case, args, path):
                 f"--size={args.size}", "--direct=" + ("1" if case == "direct" else "0")]
     if args.batch > 1:
         cmd += [f"--iodepth_batch_complete_min={args.batch}"]
+    if args.sqpoll and case != "null":
+        cmd += ["--sqthread_poll=1"]
     stdout, cpu = timed(cmd)
     job = json.loads(stdout)["jobs"][0]["read"]
     return {"iops": job["iops"], "ios": job["total_ios"], "cpu": cpu, "lat_us": job["lat_ns"]["mean"] / 1000.0,
@@ -93,6 +98,9 @@ def main():
     ap.add_argument("--batch", type=int, default=1,
                     help="iodepth_batch_complete_min for both tools: completions gathered before refilling "
                          "(default 1, both tools' default)")
+    ap.add_argument("--sqpoll", action="store_true",
+                    help="file cases: a kernel thread polls the submission queue for both tools "
+                         "(its CPU counts: it is a thread of the process)")
     args = ap.parse_args()
     if not os.access(STORLAB, os.X_OK):
         sys.exit(f"bench: {STORLAB} not found: run ./setup.sh first")
@@ -102,7 +110,8 @@ def main():
     path = os.path.join(args.dir, "bench.dat")
     tmp = tempfile.mkdtemp(prefix="storlab-bench-")
     fio_version = subprocess.run(["fio", "--version"], stdout=subprocess.PIPE, text=True).stdout.strip()
-    print(f"storlab vs {fio_version}: 4k random read, QD32, iodepth_batch_complete_min {args.batch}, 1 worker, "
+    print(f"storlab vs {fio_version}: 4k random read, QD32, iodepth_batch_complete_min {args.batch}, "
+          f"{'sqpoll, ' if args.sqpoll else ''}1 worker, "
           f"{args.runtime} s x {args.repeat} runs each "
           f"(median), {os.cpu_count()} CPUs, kernel {os.uname().release}")
     rows = []

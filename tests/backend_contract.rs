@@ -156,6 +156,7 @@ impl Fixture {
             write,
             depth,
             size_needed,
+            ..OpenOptions::default()
         };
         backends::open(&self.target, &[&disk], &opts)
     }

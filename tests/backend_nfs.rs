@@ -212,6 +212,7 @@ fn opts(write: bool, depth: u32) -> OpenOptions {
         write,
         depth,
         size_needed: 0,
+        ..OpenOptions::default()
     }
 }
 

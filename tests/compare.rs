@@ -53,6 +53,7 @@ fn open(url: &str, write: bool, depth: u32) -> Box<dyn Backend> {
         write,
         depth,
         size_needed: 0,
+        ..OpenOptions::default()
     };
     backends::open(&target, &[&disk], &opts).unwrap_or_else(|e| panic!("open {url}: {e}"))
 }

@@ -20,6 +20,9 @@ pub fn open(
     disks: &[&Disk],
     opts: &OpenOptions,
 ) -> Result<Box<dyn Backend>, BackendError> {
+    if !matches!(target, Target::File(_) | Target::Fc { .. }) {
+        refuse_polling(target, opts)?;
+    }
     match target {
         Target::Null => Ok(Box::new(null::NullBackend::new(opts.depth as usize))),
         Target::File(_) => Ok(Box::new(open_files(disks, opts)?)),
@@ -49,6 +52,24 @@ pub fn open(
             &iscsi::default_initiator(),
         )?)),
     }
+}
+
+/// `--sqpoll` and `--hipri` are io_uring's: a target whose backend does not
+/// use io_uring (null, NBD, NFS, iSCSI) refuses them with one line rather
+/// than running without them.
+fn refuse_polling(target: &Target, opts: &OpenOptions) -> Result<(), BackendError> {
+    let option = match (opts.sqpoll, opts.hipri) {
+        (false, false) => return Ok(()),
+        (true, _) => "sqpoll",
+        (false, true) => "hipri",
+    };
+    Err(BackendError::new(
+        option,
+        format!(
+            "the {target} target's backend does not use io_uring, and io_uring polling \
+             applies to file: targets only (files and block devices): drop --{option}"
+        ),
+    ))
 }
 
 /// File operations (the metadata workload's contract) on the directory
@@ -96,5 +117,37 @@ pub fn describe(b: &dyn Backend) -> String {
         b.name().to_string()
     } else {
         format!("{}: {features}", b.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn polling_is_refused_off_io_uring() {
+        for (sqpoll, hipri, option) in [(true, false, "sqpoll"), (false, true, "hipri")] {
+            let opts = OpenOptions {
+                sqpoll,
+                hipri,
+                direct: hipri,
+                depth: 1,
+                ..OpenOptions::default()
+            };
+            let e = open(&Target::Null, &[], &opts).err().unwrap().to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "{option}: the null: target's backend does not use io_uring, and io_uring \
+                     polling applies to file: targets only (files and block devices): drop --{option}"
+                )
+            );
+        }
+        // Without them the null target opens.
+        let opts = OpenOptions {
+            depth: 1,
+            ..OpenOptions::default()
+        };
+        assert!(open(&Target::Null, &[], &opts).is_ok());
     }
 }

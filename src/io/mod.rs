@@ -231,4 +231,12 @@ pub struct OpenOptions {
     /// size, or offset + slices x size on a sliced single target): a backend
     /// that can learn a disk's size refuses to open a smaller one, naming both sizes.
     pub size_needed: u64,
+    /// `--sqpoll`: a kernel thread polls the submission queue
+    /// (IORING_SETUP_SQPOLL); io_uring backends only, others refuse it.
+    pub sqpoll: bool,
+    /// `--sqpoll_cpu`: the CPU the SQPOLL thread is pinned to.
+    pub sqpoll_cpu: Option<u32>,
+    /// `--hipri`: completions are polled (IORING_SETUP_IOPOLL, O_DIRECT only);
+    /// io_uring backends only, others refuse it.
+    pub hipri: bool,
 }

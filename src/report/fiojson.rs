@@ -132,6 +132,12 @@ fn job(p: &PointResult, name: &str, groupid: usize, flavor: Flavor) -> Value {
     opts.insert("numjobs".into(), json!(p.spec.total_workers().to_string()));
     opts.insert("size".into(), json!(p.spec.size.to_string()));
     opts.insert("direct".into(), json!(u8::from(p.spec.direct).to_string()));
+    if p.spec.sqpoll {
+        opts.insert("sqthread_poll".into(), json!("1"));
+    }
+    if p.spec.hipri {
+        opts.insert("hipri".into(), json!("1"));
+    }
     let cpu = &p.summary.cpu;
     let ctx: u64 = measured.iter().map(|r| r.cpu.ctx).sum();
     let failed = p.error.is_some() || p.measured.total_errors() > 0;

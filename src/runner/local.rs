@@ -371,6 +371,9 @@ impl HostRunner for LocalRunner {
             write: spec.writes(),
             depth: 0,
             size_needed: plan.size_needed(),
+            sqpoll: spec.sqpoll,
+            sqpoll_cpu: spec.sqpoll_cpu,
+            hipri: spec.hipri,
         };
         let (tx, rx) = mpsc::channel::<Msg>();
         let nthreads = plan.threads.len();

@@ -105,6 +105,7 @@ fn check_store(
             write: false,
             depth: depth as u32,
             size_needed: 0,
+            ..OpenOptions::default()
         },
     )
     .map_err(|e| format!("cannot open {} to verify it: {e}", info.name))?;

@@ -68,6 +68,15 @@ pub struct Flags {
     /// Synchronous writes: 0|1|dsync|sync
     #[arg(long = "sync", value_name = "MODE")]
     pub sync: Option<String>,
+    /// io_uring submission-queue polling thread (IORING_SETUP_SQPOLL; file: targets): 0|1
+    #[arg(long = "sqpoll", value_name = "0|1", num_args = 0..=1, default_missing_value = "1")]
+    pub sqpoll: Option<String>,
+    /// Pin the SQPOLL thread to this CPU (needs --sqpoll)
+    #[arg(long = "sqpoll_cpu", value_name = "CPU")]
+    pub sqpoll_cpu: Option<String>,
+    /// Polled completions (IORING_SETUP_IOPOLL; needs --direct 1 and a device with poll queues): 0|1
+    #[arg(long = "hipri", value_name = "0|1", num_args = 0..=1, default_missing_value = "1")]
+    pub hipri: Option<String>,
     /// I/O rate cap per worker, I/Os per second
     #[arg(long = "rate_iops", value_name = "N")]
     pub rate_iops: Option<String>,
@@ -123,7 +132,7 @@ pub struct Flags {
 impl Flags {
     /// The flags that were given, as (job-file key, value).
     fn given(&self) -> Vec<(&'static str, &str)> {
-        let all: [(&'static str, &Option<String>); 31] = [
+        let all: [(&'static str, &Option<String>); 34] = [
             ("bs", &self.bs),
             ("bssplit", &self.bssplit),
             ("rw", &self.rw),
@@ -144,6 +153,9 @@ impl Flags {
             ("io_timeout", &self.io_timeout),
             ("direct", &self.direct),
             ("sync", &self.sync),
+            ("sqpoll", &self.sqpoll),
+            ("sqpoll_cpu", &self.sqpoll_cpu),
+            ("hipri", &self.hipri),
             ("rate_iops", &self.rate_iops),
             ("rate", &self.rate),
             ("rate_mode", &self.rate_mode),
@@ -365,6 +377,23 @@ mod tests {
             .apply(Some(base.clone()))
             .unwrap();
         assert_eq!(batched.points[0].groups[0].access.batch_complete_min, 4);
+        assert!(!job.points[0].sqpoll && !job.points[0].hipri);
+        // Bare --sqpoll and --hipri mean 1; --sqpoll_cpu pins the thread.
+        let polled = flags(&["--sqpoll", "--sqpoll_cpu", "1", "--direct", "1", "--hipri"])
+            .apply(Some(base.clone()))
+            .unwrap();
+        let p = &polled.points[0];
+        assert_eq!((p.sqpoll, p.sqpoll_cpu, p.hipri), (true, Some(1), true));
+        let off = flags(&["--sqpoll", "0"]).apply(Some(base.clone())).unwrap();
+        assert!(!off.points[0].sqpoll);
+        let e = flags(&["--sqpoll_cpu", "x"])
+            .apply(Some(base.clone()))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "invalid --sqpoll_cpu = x (allowed: a CPU number, e.g. 0)"
+        );
         assert_eq!(job.points[0].groups[0].access.read_pct, 0);
         let fields: Vec<_> = job.provenance.iter().map(|p| p.field.as_str()).collect();
         assert!(

@@ -624,6 +624,39 @@ mod tests {
     }
 
     #[test]
+    fn polling_keys_and_their_json() {
+        let p = &parse(
+            "direct = true\nsqpoll = true\nsqpoll_cpu = 1\nhipri = 1",
+            "x.toml",
+        )
+        .unwrap()
+        .points[0];
+        assert_eq!((p.sqpoll, p.sqpoll_cpu, p.hipri), (true, Some(1), true));
+        let json = serde_json::to_value(p).unwrap();
+        assert_eq!(
+            (&json["sqpoll"], &json["sqpoll_cpu"], &json["hipri"]),
+            (
+                &serde_json::json!(true),
+                &serde_json::json!(1),
+                &serde_json::json!(true)
+            )
+        );
+        // Off (the default), they are left out of the JSON, as before they existed.
+        let p = &parse("", "x.toml").unwrap().points[0];
+        let json = serde_json::to_value(p).unwrap();
+        for key in ["sqpoll", "sqpoll_cpu", "hipri"] {
+            assert!(json.get(key).is_none(), "{key} in {json}");
+        }
+        let back: crate::workload::Spec = serde_json::from_value(json).unwrap();
+        assert_eq!(&back, p);
+        let e = err("hipri = true");
+        assert!(
+            e.contains("invalid hipri = 1") && e.contains("need O_DIRECT"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn errors_name_file_and_key() {
         let e = err("bsx = 4");
         assert_starts(

@@ -114,6 +114,11 @@ fn one() -> u32 {
     1
 }
 
+/// Whether `b` is false (left out of the JSON, as before the setting existed).
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 /// Whether `n` is 1 (left out of the JSON, as before the setting existed).
 fn is_one(n: &u32) -> bool {
     *n == 1
@@ -210,6 +215,17 @@ pub struct Spec {
     pub direct: bool,
     /// Synchronous writes.
     pub sync: SyncMode,
+    /// `sqpoll`: a kernel thread polls the io_uring submission queue
+    /// (IORING_SETUP_SQPOLL); file: targets only.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub sqpoll: bool,
+    /// `sqpoll_cpu`: the CPU the SQPOLL thread is pinned to (needs `sqpoll`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sqpoll_cpu: Option<u32>,
+    /// `hipri`: completions are polled (IORING_SETUP_IOPOLL; needs `direct`
+    /// and a device with poll queues); file: targets only.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub hipri: bool,
     /// Ramp-up: measured but excluded from the summary.
     #[serde(with = "secs")]
     pub ramp: Duration,
@@ -397,6 +413,9 @@ pub(crate) fn test_spec(vms: u32, workers: u32, disks: u32) -> Spec {
         content: Content::Random,
         direct: false,
         sync: SyncMode::None,
+        sqpoll: false,
+        sqpoll_cpu: None,
+        hipri: false,
         ramp: Duration::ZERO,
         runtime: Duration::from_secs(1),
         interval: Duration::from_secs(1),

@@ -47,6 +47,9 @@ pub const SPEC_KEYS: &[&str] = &[
     "io_timeout",
     "direct",
     "sync",
+    "sqpoll",
+    "sqpoll_cpu",
+    "hipri",
     "content",
     "seed",
     "verify",
@@ -313,6 +316,12 @@ pub struct Settings {
     pub direct: Option<bool>,
     /// `sync`.
     pub sync: Option<SyncMode>,
+    /// `sqpoll`.
+    pub sqpoll: Option<bool>,
+    /// `sqpoll_cpu`.
+    pub sqpoll_cpu: Option<u32>,
+    /// `hipri`.
+    pub hipri: Option<bool>,
     /// `content`.
     pub content: Option<Content>,
     /// `seed`.
@@ -385,6 +394,15 @@ impl Settings {
             "io_timeout" => put(&mut self.io_timeout, key, parse_io_timeout(t)?),
             "direct" => put(&mut self.direct, key, parse_bool(key, t)?),
             "sync" => put(&mut self.sync, key, parse_sync(t)?),
+            "sqpoll" => put(&mut self.sqpoll, key, parse_bool(key, t)?),
+            "sqpoll_cpu" => put(
+                &mut self.sqpoll_cpu,
+                key,
+                t.trim()
+                    .parse()
+                    .map_err(|_| SpecError::invalid(key, t, "a CPU number, e.g. 0"))?,
+            ),
+            "hipri" => put(&mut self.hipri, key, parse_bool(key, t)?),
             "content" => put(&mut self.content, key, parse_content(t)?),
             "seed" => put(&mut self.seed, key, parse_seed(t)?),
             "verify" => put(&mut self.verify, key, parse_bool(key, t)?),
@@ -429,6 +447,9 @@ impl Settings {
             io_timeout,
             direct,
             sync,
+            sqpoll,
+            sqpoll_cpu,
+            hipri,
             content,
             seed,
             verify,
@@ -457,6 +478,11 @@ impl Settings {
         set(&mut spec.io_timeout, self.io_timeout);
         set(&mut spec.direct, self.direct);
         set(&mut spec.sync, self.sync);
+        set(&mut spec.sqpoll, self.sqpoll);
+        if let Some(cpu) = self.sqpoll_cpu {
+            spec.sqpoll_cpu = Some(cpu);
+        }
+        set(&mut spec.hipri, self.hipri);
         set(&mut spec.content, self.content);
         set(&mut spec.seed, self.seed);
         set(&mut spec.verify, self.verify);
@@ -551,6 +577,9 @@ pub fn default_spec(label: &str) -> Spec {
         content: Content::Random,
         direct: false,
         sync: SyncMode::None,
+        sqpoll: false,
+        sqpoll_cpu: None,
+        hipri: false,
         ramp: Duration::ZERO,
         runtime: DEFAULT_RUNTIME,
         interval: Duration::from_secs(1),

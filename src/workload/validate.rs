@@ -112,6 +112,21 @@ pub fn validate(spec: &Spec) -> Result<(), SpecError> {
     if spec.size == 0 {
         return Err(SpecError::invalid("size", 0, "> 0"));
     }
+    if spec.hipri && !spec.direct {
+        return Err(SpecError::invalid(
+            "hipri",
+            1,
+            "0 without direct = 1; polled completions (IORING_SETUP_IOPOLL) need O_DIRECT: \
+             set direct = 1 or drop hipri",
+        ));
+    }
+    if spec.sqpoll_cpu.is_some() && !spec.sqpoll {
+        return Err(SpecError::invalid(
+            "sqpoll_cpu",
+            spec.sqpoll_cpu.unwrap_or_default(),
+            "unset without sqpoll = 1; it pins the SQPOLL thread: set sqpoll = 1 or drop sqpoll_cpu",
+        ));
+    }
     if spec.direct && spec.offset % DIRECT_ALIGN != 0 {
         return Err(SpecError::invalid(
             "offset",
@@ -322,6 +337,29 @@ mod tests {
         let mut s = spec();
         s.direct = false;
         s.groups[0].access.bs = BlockSizes::one(1000);
+        validate(&s).unwrap();
+    }
+
+    #[test]
+    fn hipri_needs_direct_and_sqpoll_cpu_needs_sqpoll() {
+        assert_eq!(
+            err(|s| {
+                s.direct = false;
+                s.hipri = true;
+            }),
+            "invalid hipri = 1 (allowed: 0 without direct = 1; polled completions \
+             (IORING_SETUP_IOPOLL) need O_DIRECT: set direct = 1 or drop hipri)"
+        );
+        assert_eq!(
+            err(|s| s.sqpoll_cpu = Some(1)),
+            "invalid sqpoll_cpu = 1 (allowed: unset without sqpoll = 1; it pins the SQPOLL \
+             thread: set sqpoll = 1 or drop sqpoll_cpu)"
+        );
+        let mut s = spec();
+        s.direct = true;
+        s.hipri = true;
+        s.sqpoll = true;
+        s.sqpoll_cpu = Some(0);
         validate(&s).unwrap();
     }
 

@@ -264,3 +264,108 @@ fn io_size_without_runtime_runs_until_the_bytes_are_done() {
     assert_eq!(u(&p["summary"]["write"]["bytes"]), 2 * (2 << 20));
     assert_eq!(u(&p["summary"]["write"]["ios"]), 2 * 512);
 }
+
+/// `--sqpoll` on a file: a verified write pass then a verified read pass
+/// through the SQPOLL ring find every block as written, and the backend
+/// line says sqpoll; `--hipri` polls or refuses in one line naming it and
+/// the file; the null target refuses both.
+#[test]
+fn sqpoll_reads_back_verified_data_and_hipri_is_named_where_refused() {
+    let data = TempDir::new("sqpoll");
+    let file = data.join("one.dat");
+    let target = format!("file:{}", file.display());
+    let pass = |rw: &str, extra: &[&str]| {
+        let json = data.join(&format!("{rw}.json"));
+        let mut args = vec![
+            "run",
+            "--target",
+            &target,
+            "--rw",
+            rw,
+            "--bs",
+            "16k",
+            "--iodepth",
+            "8",
+            "--size",
+            "4m",
+            "--io_size",
+            "4m",
+            "--runtime",
+            "60",
+            "--verify",
+            "--json",
+            json.to_str().unwrap(),
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        let o = bin()
+            .env("STORLAB_VERIFY_DIR", data.join("state"))
+            .args(&args)
+            .output()
+            .unwrap();
+        (o, json)
+    };
+    for rw in ["write", "read"] {
+        let (o, json) = pass(rw, &["--sqpoll"]);
+        assert!(o.status.success(), "{rw}: {}", stderr(&o));
+        let p = &points(&read_json(&json))[0];
+        let backend = p["backend"].as_str().unwrap();
+        assert!(
+            backend.contains("sqpoll") && backend.contains("registered files"),
+            "{backend}"
+        );
+        assert_eq!(p["spec"]["sqpoll"], true, "{}", p["spec"]);
+        assert_eq!(u(&p["summary"][rw]["ios"]), 256, "{rw}");
+        assert_eq!(u(&p["summary"]["total"]["errors"]), 0, "{rw}");
+    }
+    // A verified read finds a block that differs: the check is live.
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+        f.write_all_at(&[0x5a; 64], 100 * 16384 + 512).unwrap();
+    }
+    let (o, _) = pass("read", &["--sqpoll"]);
+    assert!(!o.status.success(), "the corrupted block went unseen");
+    assert!(
+        stderr(&o).contains(&format!("at offset {}", 100 * 16384 + 512)),
+        "{}",
+        stderr(&o)
+    );
+
+    let (o, json) = pass("read", &["--hipri", "--direct", "1"]);
+    let err = stderr(&o);
+    if o.status.success() {
+        let p = &points(&read_json(&json))[0];
+        assert!(p["backend"].as_str().unwrap().contains("iopoll"));
+    } else if !err.contains("cannot open for O_DIRECT") {
+        let line = format!(
+            "storlab: error: {}: hipri (IORING_SETUP_IOPOLL) refused: ",
+            file.display()
+        );
+        assert!(err.starts_with(&line), "{err}");
+        assert!(err.contains("drop --hipri"), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+
+    for option in ["--sqpoll", "--hipri"] {
+        let o = storlab(&[
+            "run",
+            "--target",
+            "null:",
+            "--size",
+            "1m",
+            "--direct",
+            "1",
+            "--runtime",
+            "1",
+            option,
+            "-q",
+        ]);
+        assert!(!o.status.success());
+        let want = format!(
+            "storlab: error: {}: the null: target's backend does not use io_uring",
+            &option[2..]
+        );
+        assert!(stderr(&o).starts_with(&want), "{}", stderr(&o));
+    }
+}

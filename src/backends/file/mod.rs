@@ -7,6 +7,7 @@
 
 mod uring;
 
+use uring::Polling;
 pub(crate) use uring::block_device_size;
 
 use crate::io::{Backend, BackendError, BufferPool, Completion, OpenOptions, QueueError, Request};
@@ -21,6 +22,13 @@ use uring::{Ring, Target};
 
 /// How long drop waits for requests the kernel still owns.
 const DROP_WAIT: Duration = Duration::from_secs(10);
+
+/// How long the SQPOLL kernel thread spins without submissions before it
+/// sleeps (fio leaves sq_thread_idle at 0, which the kernel takes as 1 s).
+const SQPOLL_IDLE_MS: u32 = 1000;
+
+/// Bytes the IOPOLL probe reads: a multiple of every logical block size.
+const PROBE_LEN: usize = 4096;
 
 /// The text of an OS error without Rust's " (os error N)" suffix.
 pub(crate) fn errno_text(e: &io::Error) -> String {
@@ -47,6 +55,8 @@ pub struct FileBackend {
     /// `quiesce` waited [`DROP_WAIT`] and the kernel still owned requests.
     gave_up: bool,
     fixed_files: bool,
+    /// `--hipri`: a completion failed with EOPNOTSUPP on the IOPOLL ring.
+    poll_refused: bool,
     buffers_note: String,
     files_note: String,
     name: String,
@@ -100,6 +110,60 @@ fn open_one(path: &Path, opts: &OpenOptions) -> Result<File, BackendError> {
     Ok(file)
 }
 
+/// `--hipri`: one polled read of `file` (`path`), so that a device or file
+/// system that cannot poll fails the open with one line, not the first I/O.
+fn probe_poll(file: &File, path: &Path) -> Result<(), BackendError> {
+    let fd = file.as_raw_fd();
+    match uring::probe_iopoll(fd, PROBE_LEN) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let why = match e.raw_os_error() {
+                Some(libc::EOPNOTSUPP) => {
+                    let queue = device_queue(file)
+                        .filter(|q| {
+                            std::fs::read_to_string(format!("{q}/io_poll"))
+                                .is_ok_and(|v| v.trim() == "0")
+                        })
+                        .map(|q| format!(" ({q}/io_poll is 0: no poll queues)"))
+                        .unwrap_or_default();
+                    format!(
+                        "its device or file system cannot poll for completions{queue}; \
+                         drop --hipri, or use a device with poll queues (NVMe with \
+                         nvme.poll_queues > 0)"
+                    )
+                }
+                _ => format!("{}; drop --hipri", errno_text(&e)),
+            };
+            Err(BackendError::new(
+                path.display().to_string(),
+                format!("hipri (IORING_SETUP_IOPOLL) refused: {why}"),
+            ))
+        }
+    }
+}
+
+/// The sysfs queue directory of the block device holding `file` (the device
+/// itself or the one under its file system), when it can be found.
+fn device_queue(file: &File) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = file.metadata().ok()?;
+    let dev = if m.file_type().is_block_device() {
+        m.rdev()
+    } else {
+        m.dev()
+    };
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let sys = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    // A partition's queue is its whole disk's.
+    let disk = [sys.as_path(), sys.parent()?]
+        .into_iter()
+        .find(|d| d.join("queue/io_poll").exists())?;
+    Some(format!(
+        "/sys/block/{}/queue",
+        disk.file_name()?.to_string_lossy()
+    ))
+}
+
 impl FileBackend {
     /// Open every disk and build the ring. The ring is bound to the thread that
     /// first queues a request (io_uring's single issuer), so create it anywhere
@@ -116,19 +180,53 @@ impl FileBackend {
             .iter()
             .map(|p| open_one(p, opts))
             .collect::<Result<Vec<_>, _>>()?;
+        if opts.hipri && !opts.direct {
+            return Err(BackendError::new(
+                &name,
+                "hipri: polled completions (IORING_SETUP_IOPOLL) need O_DIRECT; \
+                 set --direct 1 or drop --hipri",
+            ));
+        }
+        if opts.hipri {
+            for (f, p) in files.iter().zip(disks) {
+                probe_poll(f, p)?;
+            }
+        }
         let depth = opts.depth.max(1) as usize;
         let sq = (depth as u32).next_power_of_two().min(1 << 15);
         let cq = sq.saturating_mul(2);
-        let ring = Ring::new(sq, cq).map_err(|e| {
+        let poll = Polling {
+            sqpoll_idle_ms: opts.sqpoll.then_some(SQPOLL_IDLE_MS),
+            sqpoll_cpu: opts.sqpoll_cpu,
+            iopoll: opts.hipri,
+        };
+        let ring = Ring::new(sq, cq, poll).map_err(|e| {
             let hint = match e.raw_os_error() {
                 Some(libc::ENOSYS) => " (this kernel has no io_uring)",
+                Some(libc::EPERM) if opts.sqpoll => {
+                    " (sqpoll: this kernel lets only privileged users (CAP_SYS_NICE) start \
+                     the polling thread; drop --sqpoll or run as root)"
+                }
                 Some(libc::EPERM) => " (io_uring is disabled: see sysctl kernel.io_uring_disabled)",
                 Some(libc::ENOMEM) => " (raise RLIMIT_MEMLOCK or lower the queue depth)",
+                Some(libc::EINVAL) if opts.sqpoll_cpu.is_some() => {
+                    " (sqpoll_cpu: that CPU is offline or not allowed to this process; \
+                     pick another with --sqpoll_cpu or drop it)"
+                }
+                Some(libc::EINVAL) if opts.sqpoll || opts.hipri => {
+                    " (this kernel refuses sqpoll or hipri; drop --sqpoll / --hipri)"
+                }
                 _ => "",
+            };
+            let what = match (opts.sqpoll, opts.hipri) {
+                (true, true) => "io_uring with sqpoll and iopoll",
+                (true, false) => "io_uring with sqpoll",
+                (false, true) => "io_uring with iopoll",
+                (false, false) => "io_uring",
             };
             BackendError::new(
                 &name,
-                format!("cannot set up io_uring: {}{hint}", errno_text(&e)),
+                format!("cannot set up {what}: {}{hint}", errno_text(&e)),
             )
         })?;
         if !ring.has_ext_arg() {
@@ -144,6 +242,17 @@ impl FileBackend {
                 true,
                 "registered files".to_string(),
             ),
+            Err(e) if opts.sqpoll && !ring.sqpoll_takes_plain_files() => {
+                return Err(BackendError::new(
+                    &name,
+                    format!(
+                        "sqpoll: cannot register the files with io_uring ({}), and this \
+                         kernel's polling thread takes registered files only (before Linux \
+                         5.11); drop --sqpoll",
+                        errno_text(&e)
+                    ),
+                ));
+            }
             Err(e) => (
                 fds.iter().map(|&fd| Target::Fd(fd)).collect(),
                 false,
@@ -160,6 +269,7 @@ impl FileBackend {
             inflight: 0,
             gave_up: false,
             fixed_files,
+            poll_refused: false,
             buffers_note: "plain buffers".to_string(),
             files_note,
             name,
@@ -175,6 +285,12 @@ impl FileBackend {
             s.push_str(", single issuer, deferred task work");
         } else if setup.coop_taskrun {
             s.push_str(", cooperative task work");
+        }
+        if setup.sqpoll {
+            s.push_str(", sqpoll");
+        }
+        if setup.iopoll {
+            s.push_str(", iopoll");
         }
         s
     }
@@ -209,8 +325,16 @@ impl FileBackend {
     }
 
     fn drain(&mut self, out: &mut Vec<Completion>) -> usize {
+        let start = out.len();
         let n = self.ring.drain(out);
         self.inflight -= n;
+        if self.ring.setup().iopoll
+            && out[start..]
+                .iter()
+                .any(|c| c.result == Err(libc::EOPNOTSUPP))
+        {
+            self.poll_refused = true;
+        }
         n
     }
 }
@@ -242,6 +366,16 @@ unsafe impl Backend for FileBackend {
 
     fn features(&self) -> String {
         FileBackend::features(self)
+    }
+
+    fn error_detail(&self) -> Option<String> {
+        self.poll_refused.then(|| {
+            format!(
+                "hipri: {} refused polled I/O (IORING_SETUP_IOPOLL): its device has no poll \
+                 queues or its file system cannot poll; drop --hipri",
+                self.name
+            )
+        })
     }
 
     fn depth(&self) -> usize {
@@ -474,10 +608,14 @@ mod tests {
     }
 
     fn write_then_read_back(register: bool) {
+        write_then_read_back_with(register, &opts(true, 8));
+    }
+
+    fn write_then_read_back_with(register: bool, o: &OpenOptions) {
         const BS: usize = 64 * 1024;
         const SLOTS: usize = 8;
         let t = TempFile::new(0);
-        let b = FileBackend::open(std::slice::from_ref(&t.0), &opts(true, SLOTS as u32)).unwrap();
+        let b = FileBackend::open(std::slice::from_ref(&t.0), o).unwrap();
         let pool = BufferPool::new(SLOTS, BS);
         let mut b = if register {
             Lane::new(Box::new(b), pool).unwrap()
@@ -538,6 +676,206 @@ mod tests {
     #[test]
     fn write_then_read_back_plain_buffers() {
         write_then_read_back(false);
+    }
+
+    #[test]
+    fn sqpoll_writes_and_reads_back_with_registered_files_and_buffers() {
+        let o = OpenOptions {
+            sqpoll: true,
+            ..opts(true, 8)
+        };
+        write_then_read_back_with(true, &o);
+        let t = TempFile::new(1 << 16);
+        let b = FileBackend::open(std::slice::from_ref(&t.0), &o).unwrap();
+        let b = lane(b, 2, 4096);
+        let f = b.backend().features();
+        assert!(f.contains("sqpoll"), "{f}");
+        // SQPOLL needs registered files on kernels before 5.11: still on.
+        assert!(f.contains("registered files, registered buffers"), "{f}");
+        assert!(!f.contains("iopoll"), "{f}");
+        let plain = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 2)).unwrap();
+        assert!(!plain.features().contains("sqpoll"), "{}", plain.features());
+    }
+
+    #[test]
+    fn sqpoll_wakes_the_idle_kernel_thread() {
+        let t = TempFile::new(1 << 16);
+        let o = OpenOptions {
+            sqpoll: true,
+            ..opts(false, 2)
+        };
+        let b = FileBackend::open(std::slice::from_ref(&t.0), &o).unwrap();
+        let mut b = lane(b, 2, 4096);
+        b.queue(0, 0, Dir::Read, 0, 4096).unwrap();
+        b.commit().unwrap();
+        assert_eq!(reap_all(&mut b, 1)[0].result, Ok(4096));
+        // Past the idle time the kernel thread (a task of this process named
+        // iou-sqp-PID) sleeps, and the next submit must wake it.
+        let start = Instant::now();
+        while !sqpoll_threads_asleep() {
+            assert!(
+                start.elapsed() < Duration::from_millis(SQPOLL_IDLE_MS as u64 * 5),
+                "the SQPOLL thread never went idle"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // A request queued now completes only if the submit wakes it.
+        b.queue(1, 0, Dir::Read, 4096, 4096).unwrap();
+        b.commit().unwrap();
+        let mut out = Vec::new();
+        let got = b.reap(1, Some(Duration::from_secs(5)), &mut out).unwrap();
+        assert_eq!(got, 1, "the idle SQPOLL thread was not woken");
+        assert_eq!(out[0].result, Ok(4096));
+    }
+
+    /// Whether this process has SQPOLL threads and all of them sleep.
+    fn sqpoll_threads_asleep() -> bool {
+        let mut seen = 0;
+        for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if !comm.starts_with("iou-sqp") {
+                continue;
+            }
+            seen += 1;
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            // The state follows the parenthesised command name.
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            if !state.starts_with('S') {
+                return false;
+            }
+        }
+        seen > 0
+    }
+
+    #[test]
+    fn hipri_needs_direct() {
+        let t = TempFile::new(1 << 16);
+        let o = OpenOptions {
+            hipri: true,
+            ..opts(false, 2)
+        };
+        let e = FileBackend::open(std::slice::from_ref(&t.0), &o)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("{}: hipri:", t.0.display()))
+                && e.contains("need O_DIRECT")
+                && e.contains("drop --hipri"),
+            "{e}"
+        );
+    }
+
+    /// `--hipri` on a file: where the device (or file system) cannot poll, as
+    /// this VM's virtio disk and tmpfs, one error naming hipri, the file and
+    /// what to do; where it can, polled reads return the file's data.
+    #[test]
+    fn hipri_polls_or_names_the_refusal() {
+        let mut dirs = vec![std::env::temp_dir()];
+        if Path::new("/dev/shm").is_dir() {
+            dirs.push(PathBuf::from("/dev/shm"));
+        }
+        for dir in dirs {
+            let path = dir.join(format!(
+                "storlab-hipri-{}-{}.tst",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            let t = TempFile(path);
+            let mut data = vec![0u8; 8192];
+            content::fill(&mut data, Content::Random, 9, 0);
+            std::fs::write(&t.0, &data).unwrap();
+            let o = OpenOptions {
+                direct: true,
+                hipri: true,
+                ..opts(false, 2)
+            };
+            match FileBackend::open(std::slice::from_ref(&t.0), &o) {
+                Ok(b) => {
+                    assert!(b.features().contains("iopoll"), "{}", b.features());
+                    let mut b = lane(b, 1, 8192);
+                    b.queue(0, 0, Dir::Read, 0, 8192).unwrap();
+                    b.commit().unwrap();
+                    assert_eq!(reap_all(&mut b, 1)[0].result, Ok(8192));
+                    assert!(b.buf(0) == &data[..]);
+                }
+                Err(e) => {
+                    let e = e.to_string();
+                    println!("{}: {e}", dir.display());
+                    if e.contains("cannot open for O_DIRECT") {
+                        continue;
+                    }
+                    assert!(
+                        e.starts_with(&format!(
+                            "{}: hipri (IORING_SETUP_IOPOLL) refused: ",
+                            t.0.display()
+                        )) && e.contains("cannot poll")
+                            && e.ends_with(
+                                "drop --hipri, or use a device with poll queues \
+                                 (NVMe with nvme.poll_queues > 0)"
+                            ),
+                        "{e}"
+                    );
+                    assert_eq!(e.lines().count(), 1, "{e}");
+                }
+            }
+        }
+    }
+
+    /// A sparse file passes the open's polled probe (a hole is read without
+    /// the device) where the device cannot poll; the first polled I/O that
+    /// reaches the device is refused with EOPNOTSUPP, and the error detail
+    /// names hipri.
+    #[test]
+    fn hipri_refused_after_the_probe_is_named_in_the_detail() {
+        let t = TempFile::new(1 << 20);
+        let o = OpenOptions {
+            direct: true,
+            hipri: true,
+            write: true,
+            ..opts(true, 2)
+        };
+        let b = match FileBackend::open(std::slice::from_ref(&t.0), &o) {
+            Ok(b) => b,
+            Err(e) => {
+                println!("the probe refused already: {e}");
+                return;
+            }
+        };
+        let mut b = lane(b, 1, 4096);
+        // An allocating write is not polled (the file system drops the flag);
+        // reading the block back goes to the device polled.
+        b.buf_mut(0).fill(0x3c);
+        b.queue(0, 0, Dir::Write, 64 << 10, 4096).unwrap();
+        b.commit().unwrap();
+        let written = reap_all(&mut b, 1)[0].result;
+        if written.is_ok() {
+            b.buf_mut(0).fill(0);
+            b.queue(0, 0, Dir::Read, 64 << 10, 4096).unwrap();
+            b.commit().unwrap();
+        }
+        let done = if written.is_ok() {
+            reap_all(&mut b, 1)[0].result
+        } else {
+            written
+        };
+        match done {
+            Ok(n) => {
+                assert_eq!(n, 4096);
+                assert!(b.buf(0).iter().all(|&x| x == 0x3c));
+                assert_eq!(b.backend().error_detail(), None);
+            }
+            Err(errno) => {
+                assert_eq!(errno, libc::EOPNOTSUPP);
+                let d = b.backend().error_detail().unwrap();
+                println!("{d}");
+                assert!(
+                    d.starts_with(&format!("hipri: {} refused polled I/O", t.0.display()))
+                        && d.ends_with("drop --hipri"),
+                    "{d}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -751,6 +1089,7 @@ mod tests {
             write: false,
             depth: 4,
             size_needed: 0,
+            ..OpenOptions::default()
         };
         match FileBackend::open(std::slice::from_ref(&t.0), &o) {
             Err(e) => {

@@ -34,6 +34,23 @@ pub(crate) struct RingSetup {
     pub single_issuer: bool,
     /// IORING_SETUP_COOP_TASKRUN.
     pub coop_taskrun: bool,
+    /// IORING_SETUP_SQPOLL: a kernel thread takes submissions off the ring.
+    pub sqpoll: bool,
+    /// IORING_SETUP_IOPOLL: completions are polled for, not interrupt-driven.
+    pub iopoll: bool,
+}
+
+/// The polling modes asked for (`--sqpoll`, `--sqpoll_cpu`, `--hipri`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Polling {
+    /// IORING_SETUP_SQPOLL with this idle time in milliseconds: the kernel
+    /// thread sleeps after that long without submissions, and sets
+    /// IORING_SQ_NEED_WAKEUP; the next submit wakes it (IORING_ENTER_SQ_WAKEUP).
+    pub sqpoll_idle_ms: Option<u32>,
+    /// IORING_SETUP_SQ_AFF: pin the SQPOLL thread to this CPU.
+    pub sqpoll_cpu: Option<u32>,
+    /// IORING_SETUP_IOPOLL (O_DIRECT only).
+    pub iopoll: bool,
 }
 
 /// One io_uring instance, created disabled when the kernel allows it so that
@@ -52,32 +69,44 @@ fn is_flag_error(e: &io::Error) -> bool {
 }
 
 impl Ring {
-    /// A ring with `sq` submission entries (power of two) and `cq` completion entries.
-    pub fn new(sq: u32, cq: u32) -> io::Result<Ring> {
+    /// A ring with `sq` submission entries (power of two) and `cq` completion
+    /// entries, polling as `poll` asks (an error when the kernel refuses it:
+    /// the caller names the option).
+    pub fn new(sq: u32, cq: u32, poll: Polling) -> io::Result<Ring> {
+        let base = RingSetup {
+            sqpoll: poll.sqpoll_idle_ms.is_some(),
+            iopoll: poll.iopoll,
+            ..RingSetup::default()
+        };
+        // Task-work flags make no sense with SQPOLL (the kernel thread runs
+        // the task work; the kernel refuses them with EINVAL): SQPOLL alone.
+        if base.sqpoll {
+            return Ring::build(sq, cq, base, poll);
+        }
         // Best first: single issuer with deferred task work (Linux 6.1), as
         // fio does; then cooperative task work (Linux 5.19); then neither.
         // A kernel without a flag refuses it with EINVAL or EOPNOTSUPP.
         for setup in [
             RingSetup {
                 single_issuer: true,
-                coop_taskrun: false,
+                ..base
             },
             RingSetup {
-                single_issuer: false,
                 coop_taskrun: true,
+                ..base
             },
         ] {
-            match Ring::build(sq, cq, setup) {
+            match Ring::build(sq, cq, setup, poll) {
                 Err(e) if is_flag_error(&e) => {}
                 built => return built,
             }
         }
-        Ring::build(sq, cq, RingSetup::default())
+        Ring::build(sq, cq, base, poll)
     }
 
     /// Build a ring with `setup`'s flags; a single issuer's ring starts
     /// disabled (the thread that first queues enables it).
-    fn build(sq: u32, cq: u32, setup: RingSetup) -> io::Result<Ring> {
+    fn build(sq: u32, cq: u32, setup: RingSetup, poll: Polling) -> io::Result<Ring> {
         let mut b = IoUring::builder();
         b.setup_cqsize(cq).setup_clamp();
         if setup.single_issuer {
@@ -90,6 +119,15 @@ impl Ring {
             b.setup_submit_all()
                 .setup_coop_taskrun()
                 .setup_taskrun_flag();
+        }
+        if let Some(idle) = poll.sqpoll_idle_ms {
+            b.setup_sqpoll(idle);
+            if let Some(cpu) = poll.sqpoll_cpu {
+                b.setup_sqpoll_cpu(cpu);
+            }
+        }
+        if poll.iopoll {
+            b.setup_iopoll();
         }
         Ok(Ring {
             ring: b.build(sq)?,
@@ -106,6 +144,12 @@ impl Ring {
     /// Whether the kernel supports timed waits in io_uring_enter (Linux 5.11).
     pub fn has_ext_arg(&self) -> bool {
         self.ring.params().is_feature_ext_arg()
+    }
+
+    /// Whether an SQPOLL ring may use plain descriptors (Linux 5.11; older
+    /// kernels' polling thread takes registered files only).
+    pub fn sqpoll_takes_plain_files(&self) -> bool {
+        self.ring.params().is_feature_sqpoll_nonfixed()
     }
 
     /// Whether the ring may be used (it is enabled on first use when created disabled).
@@ -219,6 +263,13 @@ impl Ring {
     /// Submit what is queued and wait for `want` completions; `timeout` bounds
     /// the wait (`Some` requires [`Ring::has_ext_arg`]). ETIME, EINTR, EBUSY and
     /// EAGAIN are not errors: the caller just drains what is there.
+    ///
+    /// With SQPOLL the kernel thread submits: this enters the kernel only to
+    /// wait, or to wake the thread (IORING_ENTER_SQ_WAKEUP) when it has gone
+    /// idle and set IORING_SQ_NEED_WAKEUP. With IOPOLL every enter carries
+    /// GETEVENTS, which polls the device for completions (the kernel spins
+    /// instead of sleeping, so `timeout` is only checked between polls). The
+    /// io-uring crate's submit calls set both flags.
     pub fn submit_wait(&mut self, want: usize, timeout: Option<Duration>) -> io::Result<()> {
         let sub = self.ring.submitter();
         let res = match timeout {
@@ -241,9 +292,14 @@ impl Ring {
     }
 
     /// Whether the kernel has completions it will post only when asked
-    /// (deferred or cooperative task work, or a CQ overflow backlog).
+    /// (deferred or cooperative task work, a CQ overflow backlog, or, on an
+    /// IOPOLL ring without SQPOLL, every completion: only an enter with
+    /// GETEVENTS polls the device).
     #[inline]
     pub fn needs_getevents(&mut self) -> bool {
+        if self.setup.iopoll && !self.setup.sqpoll {
+            return true;
+        }
         let sq = self.ring.submission();
         sq.taskrun() || sq.cq_overflow()
     }
@@ -280,6 +336,47 @@ impl Ring {
             .completion()
             .filter(|c| c.user_data() != CANCEL_TAG)
             .count()
+    }
+}
+
+/// Read the first `len` bytes of `fd` (opened O_DIRECT) once through a
+/// throwaway IOPOLL ring: Ok(bytes read) when the kernel polls this file's
+/// device, the errno otherwise (EOPNOTSUPP: the file system or the device
+/// cannot poll, as a device without poll queues). The buffer is freed only
+/// once the kernel has given it back; it is leaked when that cannot be told.
+pub(crate) fn probe_iopoll(fd: RawFd, len: usize) -> io::Result<u32> {
+    let mut ring: IoUring = IoUring::builder().setup_iopoll().build(2)?;
+    let pool = BufferPool::new(1, len);
+    let entry = opcode::Read::new(types::Fd(fd), pool.addr(0).as_ptr(), len as u32)
+        .offset(0)
+        .build()
+        .user_data(1);
+    // SAFETY: the entry names `len` bytes of the pool's one buffer (a private
+    // pool: no lease on it exists to alias); the pool is dropped below only after the request's completion has been reaped,
+    // and leaked when the wait fails before that.
+    unsafe {
+        if ring.submission().push(&entry).is_err() {
+            return Err(io::Error::from_raw_os_error(libc::EBUSY));
+        }
+    }
+    let res = loop {
+        if let Some(c) = ring.completion().next() {
+            break c.result();
+        }
+        match ring.submit_and_wait(1) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(e) => {
+                std::mem::forget(pool);
+                return Err(e);
+            }
+        }
+    };
+    drop(pool);
+    if res < 0 {
+        Err(io::Error::from_raw_os_error(-res))
+    } else {
+        Ok(res as u32)
     }
 }
 

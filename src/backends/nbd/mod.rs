@@ -687,6 +687,7 @@ mod tests {
             write,
             depth,
             size_needed,
+            ..OpenOptions::default()
         }
     }
 

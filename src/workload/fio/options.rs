@@ -13,7 +13,8 @@ use toml::Value;
 pub const SUPPORTED: &str = "name, description, bs, blocksize, bsrange, blocksize_range, bssplit, \
      rw, readwrite, rwmixread, rwmixwrite, percentage_random, iodepth, \
      iodepth_batch_complete_min (iodepth_batch_complete), numjobs, size, io_size, \
-     offset, runtime, time_based, ramp_time, direct, buffered, sync, fsync (0), rate_iops, rate, \
+     offset, runtime, time_based, ramp_time, direct, buffered, sync, fsync (0), \
+     sqthread_poll, sqthread_poll_cpu (io_uring), hipri (io_uring, pvsync2), rate_iops, rate, \
      norandommap, randrepeat (1), randseed, random_distribution (random), invalidate (0), blockalign, filename, \
      directory, ioengine, uri (nbd), nfs_url (nfs), stonewall, wait_for_previous, new_group, \
      group_reporting, thread, steadystate (ss), steadystate_duration (ss_dur), \
@@ -128,6 +129,7 @@ pub fn map_job(job: &JobOpts, origin: &str) -> Result<Mapped, Vec<SpecError>> {
     let (engine_name, engine_line) = said.engine.clone().unwrap_or(("psync".into(), job.line));
     let e = engine_name.as_str();
     m.target = target_of(job, &said, e, engine_line, origin, &header, &mut errors);
+    engine_options(&said, e, origin, &mut errors);
     lay_out(job, &mut said, e, &mut m);
     region_and_time(&mut said, origin, &header, &mut m, &mut errors);
     note_differences(&said, &mut m);
@@ -370,6 +372,10 @@ struct Said {
     steady: SteadyOpts,
     group: Vec<(String, Value)>,
     point: Vec<(String, Value, usize)>,
+    /// The line of the first `sqthread_poll` or `sqthread_poll_cpu`.
+    poll_line: Option<usize>,
+    /// The line of the first `hipri`.
+    hipri_line: Option<usize>,
 }
 
 /// Read every option of `job` in order (a later one wins): the keys each
@@ -434,6 +440,33 @@ impl One<'_> {
 /// What reading one option gave: `None` if the reader does not know its
 /// key, else whether its value is one storlab can honour.
 type Read = Option<Result<(), SpecError>>;
+
+/// fio takes `sqthread_poll` and `sqthread_poll_cpu` with the io_uring engine
+/// only, and `hipri` with io_uring and pvsync2: with another engine, one
+/// error naming the option's line and the engine.
+fn engine_options(said: &Said, e: &str, origin: &str, errors: &mut Vec<SpecError>) {
+    let checks = [
+        (said.poll_line, "sqthread_poll", &["io_uring"][..]),
+        (said.hipri_line, "hipri", &["io_uring", "pvsync2"][..]),
+    ];
+    for (line, option, engines) in checks {
+        if let Some(line) = line
+            && !engines.contains(&e)
+        {
+            errors.push(
+                SpecError::invalid(
+                    option,
+                    format!("(set with ioengine={e})"),
+                    format!(
+                        "ioengine={} only (fio's engine option)",
+                        engines.join(" or ")
+                    ),
+                )
+                .context(format!("{origin}, line {line}")),
+            );
+        }
+    }
+}
 
 /// The readers of fio's options, one per area; each knows its own keys.
 const READERS: [fn(&One, &mut Said, &mut Mapped) -> Read; 6] = [
@@ -575,6 +608,18 @@ fn mode_option(one: &One, said: &mut Said, _: &mut Mapped) -> Read {
         "sync" => one
             .checked("sync")
             .map(|v| said.point.push(("sync".into(), v, line))),
+        "sqthread_poll" => one.flag().map(|b| {
+            said.poll_line.get_or_insert(line);
+            said.point.push(("sqpoll".into(), Value::Boolean(b), line));
+        }),
+        "sqthread_poll_cpu" => one.checked("sqpoll_cpu").map(|v| {
+            said.poll_line.get_or_insert(line);
+            said.point.push(("sqpoll_cpu".into(), v, line));
+        }),
+        "hipri" => one.flag().map(|b| {
+            said.hipri_line.get_or_insert(line);
+            said.point.push(("hipri".into(), Value::Boolean(b), line));
+        }),
         "fsync" | "fdatasync" if text == "0" => Ok(()),
         "fsync" | "fdatasync" => Err(one.unsupported(
             "0 (storlab issues no fsync; sync=1 makes every write durable before it completes)",

@@ -74,6 +74,46 @@ fn batch_completion_is_read_under_both_names_and_round_trips() {
 }
 
 #[test]
+fn sqthread_poll_and_hipri_map_and_round_trip() {
+    let imp = job(
+        "[d]\nioengine=io_uring\nfilename=/dev/sdx\ndirect=1\nsqthread_poll=1\n\
+         sqthread_poll_cpu=1\nhipri\nsize=1g\n",
+    );
+    let p = &imp.job.points[0];
+    assert_eq!((p.sqpoll, p.sqpoll_cpu, p.hipri), (true, Some(1), true));
+    round_trips(&imp);
+    let imp = job("[d]\nioengine=io_uring\nfilename=/dev/sdx\nsize=1g\n");
+    let p = &imp.job.points[0];
+    assert_eq!((p.sqpoll, p.sqpoll_cpu, p.hipri), (false, None, false));
+    // fio's pvsync2 takes hipri too (RWF_HIPRI): storlab polls on io_uring.
+    let imp = job("[d]\nioengine=pvsync2\nfilename=/dev/sdx\ndirect=1\nhipri=1\nsize=1g\n");
+    assert!(imp.job.points[0].hipri);
+}
+
+#[test]
+fn polling_options_of_another_engine_are_named() {
+    let e = errors("[d]\nioengine=libaio\nfilename=/dev/sdx\nsqthread_poll=1\nhipri=1\nsize=1g\n");
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert_eq!(
+        e[0],
+        "dir/x.fio, line 4: invalid sqthread_poll = (set with ioengine=libaio) \
+         (allowed: ioengine=io_uring only (fio's engine option))"
+    );
+    assert_starts(
+        &e[1],
+        "dir/x.fio, line 5: invalid hipri = (set with ioengine=libaio)",
+    );
+    assert_has(&e[1], "ioengine=io_uring or pvsync2 only");
+    // hipri without direct is refused by name, as in a job file.
+    let e = errors("[d]\nioengine=io_uring\nfilename=/dev/sdx\nhipri=1\nsize=1g\n");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_has(&e[0], "invalid hipri = 1");
+    assert_has(&e[0], "need O_DIRECT");
+    let e = errors("[d]\nioengine=io_uring\nfilename=/dev/sdx\nsqthread_poll=yes\nsize=1g\n");
+    assert_starts(&e[0], "dir/x.fio, line 4: invalid sqthread_poll = yes");
+}
+
+#[test]
 fn stonewalls_make_points_and_jobs_beside_share_one() {
     let imp =
         load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fio/stonewalls.fio")).unwrap();
