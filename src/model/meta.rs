@@ -275,11 +275,18 @@ impl MetaResult {
     /// The table's rows: every operation type that ran or failed (the mix),
     /// or the write and the read (the copy).
     pub fn rows(&self) -> Vec<OpRow<'_>> {
+        let mut rows = self.all_rows();
+        rows.retain(|o| o.count > 0 || o.errors > 0 || matches!(self, MetaResult::Copy(_)));
+        rows
+    }
+
+    /// Every row: with the mix, also the operation types that never ran, so
+    /// that a stored run reads back as it was measured.
+    pub fn all_rows(&self) -> Vec<OpRow<'_>> {
         match self {
             MetaResult::Meta(r) => r
                 .ops
                 .iter()
-                .filter(|o| o.count > 0 || o.errors > 0)
                 .map(|o| OpRow {
                     op: &o.op,
                     count: o.count,

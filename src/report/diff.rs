@@ -293,31 +293,7 @@ impl Diff {
         }
         let a = points_by_key(old);
         let b = points_by_key(new);
-        let name = |k: &Key| format!("{} · {} · {}", k.0, k.1, k.2);
-        let mut d = Diff {
-            schema: "storlab.diff",
-            schema_version: DIFF_SCHEMA_VERSION,
-            old: old.name.clone(),
-            new: new.name.clone(),
-            changes: Vec::new(),
-            spec_differences: Vec::new(),
-            environment_differences: match (old.sources.first(), new.sources.first()) {
-                (Some(x), Some(y)) => {
-                    environment_differences(&x.run.environment, &y.run.environment)
-                }
-                _ => Vec::new(),
-            },
-            only_old: a
-                .iter()
-                .filter(|(k, _)| !b.iter().any(|(j, _)| j == k))
-                .map(|(k, _)| name(k))
-                .collect(),
-            only_new: b
-                .iter()
-                .filter(|(k, _)| !a.iter().any(|(j, _)| j == k))
-                .map(|(k, _)| name(k))
-                .collect(),
-        };
+        let mut d = Diff::empty(old, new, &a, &b);
         for (key, pa) in &a {
             let Some((_, pb)) = b.iter().find(|(k, _)| k == key) else {
                 continue;
@@ -336,24 +312,11 @@ impl Diff {
             }
         }
         if d.changes.is_empty() {
-            let list = |v: &[(Key, Vec<&PointResult>)]| {
-                if v.is_empty() {
-                    "no points".to_string()
-                } else {
-                    v.iter()
-                        .map(|(k, _)| name(k))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                }
-            };
-            return Err(format!(
-                "{} and {} share no load point (job · point · target): {} has {}; {} has {}",
-                old.name,
-                new.name,
-                old.name,
-                list(&a),
-                new.name,
-                list(&b)
+            return Err(share_nothing(
+                (old, &a),
+                (new, &b),
+                "load point (job · point · target)",
+                "no points",
             ));
         }
         Ok(d)
@@ -368,30 +331,7 @@ impl Diff {
     fn of_meta(old: &Side, new: &Side, kind: &str) -> Result<Diff, String> {
         let a = meta_by_key(old);
         let b = meta_by_key(new);
-        let name = |k: &Key| format!("{} · {} · {}", k.0, k.1, k.2);
-        let only = |x: &[(Key, Vec<(&MetaResult, OpRow)>)],
-                    y: &[(Key, Vec<(&MetaResult, OpRow)>)]| {
-            x.iter()
-                .filter(|(k, _)| !y.iter().any(|(j, _)| j == k))
-                .map(|(k, _)| name(k))
-                .collect::<Vec<_>>()
-        };
-        let mut d = Diff {
-            schema: "storlab.diff",
-            schema_version: DIFF_SCHEMA_VERSION,
-            old: old.name.clone(),
-            new: new.name.clone(),
-            changes: Vec::new(),
-            spec_differences: Vec::new(),
-            environment_differences: match (old.sources.first(), new.sources.first()) {
-                (Some(x), Some(y)) => {
-                    environment_differences(&x.run.environment, &y.run.environment)
-                }
-                _ => Vec::new(),
-            },
-            only_old: only(&a, &b),
-            only_new: only(&b, &a),
-        };
+        let mut d = Diff::empty(old, new, &a, &b);
         let specs: Vec<Value> = old
             .sources
             .iter()
@@ -426,28 +366,80 @@ impl Diff {
             }
         }
         if d.changes.is_empty() {
-            let list = |v: &[(Key, Vec<(&MetaResult, OpRow)>)]| {
-                if v.is_empty() {
-                    "no operations".to_string()
-                } else {
-                    v.iter()
-                        .map(|(k, _)| name(k))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                }
-            };
-            return Err(format!(
-                "{} and {} share no operation (kind · operation · target): {} has {}; {} has {}",
-                old.name,
-                new.name,
-                old.name,
-                list(&a),
-                new.name,
-                list(&b)
+            return Err(share_nothing(
+                (old, &a),
+                (new, &b),
+                "operation (kind · operation · target)",
+                "no operations",
             ));
         }
         Ok(d)
     }
+}
+
+impl Diff {
+    /// A diff of `old` and `new` with no change yet: their environments
+    /// compared and the keys only one side has.
+    fn empty<T>(old: &Side, new: &Side, a: &[(Key, T)], b: &[(Key, T)]) -> Diff {
+        Diff {
+            schema: "storlab.diff",
+            schema_version: DIFF_SCHEMA_VERSION,
+            old: old.name.clone(),
+            new: new.name.clone(),
+            changes: Vec::new(),
+            spec_differences: Vec::new(),
+            environment_differences: match (old.sources.first(), new.sources.first()) {
+                (Some(x), Some(y)) => {
+                    environment_differences(&x.run.environment, &y.run.environment)
+                }
+                _ => Vec::new(),
+            },
+            only_old: only_in(a, b),
+            only_new: only_in(b, a),
+        }
+    }
+}
+
+/// A key as the diff names it: "job · point · target".
+fn key_name(k: &Key) -> String {
+    format!("{} · {} · {}", k.0, k.1, k.2)
+}
+
+/// The keys of `x` that `y` lacks, named.
+fn only_in<T>(x: &[(Key, T)], y: &[(Key, T)]) -> Vec<String> {
+    x.iter()
+        .filter(|(k, _)| !y.iter().any(|(j, _)| j == k))
+        .map(|(k, _)| key_name(k))
+        .collect()
+}
+
+/// The error of two sides with no `what` in common, naming what each has
+/// (`none` for a side with nothing).
+fn share_nothing<T>(
+    (old, a): (&Side, &[(Key, T)]),
+    (new, b): (&Side, &[(Key, T)]),
+    what: &str,
+    none: &str,
+) -> String {
+    let list = |v: &[(Key, T)]| {
+        if v.is_empty() {
+            none.to_string()
+        } else {
+            v.iter()
+                .map(|(k, _)| key_name(k))
+                .collect::<Vec<_>>()
+                .join("; ")
+        }
+    };
+    format!(
+        "{} and {} share no {what}: {} has {}; {} has {}",
+        old.name,
+        new.name,
+        old.name,
+        list(a),
+        new.name,
+        list(b)
+    )
 }
 
 /// The samples of `m` on one side: one per repeat, or one per measured interval.

@@ -316,23 +316,7 @@ impl Store {
             .map_err(|e| self.err(what, e))?;
         // Every operation type of the mix (those that never ran too), so the
         // run reads back as it was measured.
-        let rows: Vec<OpRow> = match m {
-            MetaResult::Meta(r) => r
-                .ops
-                .iter()
-                .map(|o| OpRow {
-                    op: &o.op,
-                    count: o.count,
-                    errors: o.errors,
-                    seconds: r.seconds,
-                    ops_per_s: o.ops_per_s,
-                    mb_per_s: None,
-                    latency: &o.latency,
-                    histogram: &o.histogram,
-                })
-                .collect(),
-            MetaResult::Copy(_) => m.rows(),
-        };
+        let rows: Vec<OpRow> = m.all_rows();
         for (seq, o) in rows.iter().enumerate() {
             let l = o.latency;
             self.conn
