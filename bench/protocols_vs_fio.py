@@ -23,6 +23,10 @@ Debian 12's libnfs 4.0.0 some attempts failed with "Failed NFS operation
 
 nbd is storlab's default (simple replies, as the kernel's NBD client); nbd-sr is storlab with
 ?replies=structured, the format fio's engine gets from libnbd's default: the like-for-like row.
+
+--pin puts the client (storlab or fio) on CPU 0 and every thread of the serving process on
+CPU 1 (taskset), as separate client and server hosts would have them; without it the scheduler
+places both on the machine's cores as it likes, and on 2 cores that placement moves the figures.
 """
 
 import argparse
@@ -90,7 +94,19 @@ def cpu_of(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+# The client's prefix: `taskset -c 0` with --pin, else nothing.
+CLIENT = []
+
+
+def pin_server(pid):
+    """Every thread of the serving process (and those it starts later) on CPU 1."""
+    p = sh(["taskset", "-a", "-p", "-c", "1", str(pid)])
+    if p.returncode != 0:
+        sys.exit(f"bench: --pin: taskset on server pid {pid} failed: {p.stderr.strip()}")
+
+
 def timed(cmd, server_pid):
+    cmd = CLIENT + cmd
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     s0 = cpu_of(server_pid)
     p = sh(cmd)
@@ -159,7 +175,13 @@ def main():
     ap.add_argument("--protocols", default="nbd,nbd-sr,iscsi,nfs3,nfs4")
     ap.add_argument("--build-fio", action="store_true", help="build fio with nfs/libiscsi from Debian's source")
     ap.add_argument("--fio", default=None, help="fio binary (default: the built one if present, else Debian's)")
+    ap.add_argument("--pin", action="store_true",
+                    help="client on CPU 0, the server's threads on CPU 1 (needs 2 CPUs or more)")
     args = ap.parse_args()
+    if args.pin:
+        if (os.cpu_count() or 1) < 2:
+            sys.exit("bench: --pin needs 2 CPUs or more (one for the client, one for the server)")
+        CLIENT.extend(["taskset", "-c", "0"])
     if not os.access(STORLAB, os.X_OK):
         sys.exit(f"bench: {STORLAB} not found: run ./setup.sh first")
     built = args.fio or (build_fio() if args.build_fio else (FIO_BUILT if os.access(FIO_BUILT, os.X_OK) else None))
@@ -180,12 +202,15 @@ def main():
         where = ("servers on 127.0.0.1" if lab.get("net") == "loopback"
                  else "veth to a storage-host namespace")
         print(f"storlab vs {version} ({', '.join(sorted(set(fios.values())))}) on storlab's lab (RAM backing, {where}), "
-              f"{args.runtime} s x {args.repeat} runs each, median; {os.cpu_count()} CPUs")
+              f"{args.runtime} s x {args.repeat} runs each, median; {os.cpu_count()} CPUs"
+              + ("; client on CPU 0, server on CPU 1" if args.pin else ""))
         for proto in args.protocols.split(","):
             url = lab["targets"][BASE.get(proto, proto)]
             if proto == "nbd-sr":
                 url += "?replies=structured"
             pid = next(s for s in lab["servers"] if s["name"] == SERVER[proto])["pid"]
+            if args.pin:
+                pin_server(pid)
             engine = ENGINE[proto]
             for job in JOBS:
                 res = {"storlab": [], "fio": []}
