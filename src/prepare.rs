@@ -10,6 +10,7 @@
 
 use crate::workload::Content;
 use crate::workload::content;
+use crate::workload::units;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs::{self, File};
@@ -133,21 +134,6 @@ pub enum PrepareError {
     },
 }
 
-fn human(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
-
 impl fmt::Display for PrepareError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -161,8 +147,8 @@ impl fmt::Display for PrepareError {
                 "{}: is {have} bytes ({}), the workload needs {need} bytes ({}): \
                  use a bigger file or device, or a smaller size or fewer VM disks",
                 path.display(),
-                human(*have),
-                human(*need)
+                units::format_size(*have),
+                units::format_size(*need)
             ),
             PrepareError::NoParent { path, dir } => write!(
                 f,

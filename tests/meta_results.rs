@@ -129,7 +129,26 @@ fn meta_runs_are_listed_shown_reported_and_diffed() {
             "run {id}"
         );
     }
+    // As CSV: a row per operation type that ran, its count as in the JSON.
     let m1 = read_json(&o.join("m1.json"));
+    let csv = ok(&db, &["results", "export", "1", "--format", "csv"]);
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(head[0], "operation", "{csv}");
+    let at = head.iter().position(|&h| h == "ops").expect(&csv);
+    let ran: Vec<&Value> = m1["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|op| op["count"].as_u64().unwrap() > 0)
+        .collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), ran.len(), "{csv}");
+    for (r, op) in rows.iter().zip(&ran) {
+        assert_eq!(r.len(), head.len(), "{csv}");
+        assert_eq!(r[0], op["op"].as_str().unwrap(), "{csv}");
+        assert_eq!(r[at], op["count"].as_u64().unwrap().to_string(), "{csv}");
+    }
     for op in m1["ops"].as_array().unwrap() {
         assert!(op["count"].as_u64().unwrap() > 0, "{op}");
         assert_eq!(op["errors"], 0, "{op}");

@@ -51,7 +51,8 @@ pub enum ResultsCmd {
 pub enum ExportFormat {
     /// The run document (schema storlab.run), as `storlab run --json` writes it.
     Json,
-    /// One row per interval, as `storlab run --csv` writes it.
+    /// One row per interval, as `storlab run --csv` writes it (a `storlab meta`
+    /// run: one row per operation type).
     Csv,
 }
 
@@ -124,7 +125,10 @@ pub fn run(args: ResultsArgs) -> Result<ExitCode, CliError> {
             let bytes = match format {
                 ExportFormat::Json => serde_json::to_vec_pretty(&rec)
                     .map_err(|e| CliError::failed(format!("encoding run {id} as JSON: {e}")))?,
-                ExportFormat::Csv => csv::intervals(&rec).into_bytes(),
+                ExportFormat::Csv => match &rec.meta {
+                    Some(m) => crate::report::meta::csv(m).into_bytes(),
+                    None => csv::intervals(&rec).into_bytes(),
+                },
             };
             emit(output.as_deref(), &bytes)?;
         }

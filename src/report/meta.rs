@@ -4,7 +4,7 @@
 //! prints it as text; the Markdown, HTML and CSV reports hold it beside the
 //! block runs' tables.
 
-use super::format::{TextTable, aligned};
+use super::format::{TextTable, aligned, csv_field};
 use super::relative::{Comparison, Source};
 use super::stats_ci::Estimate;
 use super::vocab::Metric;
@@ -99,6 +99,32 @@ pub fn describe(name: &str, run: &RunRecord, m: &MetaResult) -> String {
         s.push_str(" (the figures cover what was measured)");
     }
     s
+}
+
+/// One meta run as CSV (`storlab results export --format csv`): a row per
+/// operation type (per direction for the copy), each figure under its key,
+/// unformatted; an empty cell where a figure has no value.
+pub fn csv(m: &MetaResult) -> String {
+    let mut out = String::from(match m {
+        MetaResult::Meta(_) => "operation",
+        MetaResult::Copy(_) => "direction",
+    });
+    for c in columns(m) {
+        out.push(',');
+        out.push_str(c.key());
+    }
+    out.push('\n');
+    for o in m.rows() {
+        out.push_str(&csv_field(o.op));
+        for c in columns(m) {
+            out.push(',');
+            if let Some(v) = c.of_op(&o) {
+                out.push_str(&v.to_string());
+            }
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// The table of one meta run as text (`storlab results show`).
