@@ -10,9 +10,14 @@
 //! link carried while the machine kept it busy. The lab's servers, the agent
 //! and the shaper share one machine (2 cores, shared with other work): a run
 //! whose processes are descheduled for long stretches measures the CPU, not
-//! the link, in its mean. The mean is printed beside it. A best second cannot
-//! flatter the link by more than tbf's bucket (133 KB, 0.1% of a second) and
-//! one I/O at each interval edge (0.1%): [`ABOVE`] covers both.
+//! the link, in its mean. The mean is printed beside it. A best second can
+//! flatter the link by tbf's bucket (133 KB, 0.1% of a second), by timer
+//! slack ([`ABOVE`]), and by the reads whose data crossed the wire in the
+//! second before but completed in this one because the client was
+//! descheduled meanwhile: at most the queue's depth of them
+//! ([`IN_FLIGHT`]; a CI run measured 101.4% this way). The mean spreads that
+//! over the whole run, so it is held to [`ABOVE`] alone: a shaper that
+//! forgets part of the wire shows there.
 //!
 //! It brings labs up (root, network namespaces, servers): run it alone,
 //! `cargo test --release --test linkmodel_lab -- --nocapture`.
@@ -32,6 +37,12 @@ const BELOW: f64 = 0.03;
 /// (133 KB) through unshaped after an idle moment, an interval's edges may
 /// each count one 64 KiB read more, and clocks differ by timer slack.
 const ABOVE: f64 = 0.005;
+/// Reads in flight in each run ([`read_64k`]'s `--iodepth` and `--bs`).
+const IODEPTH: u32 = 32;
+const BS: u32 = 65536;
+/// Bytes that can complete in one interval after crossing the wire in the
+/// one before: a queue's depth of reads.
+const IN_FLIGHT: f64 = (IODEPTH * BS) as f64;
 
 /// tbf's rate on `dev` in `netns`, bits per second (`tc -j` gives bytes).
 fn tbf_rate_bps(netns: &str, dev: &str) -> u64 {
@@ -78,9 +89,9 @@ fn read_64k(lab: &Lab, agent: &str, token: &str, url: &str) -> Measured {
             "--rw",
             "read",
             "--bs",
-            "64k",
+            &BS.to_string(),
             "--iodepth",
-            "32",
+            &IODEPTH.to_string(),
         ])
         .args(["--ramp_time", "2", "--runtime", "10", "--json"])
         .arg(&json)
@@ -214,12 +225,27 @@ fn a_shaped_1gbe_link_carries_what_the_model_says() {
                 pct(m.mean),
                 m.busy_pct
             );
-            if !(100.0 * (1.0 - BELOW)..=100.0 * (1.0 + ABOVE)).contains(&pct(m.peak)) {
+            let in_flight = IN_FLIGHT / model.payload_bytes_per_s;
+            let peak_ok = 100.0 * (1.0 - BELOW)..=100.0 * (1.0 + ABOVE + in_flight);
+            if !peak_ok.contains(&pct(m.peak)) {
                 failures.push(format!(
-                    "MTU {mtu} {protocol}: best second {:.2} MB/s is {:.2}% of the model's {:.2}",
+                    "MTU {mtu} {protocol}: best second {:.2} MB/s is {:.2}% of the model's {:.2} \
+                     (allowed {:.2}%..{:.2}%)",
                     m.peak,
                     pct(m.peak),
-                    model.payload_bytes_per_s / 1e6
+                    model.payload_bytes_per_s / 1e6,
+                    peak_ok.start(),
+                    peak_ok.end()
+                ));
+            }
+            if pct(m.mean) > 100.0 * (1.0 + ABOVE) {
+                failures.push(format!(
+                    "MTU {mtu} {protocol}: mean {:.2} MB/s is {:.2}% of the model's {:.2}, \
+                     above {:.2}%",
+                    m.mean,
+                    pct(m.mean),
+                    model.payload_bytes_per_s / 1e6,
+                    100.0 * (1.0 + ABOVE)
                 ));
             }
         }
