@@ -215,6 +215,42 @@ fn meta_runs_are_listed_shown_reported_and_diffed() {
         // Two runs: n = 2.
         assert_eq!(line.split(',').nth(5), Some("2"), "{line}");
     }
+    // The `--json` files report as the database's runs do (their op rows),
+    // and say what a bare document does not record.
+    let (m1_file, c_file) = (o.join("m1.json"), o.join("c.json"));
+    let md = ok(
+        &db,
+        &[
+            "report",
+            m1_file.to_str().unwrap(),
+            c_file.to_str().unwrap(),
+            "--format",
+            "markdown",
+        ],
+    );
+    let name = m1_file.display().to_string();
+    for op in OPS {
+        assert!(md.contains(&format!("| {name} | {op} | ")), "{op}: {md}");
+    }
+    assert!(md.contains("## Large-file copy"), "{md}");
+    assert!(
+        md.contains(&format!("| {name} | – | complete | not recorded |")),
+        "{md}"
+    );
+    let bare = o.join("bare.json");
+    std::fs::write(&bare, r#"{"format_version": 1, "ops": "many"}"#).unwrap();
+    let e = out(cmd()
+        .args(["report", bare.to_str().unwrap(), "--db"])
+        .arg(&db));
+    assert!(
+        !e.status.success()
+            && text(&e).contains(&format!(
+                "{}: malformed `storlab meta --json` document",
+                bare.display()
+            )),
+        "{}",
+        text(&e)
+    );
     // A mixed report: the block tables and the meta table.
     ok(
         &db,

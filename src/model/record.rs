@@ -165,9 +165,15 @@ impl RunRecord {
         let v: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| format!("{origin}: not a storlab result (invalid JSON: {e})"))?;
         let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+        if schema.is_empty()
+            && let Some(r) = RunRecord::of_meta_json(&v, origin)
+        {
+            return r;
+        }
         if schema != SCHEMA {
             return Err(format!(
-                "{origin}: not a storlab result (schema {schema:?}, expected {SCHEMA:?})"
+                "{origin}: not a storlab result (schema {schema:?}, expected {SCHEMA:?}, \
+                 or a `storlab meta --json` document)"
             ));
         }
         let version = v
@@ -180,6 +186,38 @@ impl RunRecord {
             ));
         }
         serde_json::from_value(v).map_err(|e| format!("{origin}: malformed storlab result: {e}"))
+    }
+
+    /// A `storlab meta --json` document (the bare metadata or copy report,
+    /// told apart by its members) as a run with no jobs; `None` when `v` is
+    /// neither. The document holds no command line, start time or machine:
+    /// those stay empty rather than be taken from the reader's.
+    fn of_meta_json(v: &serde_json::Value, origin: &str) -> Option<Result<RunRecord, String>> {
+        use super::meta::{CopyReport, MetaReport, MetaResult};
+        v.get("format_version")?;
+        let meta = if v.get("ops").is_some() {
+            serde_json::from_value::<MetaReport>(v.clone()).map(MetaResult::Meta)
+        } else if v.get("write").is_some() && v.get("read").is_some() {
+            serde_json::from_value::<CopyReport>(v.clone()).map(MetaResult::Copy)
+        } else {
+            return None;
+        };
+        Some(
+            meta.map(|m| RunRecord {
+                schema: SCHEMA.to_string(),
+                schema_version: SCHEMA_VERSION,
+                command: Vec::new(),
+                started_unix: 0.0,
+                environment: Environment::default(),
+                jobs: Vec::new(),
+                interrupted: false,
+                error: m.error().map(str::to_string),
+                complete: true,
+                compare: None,
+                meta: Some(m),
+            })
+            .map_err(|e| format!("{origin}: malformed `storlab meta --json` document: {e}")),
+        )
     }
 
     /// How the run ended, in a word: error, interrupted, complete, or

@@ -5,7 +5,7 @@ use super::format::{TextTable, md_rows};
 use super::relative::{Comparison, CurvePoint};
 use super::stats_ci::mean;
 use super::vocab::{Metric, format_size};
-use crate::model::RunRecord;
+use crate::model::{Environment, RunRecord};
 use std::fmt::Write;
 
 /// Options of a report.
@@ -168,6 +168,14 @@ pub fn environment_table(c: &Comparison) -> TextTable {
         .iter()
         .map(|s| {
             let e = &s.run.environment;
+            if *e == Environment::default() {
+                // A `storlab meta --json` file records no machine.
+                let mut row = vec!["–".to_string(); 12];
+                row[0] = s.name.clone();
+                row[2] = status(&s.run).into();
+                row[3] = "not recorded".into();
+                return row;
+            }
             let link = super::hosts::link_of(&s.run);
             vec![
                 s.name.clone(),
@@ -209,8 +217,11 @@ pub fn status(r: &RunRecord) -> &'static str {
     r.status()
 }
 
-/// A command line a POSIX shell runs as given.
+/// A command line a POSIX shell runs as given ("not recorded" for none).
 pub fn shell_line(argv: &[String]) -> String {
+    if argv.is_empty() {
+        return "(not recorded)".into();
+    }
     argv.iter()
         .map(|a| {
             if !a.is_empty()
