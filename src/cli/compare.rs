@@ -69,7 +69,7 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         .map(compare::label)
         .unwrap_or_else(|| contenders[0].name.clone());
     check_baseline(&baseline, &contenders)?;
-    let store = session::open_store(&args.out)?;
+    let store = args.out.record.open()?;
     let mut bench = Bench::new(
         &args.out,
         store.as_ref(),

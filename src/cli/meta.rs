@@ -64,12 +64,9 @@ pub struct MetaArgs {
     /// Write the result as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Results database (default: $STORLAB_DB, else ~/.local/share/storlab/results.db).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
-    /// Do not record the run in the results database.
-    #[arg(long)]
-    pub no_db: bool,
+    /// The results database.
+    #[command(flatten)]
+    pub record: super::RecordArgs,
 }
 
 /// A whole number option within `lo..=hi`; the error names the option.
@@ -233,11 +230,7 @@ pub fn run(a: MetaArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             })
         }
     };
-    let store = if a.no_db {
-        None
-    } else {
-        Some(super::output::open_store(a.db.as_deref())?)
-    };
+    let store = a.record.open()?;
     // The run is recorded as it starts (target and spec, nothing measured),
     // so a storlab killed mid-run leaves it listed as incomplete.
     let mut record = RunRecord::new(argv);

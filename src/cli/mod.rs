@@ -182,6 +182,29 @@ pub struct JobArgs {
     pub curve: Option<String>,
 }
 
+/// Where a command that records its runs records them: `run`, `compare`,
+/// `study` and `meta`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct RecordArgs {
+    /// Results database (default: $STORLAB_DB, else ~/.local/share/storlab/results.db).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Do not record the run in the results database.
+    #[arg(long)]
+    pub no_db: bool,
+}
+
+impl RecordArgs {
+    /// Open the results database unless `--no-db`.
+    pub fn open(&self) -> Result<Option<crate::store::Store>, CliError> {
+        if self.no_db {
+            Ok(None)
+        } else {
+            output::open_store(self.db.as_deref()).map(Some)
+        }
+    }
+}
+
 /// Where results go and how the run behaves, for `run` and `compare`.
 #[derive(clap::Args, Debug)]
 pub struct OutArgs {
@@ -191,12 +214,9 @@ pub struct OutArgs {
     /// Write the interval time series as CSV.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Results database (default: $STORLAB_DB, else ~/.local/share/storlab/results.db).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
-    /// Do not record the run in the results database.
-    #[arg(long)]
-    pub no_db: bool,
+    /// The results database.
+    #[command(flatten)]
+    pub record: RecordArgs,
     /// Most engine threads (default: online CPUs).
     #[arg(long)]
     pub threads: Option<usize>,

@@ -84,7 +84,7 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             }
         }
     }
-    let store = session::open_store(&args.out)?;
+    let store = args.out.record.open()?;
     let names: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
     // On a lab's targets, the lab's link counters go beside every interval.
     opts.probe = crate::lab::registry::lab_of(&names)

@@ -183,15 +183,6 @@ pub fn lab_probe(lab: &crate::lab::LabState) -> Option<std::sync::Arc<dyn crate:
     ))
 }
 
-/// Open the results database unless `--no-db`.
-pub fn open_store(out: &OutArgs) -> Result<Option<Store>, CliError> {
-    if out.no_db {
-        Ok(None)
-    } else {
-        super::output::open_store(out.db.as_deref()).map(Some)
-    }
-}
-
 /// The exit code of a failure before a point measured anything: the user's
 /// input (2) or the storage, a server or a host failing (1).
 pub fn run_error_code(e: &RunError) -> ExitCode {

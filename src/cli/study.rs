@@ -7,7 +7,7 @@
 
 use super::compare::{Bench, TemporaryLab, check_baseline};
 use super::lab::LabUpArgs;
-use super::{CliError, ExitCode, OutArgs, ProfileArg, session, signals};
+use super::{CliError, ExitCode, OutArgs, ProfileArg, RecordArgs, session, signals};
 use crate::compare::{self, LAB_TARGETS};
 use crate::lab::{self, LabConfig};
 use crate::study::{self, LabRun, Results, STUDIES, Study};
@@ -39,12 +39,9 @@ pub struct StudyArgs {
     /// several media (M1,M2,...), one lab run each, instead of the study's own.
     #[command(flatten)]
     pub lab: LabUpArgs,
-    /// Results database (default: $STORLAB_DB, else ~/.local/share/storlab/results.db).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
-    /// Do not record the runs in the results database.
-    #[arg(long)]
-    pub no_db: bool,
+    /// The results database.
+    #[command(flatten)]
+    pub record: RecordArgs,
     /// Most engine threads (default: online CPUs).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -94,15 +91,14 @@ pub fn run(a: StudyArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
                 .join(format!("run-{}.json", medium.as_deref().unwrap_or("lab"))),
         ),
         csv: None,
-        db: a.db.clone(),
-        no_db: a.no_db,
+        record: a.record.clone(),
         threads: a.threads,
         allow_overwrite: false,
         histogram: false,
         quiet: a.quiet,
         repeat: a.repeat,
     };
-    let store = session::open_store(&out(&None))?;
+    let store = a.record.open()?;
     signals::install();
     let mut runs = Vec::new();
     let mut outcome: Result<ExitCode, CliError> = Ok(ExitCode::Ok);

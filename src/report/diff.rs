@@ -301,25 +301,19 @@ impl Diff {
             let first = pa[0];
             for p in pa.iter().skip(1).chain(pb.iter()) {
                 for s in spec_differences(first, p) {
-                    let line = format!("{} · {}: {s}", key.0, key.1);
-                    if !d.spec_differences.contains(&line) {
-                        d.spec_differences.push(line);
-                    }
+                    d.spec_difference(format!("{} · {}: {s}", key.0, key.1));
                 }
             }
             for m in DIFF_METRICS {
                 d.changes.push(change(key, m, pa, pb));
             }
         }
-        if d.changes.is_empty() {
-            return Err(share_nothing(
-                (old, &a),
-                (new, &b),
-                "load point (job · point · target)",
-                "no points",
-            ));
-        }
-        Ok(d)
+        d.shared(
+            (old, &a),
+            (new, &b),
+            "load point (job · point · target)",
+            "no points",
+        )
     }
 }
 
@@ -343,10 +337,7 @@ impl Diff {
                 let mut diffs = Vec::new();
                 json_differences("", first, spec, &mut diffs);
                 for s in diffs {
-                    let line = format!("{kind}: {s}");
-                    if !d.spec_differences.contains(&line) {
-                        d.spec_differences.push(line);
-                    }
+                    d.spec_difference(format!("{kind}: {s}"));
                 }
             }
         }
@@ -365,15 +356,12 @@ impl Diff {
                     .push(judge(key, m, (ov, nv), (&sa, &sb), Basis::Repeats));
             }
         }
-        if d.changes.is_empty() {
-            return Err(share_nothing(
-                (old, &a),
-                (new, &b),
-                "operation (kind · operation · target)",
-                "no operations",
-            ));
-        }
-        Ok(d)
+        d.shared(
+            (old, &a),
+            (new, &b),
+            "operation (kind · operation · target)",
+            "no operations",
+        )
     }
 }
 
@@ -398,6 +386,47 @@ impl Diff {
             only_new: only_in(b, a),
         }
     }
+
+    /// Note a difference between the specs, once.
+    fn spec_difference(&mut self, line: String) {
+        if !self.spec_differences.contains(&line) {
+            self.spec_differences.push(line);
+        }
+    }
+
+    /// The diff, or, when it holds no change, the error of two sides with no
+    /// `what` in common, naming what each has (`none` for a side with
+    /// nothing).
+    fn shared<T>(
+        self,
+        (old, a): (&Side, &[(Key, T)]),
+        (new, b): (&Side, &[(Key, T)]),
+        what: &str,
+        none: &str,
+    ) -> Result<Diff, String> {
+        if !self.changes.is_empty() {
+            return Ok(self);
+        }
+        let list = |v: &[(Key, T)]| {
+            if v.is_empty() {
+                none.to_string()
+            } else {
+                v.iter()
+                    .map(|(k, _)| key_name(k))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            }
+        };
+        Err(format!(
+            "{} and {} share no {what}: {} has {}; {} has {}",
+            old.name,
+            new.name,
+            old.name,
+            list(a),
+            new.name,
+            list(b)
+        ))
+    }
 }
 
 /// A key as the diff names it: "job · point · target".
@@ -411,35 +440,6 @@ fn only_in<T>(x: &[(Key, T)], y: &[(Key, T)]) -> Vec<String> {
         .filter(|(k, _)| !y.iter().any(|(j, _)| j == k))
         .map(|(k, _)| key_name(k))
         .collect()
-}
-
-/// The error of two sides with no `what` in common, naming what each has
-/// (`none` for a side with nothing).
-fn share_nothing<T>(
-    (old, a): (&Side, &[(Key, T)]),
-    (new, b): (&Side, &[(Key, T)]),
-    what: &str,
-    none: &str,
-) -> String {
-    let list = |v: &[(Key, T)]| {
-        if v.is_empty() {
-            none.to_string()
-        } else {
-            v.iter()
-                .map(|(k, _)| key_name(k))
-                .collect::<Vec<_>>()
-                .join("; ")
-        }
-    };
-    format!(
-        "{} and {} share no {what}: {} has {}; {} has {}",
-        old.name,
-        new.name,
-        old.name,
-        list(a),
-        new.name,
-        list(b)
-    )
 }
 
 /// The samples of `m` on one side: one per repeat, or one per measured interval.

@@ -11,32 +11,28 @@ use super::vocab::Metric;
 use crate::model::RunRecord;
 use crate::model::meta::MetaResult;
 
+/// The figures of a `storlab meta` table: the counts, `rate`, then the
+/// latency.
+const fn figures(rate: Metric) -> [Metric; 9] {
+    [
+        Metric::Ops,
+        Metric::Errors,
+        rate,
+        Metric::LatMean,
+        Metric::LatP50,
+        Metric::LatP90,
+        Metric::LatP99,
+        Metric::LatP999,
+        Metric::LatMax,
+    ]
+}
+
 /// The figures of the metadata mix's table, after the run and the operation.
-pub const MIX_COLUMNS: [Metric; 9] = [
-    Metric::Ops,
-    Metric::Errors,
-    Metric::OpsPerS,
-    Metric::LatMean,
-    Metric::LatP50,
-    Metric::LatP90,
-    Metric::LatP99,
-    Metric::LatP999,
-    Metric::LatMax,
-];
+pub const MIX_COLUMNS: [Metric; 9] = figures(Metric::OpsPerS);
 
 /// The figures of the copy's table, after the run and the direction (an
 /// operation is one block).
-pub const COPY_COLUMNS: [Metric; 9] = [
-    Metric::Ops,
-    Metric::Errors,
-    Metric::MbS,
-    Metric::LatMean,
-    Metric::LatP50,
-    Metric::LatP90,
-    Metric::LatP99,
-    Metric::LatP999,
-    Metric::LatMax,
-];
+pub const COPY_COLUMNS: [Metric; 9] = figures(Metric::MbS);
 
 /// The columns of a kind's table.
 fn columns(m: &MetaResult) -> &'static [Metric; 9] {

@@ -12,7 +12,7 @@ use crate::model::{IntervalRecord, Phase, PointResult, WorkerResult};
 use crate::model::{JobRecord, RunRecord};
 use crate::plan::WorkerId;
 use crate::stats::{LatHist, Snapshot, Summary};
-use rusqlite::{OptionalExtension, Row};
+use rusqlite::Row;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -101,20 +101,12 @@ impl Store {
     /// Every run, oldest first.
     pub fn list_runs(&self) -> Result<Vec<RunInfo>, StoreError> {
         let what = "listing runs";
-        let rows: Vec<(i64, f64, String, String, String, String)> = self.rows(
+        type ListRow = (i64, f64, String, String, String, String);
+        let rows: Vec<ListRow> = self.rows(
             what,
             "SELECT id, started_unix, status, command, environment, kind FROM runs ORDER BY id",
             [],
-            |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            },
+            |r| ListRow::try_from(r),
         )?;
         let mut out = Vec::new();
         for (id, started_unix, status, command, env, kind) in rows {
@@ -170,15 +162,14 @@ impl Store {
             Option<String>,
         );
         let row: Option<RunRow> = self
-            .conn
-            .query_row(
+            .rows(
+                &what,
                 "SELECT record_schema, record_version, command, environment, started_unix,
                         complete, interrupted, error, compare FROM runs WHERE id = ?1",
                 [id.0],
                 |r| RunRow::try_from(r),
-            )
-            .optional()
-            .map_err(|e| self.err(&what, e))?;
+            )?
+            .pop();
         let Some((
             schema,
             version,
@@ -198,11 +189,12 @@ impl Store {
         };
         let meta = self.load_meta(id, &what)?;
         let mut jobs = Vec::new();
-        let job_rows: Vec<(i64, String, String, Option<String>)> = self.rows(
+        type JobRow = (i64, String, String, Option<String>);
+        let job_rows: Vec<JobRow> = self.rows(
             &what,
             "SELECT id, name, description, profile FROM jobs WHERE run_id = ?1 ORDER BY seq",
             [id.0],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            |r| JobRow::try_from(r),
         )?;
         for (job_id, name, description, profile) in job_rows {
             jobs.push(JobRecord {
@@ -244,15 +236,14 @@ impl Store {
             Option<String>,
         );
         let row: Option<MetaRow> = self
-            .conn
-            .query_row(
+            .rows(
+                what,
                 "SELECT target, client, place, spec, seconds, phases, error
                  FROM meta_runs WHERE run_id = ?1",
                 [id.0],
                 |r| MetaRow::try_from(r),
-            )
-            .optional()
-            .map_err(|e| self.err(what, e))?;
+            )?
+            .pop();
         let Some((target, client, place, spec, seconds, phases, error)) = row else {
             return Ok(None);
         };
@@ -438,11 +429,12 @@ impl Store {
     }
 
     fn workers(&self, point: i64, what: &str) -> Result<Vec<WorkerResult>, StoreError> {
-        let rows: Vec<(String, u32, u32, String)> = self.rows(
+        type WorkerRow = (String, u32, u32, String);
+        let rows: Vec<WorkerRow> = self.rows(
             what,
             "SELECT grp, vm, worker, stats FROM workers WHERE point_id = ?1 ORDER BY seq",
             [point],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            |r| WorkerRow::try_from(r),
         )?;
         rows.into_iter()
             .map(|(group, vm, worker, stats)| {

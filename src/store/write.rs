@@ -19,16 +19,12 @@ fn now_unix() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// The status column of a run record.
+/// The status column of a run record: [`RunRecord::status`], with a run
+/// that has not ended yet recorded as "running".
 fn status(run: &RunRecord) -> &'static str {
-    if run.error.is_some() {
-        "error"
-    } else if run.interrupted {
-        "interrupted"
-    } else if run.complete {
-        "complete"
-    } else {
-        "running"
+    match run.status() {
+        "incomplete" => "running",
+        s => s,
     }
 }
 

@@ -91,10 +91,9 @@
 //! [`Settings`], so both accept exactly the same values.
 
 use super::Job;
-pub use super::settings::{
-    DEFAULT_SEED, GROUP_KEYS, SPEC_KEYS, Settings, default_group, default_spec, job_from_settings,
-};
+pub use super::settings::{GROUP_KEYS, SPEC_KEYS, Settings, job_from_settings};
 use super::validate::{SpecError, validate_job};
+pub use super::{DEFAULT_SEED, default_group, default_spec};
 use std::path::Path;
 use toml::Value;
 

@@ -40,6 +40,13 @@ pub fn default_io_timeout() -> Duration {
     DEFAULT_IO_TIMEOUT
 }
 
+/// Default seed of every pseudo-random choice ("storlab" in leetspeak, roughly).
+pub const DEFAULT_SEED: u64 = 0x0570_21ab;
+/// Default region size per disk.
+pub const DEFAULT_SIZE: u64 = 64 << 20;
+/// Default measured time.
+pub const DEFAULT_RUNTIME: Duration = Duration::from_secs(10);
+
 /// Shortest accepted non-zero limit.
 pub const MIN_IO_TIMEOUT: Duration = Duration::from_millis(10);
 
@@ -385,30 +392,33 @@ pub struct Job {
     pub curve: Option<Vec<u32>>,
 }
 
-/// A small valid spec for unit tests: `vms` VMs of `workers` workers over
-/// `disks` disks, 4 KiB 75% read 100% random, iodepth 2, 1 MiB per disk, 1 s.
-#[cfg(test)]
-pub(crate) fn test_spec(vms: u32, workers: u32, disks: u32) -> Spec {
+/// A group with the job-file defaults: 1 VM, 1 worker, 1 disk, 4k random reads, iodepth 1.
+pub fn default_group(name: &str) -> Group {
+    Group {
+        name: name.to_string(),
+        vms: 1,
+        workers_per_vm: 1,
+        disks_per_vm: 1,
+        access: Access {
+            bs: BlockSizes::one(4096),
+            read_pct: 100,
+            random_pct: 100,
+            align: None,
+            iodepth: 1,
+            batch_complete_min: 1,
+            rate: None,
+            rate_mode: RateMode::Closed,
+        },
+    }
+}
+
+/// A load point with the job-file defaults and no groups.
+pub fn default_spec(label: &str) -> Spec {
     Spec {
-        label: "t".into(),
-        groups: vec![Group {
-            name: "vm".into(),
-            vms,
-            workers_per_vm: workers,
-            disks_per_vm: disks,
-            access: Access {
-                bs: BlockSizes::one(4096),
-                read_pct: 75,
-                random_pct: 100,
-                align: None,
-                iodepth: 2,
-                batch_complete_min: 1,
-                rate: None,
-                rate_mode: RateMode::Closed,
-            },
-        }],
+        label: label.to_string(),
+        groups: Vec::new(),
         offset: 0,
-        size: 1 << 20,
+        size: DEFAULT_SIZE,
         disk_layout: DiskLayout::Slice,
         content: Content::Random,
         direct: false,
@@ -417,15 +427,33 @@ pub(crate) fn test_spec(vms: u32, workers: u32, disks: u32) -> Spec {
         sqpoll_cpu: None,
         hipri: false,
         ramp: Duration::ZERO,
-        runtime: Duration::from_secs(1),
+        runtime: DEFAULT_RUNTIME,
         interval: Duration::from_secs(1),
         io_limit: None,
-        seed: 1,
+        seed: DEFAULT_SEED,
         io_timeout: DEFAULT_IO_TIMEOUT,
         verify: false,
         journal: None,
         steady: None,
     }
+}
+
+/// A small valid spec for unit tests: `vms` VMs of `workers` workers over
+/// `disks` disks, 4 KiB 75% read 100% random, iodepth 2, 1 MiB per disk, 1 s.
+#[cfg(test)]
+pub(crate) fn test_spec(vms: u32, workers: u32, disks: u32) -> Spec {
+    let mut group = default_group("vm");
+    group.vms = vms;
+    group.workers_per_vm = workers;
+    group.disks_per_vm = disks;
+    group.access.read_pct = 75;
+    group.access.iodepth = 2;
+    let mut spec = default_spec("t");
+    spec.groups = vec![group];
+    spec.size = 1 << 20;
+    spec.runtime = Duration::from_secs(1);
+    spec.seed = 1;
+    spec
 }
 
 /// Serialize durations as fractional seconds.

@@ -1,22 +1,20 @@
 //! Settings by key: the values a job file, a catalogue entry or a CLI flag may
-//! set (fio's names where fio has one), each key's parser, and the defaults
-//! they override. One parser per key, so a key means the same everywhere.
+//! set (fio's names where fio has one) over the spec's defaults
+//! ([`default_spec`], [`default_group`]), and each key's parser. One parser
+//! per key, so a key means the same everywhere.
 
 use super::steady::{SteadyCriterion, SteadyGate, SteadyMetric, parse_steady};
 use super::units::{parse_duration, parse_pct, parse_size};
 use super::validate::SpecError;
-use super::{Access, BlockSizes, Content, DiskLayout, Group, Job, Rate, RateMode, Spec, SyncMode};
+use super::{
+    BlockSizes, Content, DiskLayout, Group, Job, Rate, RateMode, Spec, SyncMode, default_group,
+    default_spec,
+};
 use std::time::Duration;
 use toml::Value;
 
-/// Default seed of every pseudo-random choice ("storlab" in leetspeak, roughly).
-pub const DEFAULT_SEED: u64 = 0x0570_21ab;
-/// Default region size per disk.
-pub const DEFAULT_SIZE: u64 = 64 << 20;
 /// The steady-state gate's default window, in intervals.
 pub const DEFAULT_STEADY_INTERVALS: u32 = 5;
-/// Default measured time.
-pub const DEFAULT_RUNTIME: Duration = Duration::from_secs(10);
 
 /// Keys describing a group's VMs and access pattern.
 pub const GROUP_KEYS: &[&str] = &[
@@ -543,52 +541,6 @@ impl Settings {
 fn set<T>(dst: &mut T, v: Option<T>) {
     if let Some(v) = v {
         *dst = v;
-    }
-}
-
-/// A group with the job-file defaults: 1 VM, 1 worker, 1 disk, 4k random reads, iodepth 1.
-pub fn default_group(name: &str) -> Group {
-    Group {
-        name: name.to_string(),
-        vms: 1,
-        workers_per_vm: 1,
-        disks_per_vm: 1,
-        access: Access {
-            bs: BlockSizes::one(4096),
-            read_pct: 100,
-            random_pct: 100,
-            align: None,
-            iodepth: 1,
-            batch_complete_min: 1,
-            rate: None,
-            rate_mode: RateMode::Closed,
-        },
-    }
-}
-
-/// A load point with the job-file defaults and no groups.
-pub fn default_spec(label: &str) -> Spec {
-    Spec {
-        label: label.to_string(),
-        groups: Vec::new(),
-        offset: 0,
-        size: DEFAULT_SIZE,
-        disk_layout: DiskLayout::Slice,
-        content: Content::Random,
-        direct: false,
-        sync: SyncMode::None,
-        sqpoll: false,
-        sqpoll_cpu: None,
-        hipri: false,
-        ramp: Duration::ZERO,
-        runtime: DEFAULT_RUNTIME,
-        interval: Duration::from_secs(1),
-        io_limit: None,
-        seed: DEFAULT_SEED,
-        io_timeout: crate::workload::DEFAULT_IO_TIMEOUT,
-        verify: false,
-        journal: None,
-        steady: None,
     }
 }
 
