@@ -5,7 +5,7 @@
 //! only after the backend is dropped, and never while the storage may still
 //! write into it.
 
-use super::{Backend, BackendError, BufferPool, Completion, QueueError, Request};
+use super::{Backend, BackendError, BufferPool, Completion, QueueError, Request, Wait};
 use crate::workload::Dir;
 use std::mem::ManuallyDrop;
 use std::time::Duration;
@@ -165,14 +165,9 @@ impl<B: ?Sized + Backend> Lane<B> {
 
     /// [`Backend::reap`]; the slots of what it returns are free again.
     #[inline]
-    pub fn reap(
-        &mut self,
-        min: usize,
-        timeout: Option<Duration>,
-        out: &mut Vec<Completion>,
-    ) -> Result<usize, BackendError> {
+    pub fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
         let start = out.len();
-        let r = self.backend.reap(min, timeout, out);
+        let r = self.backend.reap(wait, out);
         for c in &out[start..] {
             let busy = &mut self.busy[c.slot as usize];
             assert!(
@@ -247,7 +242,7 @@ impl<B: ?Sized + Backend> Lane<B> {
             }
             out.clear();
             if self
-                .reap(1, Some(timeout), &mut out)
+                .reap(Wait::at_least(1).or_after(timeout), &mut out)
                 .map_err(|e| e.to_string())?
                 == 0
             {

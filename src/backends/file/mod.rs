@@ -10,7 +10,9 @@ mod uring;
 use uring::Polling;
 pub(crate) use uring::block_device_size;
 
-use crate::io::{Backend, BackendError, BufferPool, Completion, OpenOptions, QueueError, Request};
+use crate::io::{
+    Backend, BackendError, BufferPool, Completion, OpenOptions, QueueError, Request, Wait,
+};
 use crate::workload::{Dir, SyncMode};
 use std::fs::File;
 use std::io;
@@ -461,16 +463,11 @@ unsafe impl Backend for FileBackend {
         Ok(())
     }
 
-    fn reap(
-        &mut self,
-        min: usize,
-        timeout: Option<Duration>,
-        out: &mut Vec<Completion>,
-    ) -> Result<usize, BackendError> {
+    fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
         if !self.ring.is_enabled() {
             return Ok(0);
         }
-        let want = min.min(self.inflight);
+        let want = wait.want(self.inflight);
         let mut got = self.drain(out);
         let pending = self.ring.sq_pending();
         if got >= want {
@@ -481,7 +478,7 @@ unsafe impl Backend for FileBackend {
             }
             return Ok(got);
         }
-        match timeout {
+        match wait.timeout {
             Some(t) if t.is_zero() => {
                 if pending > 0 || self.ring.needs_getevents() {
                     self.enter(0, None)?;
@@ -601,7 +598,7 @@ mod tests {
     fn reap_all(b: &mut Lane<FileBackend>, n: usize) -> Vec<Completion> {
         let mut out = Vec::new();
         while out.len() < n {
-            b.reap(n - out.len(), None, &mut out).unwrap();
+            b.reap(Wait::at_least(n - out.len()), &mut out).unwrap();
         }
         out.sort_by_key(|c| c.slot);
         out
@@ -723,7 +720,9 @@ mod tests {
         b.queue(1, 0, Dir::Read, 4096, 4096).unwrap();
         b.commit().unwrap();
         let mut out = Vec::new();
-        let got = b.reap(1, Some(Duration::from_secs(5)), &mut out).unwrap();
+        let got = b
+            .reap(Wait::at_least(1).or_after(Duration::from_secs(5)), &mut out)
+            .unwrap();
         assert_eq!(got, 1, "the idle SQPOLL thread was not woken");
         assert_eq!(out[0].result, Ok(4096));
     }
@@ -901,10 +900,13 @@ mod tests {
         let mut b = lane(b, 4, 4096);
         let mut out = Vec::new();
         // Nothing in flight: returns at once, whatever min and timeout.
-        assert_eq!(b.reap(1, None, &mut out).unwrap(), 0);
+        assert_eq!(b.reap(Wait::at_least(1), &mut out).unwrap(), 0);
         assert_eq!(
-            b.reap(1, Some(Duration::from_millis(50)), &mut out)
-                .unwrap(),
+            b.reap(
+                Wait::at_least(1).or_after(Duration::from_millis(50)),
+                &mut out
+            )
+            .unwrap(),
             0
         );
         for s in 0..3 {
@@ -916,14 +918,18 @@ mod tests {
         ));
         b.commit().unwrap();
         // min above the number in flight is bounded by it.
-        let n = b.reap(10, None, &mut out).unwrap();
+        let n = b.reap(Wait::at_least(10), &mut out).unwrap();
         assert_eq!(n, 3);
         assert_eq!(out.len(), 3);
         b.queue(3, 0, Dir::Read, 0, 4096).unwrap();
         b.commit().unwrap();
         // A poll eventually sees it without blocking.
         let mut polls = 0;
-        while b.reap(1, Some(Duration::ZERO), &mut out).unwrap() == 0 {
+        while b
+            .reap(Wait::at_least(1).or_after(Duration::ZERO), &mut out)
+            .unwrap()
+            == 0
+        {
             polls += 1;
             assert!(polls < 1_000_000, "poll never completed");
             std::thread::yield_now();
@@ -940,8 +946,11 @@ mod tests {
         let mut out = Vec::new();
         let start = Instant::now();
         assert_eq!(
-            b.reap(1, Some(Duration::from_millis(30)), &mut out)
-                .unwrap(),
+            b.reap(
+                Wait::at_least(1).or_after(Duration::from_millis(30)),
+                &mut out
+            )
+            .unwrap(),
             0
         );
         assert!(
@@ -952,7 +961,8 @@ mod tests {
         b.queue(0, 0, Dir::Read, 0, 4096).unwrap();
         b.commit().unwrap();
         assert_eq!(
-            b.reap(1, Some(Duration::from_secs(5)), &mut out).unwrap(),
+            b.reap(Wait::at_least(1).or_after(Duration::from_secs(5)), &mut out)
+                .unwrap(),
             1
         );
         assert_eq!(
@@ -978,15 +988,25 @@ mod tests {
         b.commit().unwrap();
         let mut out = Vec::new();
         assert_eq!(
-            b.reap(0, Some(Duration::from_millis(40)), &mut out)
+            b.reap(
+                Wait::at_least(0).or_after(Duration::from_millis(40)),
+                &mut out
+            )
+            .unwrap(),
+            0
+        );
+        assert_eq!(
+            b.reap(Wait::at_least(1).or_after(Duration::ZERO), &mut out)
                 .unwrap(),
             0
         );
-        assert_eq!(b.reap(1, Some(Duration::ZERO), &mut out).unwrap(), 0);
         let start = Instant::now();
         assert_eq!(
-            b.reap(1, Some(Duration::from_millis(40)), &mut out)
-                .unwrap(),
+            b.reap(
+                Wait::at_least(1).or_after(Duration::from_millis(40)),
+                &mut out
+            )
+            .unwrap(),
             0
         );
         let waited = start.elapsed();
@@ -996,7 +1016,7 @@ mod tests {
         );
         assert!(waited < Duration::from_secs(2), "returned after {waited:?}");
         tx.write_all(b"0123456789abcdef").unwrap();
-        assert_eq!(b.reap(1, None, &mut out).unwrap(), 1);
+        assert_eq!(b.reap(Wait::at_least(1), &mut out).unwrap(), 1);
         assert_eq!(
             out,
             vec![Completion {
@@ -1010,7 +1030,11 @@ mod tests {
         b.queue(0, 0, Dir::Read, u64::MAX, 16).unwrap();
         b.commit().unwrap();
         assert_eq!(
-            b.reap(0, Some(Duration::from_millis(5)), &mut out).unwrap(),
+            b.reap(
+                Wait::at_least(0).or_after(Duration::from_millis(5)),
+                &mut out
+            )
+            .unwrap(),
             0
         );
         assert_eq!(b.backend().in_flight(), 1);
@@ -1175,7 +1199,7 @@ mod tests {
         let mut n = 0u64;
         while start.elapsed() < Duration::from_secs(3) {
             out.clear();
-            b.reap(1, None, &mut out).unwrap();
+            b.reap(Wait::at_least(1), &mut out).unwrap();
             for c in &out {
                 assert_eq!(c.result, Ok(4096));
                 b.queue(c.slot, 0, Dir::Read, rng.below(blocks) * 4096, 4096)

@@ -405,7 +405,11 @@ fn run(b: &mut Lane<NfsBackend>, reqs: &[(bool, u64, u32)], qd: usize) -> Vec<Re
         }
         b.commit().unwrap();
         out.clear();
-        b.reap(1, Some(Duration::from_secs(30)), &mut out).unwrap();
+        b.reap(
+            Wait::at_least(1).or_after(Duration::from_secs(30)),
+            &mut out,
+        )
+        .unwrap();
         assert!(!out.is_empty(), "no completion in 30 s");
         for c in &out {
             let i = owner[c.slot as usize];
