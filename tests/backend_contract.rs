@@ -423,10 +423,8 @@ fn broken(l: &mut Lane) -> BackendError {
             return e;
         }
         out.clear();
-        if let Err(e) = l.reap(
-            Wait::at_least(1).or_after(Duration::from_millis(200)),
-            &mut out,
-        ) {
+        let one = Wait::at_least(1).or_after(Duration::from_millis(200));
+        if let Err(e) = l.reap(one, &mut out) {
             return e;
         }
     }

@@ -435,15 +435,10 @@ fn scenario(s: &mut Server, version: u8, minor: u8) {
             .unwrap();
     }
     let mut out = Vec::new();
+    let all = Wait::at_least(16).or_after(Duration::from_secs(30));
     let err = match b.commit() {
         Err(e) => e,
-        Ok(()) => b
-            .reap(
-                Wait::at_least(16).or_after(Duration::from_secs(30)),
-                &mut out,
-            )
-            .err()
-            .unwrap(),
+        Ok(()) => b.reap(all, &mut out).err().unwrap(),
     };
     let msg = err.to_string();
     assert!(msg.starts_with(&url), "{msg}");
@@ -474,13 +469,10 @@ fn randread_iops(t: &Target, size: u64, secs: u64) -> f64 {
     let start = Instant::now();
     let end = start + Duration::from_secs(secs);
     let mut ios = 0u64;
+    let one = Wait::at_least(1).or_after(Duration::from_secs(10));
     while Instant::now() < end {
         out.clear();
-        b.reap(
-            Wait::at_least(1).or_after(Duration::from_secs(10)),
-            &mut out,
-        )
-        .unwrap();
+        b.reap(one, &mut out).unwrap();
         for c in &out {
             assert_eq!(c.result, Ok(4096));
             next(&mut b, c.slot);
@@ -490,14 +482,8 @@ fn randread_iops(t: &Target, size: u64, secs: u64) -> f64 {
     }
     let iops = ios as f64 / start.elapsed().as_secs_f64();
     out.clear();
-    while b
-        .reap(
-            Wait::at_least(32).or_after(Duration::from_secs(10)),
-            &mut out,
-        )
-        .unwrap()
-        > 0
-    {}
+    let all = Wait::at_least(32).or_after(Duration::from_secs(10));
+    while b.reap(all, &mut out).unwrap() > 0 {}
     iops
 }
 

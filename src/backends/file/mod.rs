@@ -720,9 +720,8 @@ mod tests {
         b.queue(1, 0, Dir::Read, 4096, 4096).unwrap();
         b.commit().unwrap();
         let mut out = Vec::new();
-        let got = b
-            .reap(Wait::at_least(1).or_after(Duration::from_secs(5)), &mut out)
-            .unwrap();
+        let wait = Wait::at_least(1).or_after(Duration::from_secs(5));
+        let got = b.reap(wait, &mut out).unwrap();
         assert_eq!(got, 1, "the idle SQPOLL thread was not woken");
         assert_eq!(out[0].result, Ok(4096));
     }
@@ -901,14 +900,8 @@ mod tests {
         let mut out = Vec::new();
         // Nothing in flight: returns at once, whatever min and timeout.
         assert_eq!(b.reap(Wait::at_least(1), &mut out).unwrap(), 0);
-        assert_eq!(
-            b.reap(
-                Wait::at_least(1).or_after(Duration::from_millis(50)),
-                &mut out
-            )
-            .unwrap(),
-            0
-        );
+        let timed = Wait::at_least(1).or_after(Duration::from_millis(50));
+        assert_eq!(b.reap(timed, &mut out).unwrap(), 0);
         for s in 0..3 {
             b.queue(s, 0, Dir::Read, s as u64 * 4096, 4096).unwrap();
         }
@@ -945,14 +938,8 @@ mod tests {
         let mut b = lane(b, 1, 4096);
         let mut out = Vec::new();
         let start = Instant::now();
-        assert_eq!(
-            b.reap(
-                Wait::at_least(1).or_after(Duration::from_millis(30)),
-                &mut out
-            )
-            .unwrap(),
-            0
-        );
+        let timed = Wait::at_least(1).or_after(Duration::from_millis(30));
+        assert_eq!(b.reap(timed, &mut out).unwrap(), 0);
         assert!(
             start.elapsed() < Duration::from_millis(25),
             "nothing in flight must not wait"
@@ -960,11 +947,8 @@ mod tests {
         // A read at EOF is a short (zero-length) completion, reported as such.
         b.queue(0, 0, Dir::Read, 0, 4096).unwrap();
         b.commit().unwrap();
-        assert_eq!(
-            b.reap(Wait::at_least(1).or_after(Duration::from_secs(5)), &mut out)
-                .unwrap(),
-            1
-        );
+        let wait = Wait::at_least(1).or_after(Duration::from_secs(5));
+        assert_eq!(b.reap(wait, &mut out).unwrap(), 1);
         assert_eq!(
             out,
             vec![Completion {
@@ -987,28 +971,14 @@ mod tests {
         b.queue(0, 0, Dir::Read, u64::MAX, 16).unwrap();
         b.commit().unwrap();
         let mut out = Vec::new();
-        assert_eq!(
-            b.reap(
-                Wait::at_least(0).or_after(Duration::from_millis(40)),
-                &mut out
-            )
-            .unwrap(),
-            0
-        );
-        assert_eq!(
-            b.reap(Wait::at_least(1).or_after(Duration::ZERO), &mut out)
-                .unwrap(),
-            0
-        );
+        let ms40 = Duration::from_millis(40);
+        let none = Wait::at_least(0).or_after(ms40);
+        assert_eq!(b.reap(none, &mut out).unwrap(), 0);
+        let poll_one = Wait::at_least(1).or_after(Duration::ZERO);
+        assert_eq!(b.reap(poll_one, &mut out).unwrap(), 0);
         let start = Instant::now();
-        assert_eq!(
-            b.reap(
-                Wait::at_least(1).or_after(Duration::from_millis(40)),
-                &mut out
-            )
-            .unwrap(),
-            0
-        );
+        let one = Wait::at_least(1).or_after(ms40);
+        assert_eq!(b.reap(one, &mut out).unwrap(), 0);
         let waited = start.elapsed();
         assert!(
             waited >= Duration::from_millis(39),
@@ -1029,14 +999,8 @@ mod tests {
         // Dropping with a request the kernel still owns cancels it and waits.
         b.queue(0, 0, Dir::Read, u64::MAX, 16).unwrap();
         b.commit().unwrap();
-        assert_eq!(
-            b.reap(
-                Wait::at_least(0).or_after(Duration::from_millis(5)),
-                &mut out
-            )
-            .unwrap(),
-            0
-        );
+        let briefly = Wait::at_least(0).or_after(Duration::from_millis(5));
+        assert_eq!(b.reap(briefly, &mut out).unwrap(), 0);
         assert_eq!(b.backend().in_flight(), 1);
         let start = Instant::now();
         drop(b);

@@ -1113,12 +1113,9 @@ mod tests {
         b.queue(2, 0, Dir::Read, 1 << 20, 4096).unwrap();
         b.commit().unwrap();
         let mut out = Vec::new();
+        let all = Wait::at_least(3).or_after(Duration::from_secs(10));
         while out.len() < 3 {
-            b.reap(
-                Wait::at_least(3).or_after(Duration::from_secs(10)),
-                &mut out,
-            )
-            .unwrap();
+            b.reap(all, &mut out).unwrap();
         }
         out.sort_by_key(|c| c.slot);
         assert_eq!(out[0].result, Err(libc::EINVAL));
@@ -1154,13 +1151,9 @@ mod tests {
         let mut out = Vec::new();
         // Some may have finished before the kill; the rest must fail the reap.
         let deadline = Instant::now() + Duration::from_secs(10);
+        let all = Wait::at_least(8).or_after(Duration::from_millis(200));
         let err = 'wait: loop {
-            match b.commit().and_then(|()| {
-                b.reap(
-                    Wait::at_least(8).or_after(Duration::from_millis(200)),
-                    &mut out,
-                )
-            }) {
+            match b.commit().and_then(|()| b.reap(all, &mut out)) {
                 Err(e) => break e,
                 Ok(_) if out.len() == 8 => {
                     // Everything answered before the kill: issue more.

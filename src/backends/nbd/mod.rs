@@ -873,14 +873,8 @@ mod tests {
         b.queue(4, 0, Dir::Read, 64 * MIB, 512).unwrap();
         b.commit().unwrap();
         out.clear();
-        assert_eq!(
-            b.reap(
-                Wait::at_least(1).or_after(Duration::from_secs(10)),
-                &mut out
-            )
-            .unwrap(),
-            1
-        );
+        let one = Wait::at_least(1).or_after(Duration::from_secs(10));
+        assert_eq!(b.reap(one, &mut out).unwrap(), 1);
         assert!(matches!(out[0].result, Err(e) if e > 0), "{out:?}");
         b.queue(4, 0, Dir::Read, 4 * 512, 512).unwrap();
         b.commit().unwrap();
@@ -1018,23 +1012,12 @@ mod tests {
         }
         b.commit().unwrap();
         let mut out = Vec::new();
-        assert_eq!(
-            b.reap(
-                Wait::at_least(0).or_after(Duration::from_millis(50)),
-                &mut out
-            )
-            .unwrap(),
-            0
-        );
+        let none = Wait::at_least(0).or_after(Duration::from_millis(50));
+        assert_eq!(b.reap(none, &mut out).unwrap(), 0);
         srv.kill();
         let t = Instant::now();
-        let e = b
-            .reap(
-                Wait::at_least(16).or_after(Duration::from_secs(30)),
-                &mut out,
-            )
-            .unwrap_err()
-            .to_string();
+        let all = Wait::at_least(16).or_after(Duration::from_secs(30));
+        let e = b.reap(all, &mut out).unwrap_err().to_string();
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
         assert!(e.starts_with(&srv.target.to_string()), "{e}");
         assert!(e.contains("connection lost"), "{e}");

@@ -386,6 +386,7 @@ fn run(b: &mut Lane<NfsBackend>, reqs: &[(bool, u64, u32)], qd: usize) -> Vec<Re
     let mut free: Vec<u32> = (0..qd as u32).rev().collect();
     let mut results = vec![Ok(0); reqs.len()];
     let (mut next, mut done, mut out) = (0, 0, Vec::new());
+    let one = Wait::at_least(1).or_after(Duration::from_secs(30));
     while done < reqs.len() {
         while next < reqs.len()
             && let Some(slot) = free.pop()
@@ -405,11 +406,7 @@ fn run(b: &mut Lane<NfsBackend>, reqs: &[(bool, u64, u32)], qd: usize) -> Vec<Re
         }
         b.commit().unwrap();
         out.clear();
-        b.reap(
-            Wait::at_least(1).or_after(Duration::from_secs(30)),
-            &mut out,
-        )
-        .unwrap();
+        b.reap(one, &mut out).unwrap();
         assert!(!out.is_empty(), "no completion in 30 s");
         for c in &out {
             let i = owner[c.slot as usize];
