@@ -200,10 +200,7 @@ fn data(offset: u64, len: usize) -> Vec<u8> {
 /// `n` blocks of `BS` from block `first` on, scattered over the disk.
 fn blocks(dir: Dir, first: u64, n: u64) -> Vec<Io> {
     (first..first + n)
-        .map(|i| Io {
-            dir,
-            ..Io::read((i * 389 % (SIZE / BS as u64 / 2)) * BS as u64, BS)
-        })
+        .map(|i| Io::new(dir, (i * 389 % (SIZE / BS as u64 / 2)) * BS as u64, BS))
         .collect()
 }
 

@@ -231,12 +231,7 @@ fn lane(b: NfsBackend) -> Lane<NfsBackend> {
 fn run(b: &mut Lane<NfsBackend>, reqs: &[(Dir, u64, u32)], qd: usize) {
     let ios: Vec<Io> = reqs
         .iter()
-        .map(|&(dir, offset, len)| Io {
-            disk: 0,
-            dir,
-            offset,
-            len,
-        })
+        .map(|&(dir, offset, len)| Io::new(dir, offset, len))
         .collect();
     let fill = |i: usize, buf: &mut [u8]| {
         let Io { dir, offset, .. } = ios[i];

@@ -39,22 +39,24 @@ pub struct Io {
 }
 
 impl Io {
-    /// A read of `len` bytes at `offset` on disk 0.
-    pub fn read(offset: u64, len: u32) -> Io {
+    /// `len` bytes in direction `dir` at `offset` on disk 0.
+    pub fn new(dir: Dir, offset: u64, len: u32) -> Io {
         Io {
             disk: 0,
-            dir: Dir::Read,
+            dir,
             offset,
             len,
         }
     }
 
+    /// A read of `len` bytes at `offset` on disk 0.
+    pub fn read(offset: u64, len: u32) -> Io {
+        Io::new(Dir::Read, offset, len)
+    }
+
     /// A write of `len` bytes at `offset` on disk 0.
     pub fn write(offset: u64, len: u32) -> Io {
-        Io {
-            dir: Dir::Write,
-            ..Io::read(offset, len)
-        }
+        Io::new(Dir::Write, offset, len)
     }
 }
 

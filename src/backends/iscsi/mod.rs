@@ -914,12 +914,7 @@ mod tests {
     fn drive(b: &mut Lane<IscsiBackend>, ios: &[(Dir, u64)], bs: u32) -> usize {
         let ios: Vec<Io> = ios
             .iter()
-            .map(|&(dir, offset)| Io {
-                disk: 0,
-                dir,
-                offset,
-                len: bs,
-            })
+            .map(|&(dir, offset)| Io::new(dir, offset, bs))
             .collect();
         let mut finished = 0;
         let fill = |i: usize, buf: &mut [u8]| match ios[i].dir {

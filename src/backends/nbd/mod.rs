@@ -703,12 +703,7 @@ mod tests {
         let depth = b.backend().depth();
         let ios: Vec<Io> = ios
             .iter()
-            .map(|&(dir, offset)| Io {
-                disk: 0,
-                dir,
-                offset,
-                len: bs as u32,
-            })
+            .map(|&(dir, offset)| Io::new(dir, offset, bs as u32))
             .collect();
         let fill = |i: usize, buf: &mut [u8]| {
             let Io { dir, offset, .. } = ios[i];
