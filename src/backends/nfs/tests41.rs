@@ -377,6 +377,14 @@ fn open(t: &Target, depth: u32) -> Lane<NfsBackend> {
     Lane::new(Box::new(b), BufferPool::new(8, 4 << 20)).unwrap()
 }
 
+/// A fake server of one connection granting 4 slots that does `fault`, and
+/// the backend opened on it at depth 4.
+fn faulty(fault: Fault) -> (Lane<NfsBackend>, Arc<Mutex<State>>) {
+    let (t, st) = fake(4, 1);
+    st.lock().unwrap().fault = Some(fault);
+    (open(&t, 4), st)
+}
+
 /// `n` 4 KiB writes (or reads) of the first `n` blocks, for [`run`].
 fn blocks(write: bool, n: u64) -> Vec<(bool, u64, u32)> {
     (0..n).map(|i| (write, i * 4096, 4096)).collect()
@@ -467,9 +475,7 @@ fn a_session_keeps_to_the_slots_granted() {
 
 #[test]
 fn delay_is_retried_a_bounded_number_of_times() {
-    let (t, st) = fake(4, 1);
-    st.lock().unwrap().fault = Some(Fault::DelayFirst(6));
-    let mut b = open(&t, 4);
+    let (mut b, st) = faulty(Fault::DelayFirst(6));
     write_and_read_back(&mut b, 16);
     assert_eq!(st.lock().unwrap().delays, 6);
     assert_eq!(b.backend().error_detail(), None);
@@ -489,9 +495,7 @@ fn delay_is_retried_a_bounded_number_of_times() {
 
 #[test]
 fn a_lowered_target_slot_is_followed_and_the_io_goes_on() {
-    let (t, st) = fake(4, 1);
-    st.lock().unwrap().fault = Some(Fault::Target(8));
-    let mut b = open(&t, 4);
+    let (mut b, st) = faulty(Fault::Target(8));
     write_and_read_back(&mut b, 64);
     assert_eq!(b.backend().error_detail(), None);
     drop(b);
@@ -509,9 +513,7 @@ fn misordered_and_bad_slots_fail_the_io_naming_the_error() {
         (Fault::Misorder(4), "NFS4ERR_SEQ_MISORDERED"),
         (Fault::Shrink(4), "NFS4ERR_BADSLOT"),
     ] {
-        let (t, st) = fake(4, 1);
-        st.lock().unwrap().fault = Some(fault);
-        let mut b = open(&t, 4);
+        let (mut b, _) = faulty(fault);
         let reqs = blocks(true, 16);
         let got = run(&mut b, &reqs, 4);
         assert!(got[..4].iter().all(|r| r.is_ok()), "{fault:?}: {got:?}");
