@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use storlab::backends;
-use storlab::io::{Backend, BackendError, BufferPool, Io, Lane, OpenOptions, QueueError};
+use storlab::io::{Backend, BackendError, BufferPool, Io, Lane, OpenOptions, QueueError, Wait};
 use storlab::plan::Disk;
 use storlab::target::Target;
 use storlab::workload::{Content, Dir, SyncMode, content};
@@ -200,10 +200,7 @@ fn data(offset: u64, len: usize) -> Vec<u8> {
 /// `n` blocks of `BS` from block `first` on, scattered over the disk.
 fn blocks(dir: Dir, first: u64, n: u64) -> Vec<Io> {
     (first..first + n)
-        .map(|i| Io {
-            dir,
-            ..Io::read((i * 389 % (SIZE / BS as u64 / 2)) * BS as u64, BS)
-        })
+        .map(|i| Io::new(dir, (i * 389 % (SIZE / BS as u64 / 2)) * BS as u64, BS))
         .collect()
 }
 
@@ -239,7 +236,10 @@ fn one(l: &mut Lane, dir: Dir, offset: u64, len: u32) -> Result<u32, i32> {
     l.commit().unwrap();
     let mut out = Vec::new();
     while out.is_empty() {
-        assert!(l.reap(1, Some(WAIT), &mut out).unwrap() > 0, "no answer");
+        assert!(
+            l.reap(Wait::at_least(1).or_after(WAIT), &mut out).unwrap() > 0,
+            "no answer"
+        );
     }
     out[0].result
 }
@@ -322,7 +322,10 @@ fn queue_full(f: &Fixture) {
     l.commit().unwrap();
     let mut out = Vec::new();
     while out.len() < 4 {
-        assert!(l.reap(4, Some(WAIT), &mut out).unwrap() > 0, "no answer");
+        assert!(
+            l.reap(Wait::at_least(4).or_after(WAIT), &mut out).unwrap() > 0,
+            "no answer"
+        );
     }
     assert!(out.iter().all(|c| c.result == Ok(BS)), "{out:?}");
     l.queue(4, 0, Dir::Read, 0, BS).unwrap();
@@ -371,7 +374,8 @@ fn timeout(f: &Fixture) {
     let mut out = Vec::new();
     let t = Instant::now();
     assert_eq!(
-        l.reap(1, Some(Duration::from_secs(5)), &mut out).unwrap(),
+        l.reap(Wait::at_least(1).or_after(Duration::from_secs(5)), &mut out)
+            .unwrap(),
         0
     );
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
@@ -384,13 +388,20 @@ fn timeout(f: &Fixture) {
     l.commit().unwrap();
     let t = Instant::now();
     let limit = Duration::from_millis(300);
-    let n = l.reap(1, Some(limit), &mut out).unwrap();
+    let n = l.reap(Wait::at_least(1).or_after(limit), &mut out).unwrap();
     assert_eq!(n, 0, "{server} answered while stopped: {out:?}");
     let took = t.elapsed();
     assert!(took >= limit && took < limit * 10, "{took:?}");
-    assert_eq!(l.reap(1, Some(Duration::ZERO), &mut out).unwrap(), 0);
+    assert_eq!(
+        l.reap(Wait::at_least(1).or_after(Duration::ZERO), &mut out)
+            .unwrap(),
+        0
+    );
     drop(stopped);
-    assert_eq!(l.reap(1, Some(WAIT), &mut out).unwrap(), 1);
+    assert_eq!(
+        l.reap(Wait::at_least(1).or_after(WAIT), &mut out).unwrap(),
+        1
+    );
     assert_eq!(out[0].result, Ok(BS));
 }
 
@@ -409,7 +420,8 @@ fn broken(l: &mut Lane) -> BackendError {
             return e;
         }
         out.clear();
-        if let Err(e) = l.reap(1, Some(Duration::from_millis(200)), &mut out) {
+        let one = Wait::at_least(1).or_after(Duration::from_millis(200));
+        if let Err(e) = l.reap(one, &mut out) {
             return e;
         }
     }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use storlab::backends::nfs::rpc::{Conn, NFS_PROG};
 use storlab::backends::nfs::{NfsBackend, v3};
-use storlab::io::{Backend, BufferPool, Io, Lane, OpenOptions};
+use storlab::io::{Backend, BufferPool, Io, Lane, OpenOptions, Wait};
 use storlab::lab::netns::{self, Netns};
 use storlab::lab::tools::{self, Tools};
 use storlab::lab::{ganesha, ready, rpcbind};
@@ -231,12 +231,7 @@ fn lane(b: NfsBackend) -> Lane<NfsBackend> {
 fn run(b: &mut Lane<NfsBackend>, reqs: &[(Dir, u64, u32)], qd: usize) {
     let ios: Vec<Io> = reqs
         .iter()
-        .map(|&(dir, offset, len)| Io {
-            disk: 0,
-            dir,
-            offset,
-            len,
-        })
+        .map(|&(dir, offset, len)| Io::new(dir, offset, len))
         .collect();
     let fill = |i: usize, buf: &mut [u8]| {
         let Io { dir, offset, .. } = ios[i];
@@ -346,7 +341,7 @@ fn scenario(s: &mut Server, version: u8, minor: u8) {
     b.queue(0, 0, Dir::Read, 7 * MIB - 4096, 8192).unwrap();
     b.commit().unwrap();
     let mut out = Vec::new();
-    b.reap(1, None, &mut out).unwrap();
+    b.reap(Wait::at_least(1), &mut out).unwrap();
     assert_eq!(out[0].result, Ok(4096));
     drop(b);
 
@@ -435,12 +430,10 @@ fn scenario(s: &mut Server, version: u8, minor: u8) {
             .unwrap();
     }
     let mut out = Vec::new();
+    let all = Wait::at_least(16).or_after(Duration::from_secs(30));
     let err = match b.commit() {
         Err(e) => e,
-        Ok(()) => b
-            .reap(16, Some(Duration::from_secs(30)), &mut out)
-            .err()
-            .unwrap(),
+        Ok(()) => b.reap(all, &mut out).err().unwrap(),
     };
     let msg = err.to_string();
     assert!(msg.starts_with(&url), "{msg}");
@@ -471,9 +464,10 @@ fn randread_iops(t: &Target, size: u64, secs: u64) -> f64 {
     let start = Instant::now();
     let end = start + Duration::from_secs(secs);
     let mut ios = 0u64;
+    let one = Wait::at_least(1).or_after(Duration::from_secs(10));
     while Instant::now() < end {
         out.clear();
-        b.reap(1, Some(Duration::from_secs(10)), &mut out).unwrap();
+        b.reap(one, &mut out).unwrap();
         for c in &out {
             assert_eq!(c.result, Ok(4096));
             next(&mut b, c.slot);
@@ -483,7 +477,8 @@ fn randread_iops(t: &Target, size: u64, secs: u64) -> f64 {
     }
     let iops = ios as f64 / start.elapsed().as_secs_f64();
     out.clear();
-    while b.reap(32, Some(Duration::from_secs(10)), &mut out).unwrap() > 0 {}
+    let all = Wait::at_least(32).or_after(Duration::from_secs(10));
+    while b.reap(all, &mut out).unwrap() > 0 {}
     iops
 }
 

@@ -23,7 +23,7 @@
 //! of the LUN. This backend reads the clock to pace completions, never for
 //! statistics: the engine stamps every I/O as for any backend.
 
-use crate::io::{Backend, BackendError, BufferPool, Completion, QueueError, Request};
+use crate::io::{Backend, BackendError, BufferPool, Completion, QueueError, Request, Wait};
 use crate::linkmodel::{self, lab::fc_cap};
 use crate::workload::Dir;
 use std::collections::HashMap;
@@ -114,11 +114,11 @@ impl FcCapped {
         Ok(Duration::from_secs_f64(per_byte * f64::from(len)))
     }
 
-    /// Reap what the inner backend has finished (at least `min`, waiting up
-    /// to `timeout`) and book each on the link.
-    fn collect(&mut self, min: usize, timeout: Option<Duration>) -> Result<(), BackendError> {
+    /// Reap what the inner backend has finished, waiting as `wait` says, and
+    /// book each on the link.
+    fn collect(&mut self, wait: Wait) -> Result<(), BackendError> {
         let mut done = Vec::new();
-        self.inner.reap(min, timeout, &mut done)?;
+        self.inner.reap(wait, &mut done)?;
         let now = Instant::now();
         for c in done {
             let due = match (c.result, self.pending.get(&c.slot)) {
@@ -194,19 +194,14 @@ unsafe impl Backend for FcCapped {
         self.inner.commit()
     }
 
-    fn reap(
-        &mut self,
-        min: usize,
-        timeout: Option<Duration>,
-        out: &mut Vec<Completion>,
-    ) -> Result<usize, BackendError> {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        let want = min.min(self.pending.len());
+    fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
+        let deadline = wait.timeout.map(|t| Instant::now() + t);
+        let want = wait.want(self.pending.len());
         let mut got = 0;
         loop {
             let below = self.pending.len() - self.held.len();
             if below > 0 {
-                self.collect(0, Some(Duration::ZERO))?;
+                self.collect(Wait::POLL)?;
             }
             let now = Instant::now();
             got += self.release(now, out);
@@ -215,10 +210,13 @@ unsafe impl Backend for FcCapped {
             }
             let next_due = self.held.iter().map(|h| h.0).min();
             let until = [next_due, deadline].into_iter().flatten().min();
-            let wait = until.map(|u| u.saturating_duration_since(now));
+            let left = until.map(|u| u.saturating_duration_since(now));
             if self.pending.len() > self.held.len() {
-                self.collect(1, wait)?;
-            } else if let Some(w) = wait {
+                self.collect(Wait {
+                    min: 1,
+                    timeout: left,
+                })?;
+            } else if let Some(w) = left {
                 std::thread::sleep(w);
             } else {
                 return Ok(got);

@@ -3,8 +3,7 @@
 //! It moves no bytes and makes no system call, so a run against it measures the
 //! engine's own ceiling; it is also the backend of the engine's tests.
 
-use crate::io::{Backend, Completion, QueueError, Request};
-use std::time::Duration;
+use crate::io::{Backend, BackendError, Completion, QueueError, Request, Wait};
 
 /// Completes every request instantly with `Ok(len)`.
 ///
@@ -51,19 +50,14 @@ unsafe impl Backend for NullBackend {
     }
 
     #[inline]
-    fn commit(&mut self) -> Result<(), crate::io::BackendError> {
+    fn commit(&mut self) -> Result<(), BackendError> {
         Ok(())
     }
 
     /// Every request in flight has finished, so this returns all of them at
-    /// once, whatever `min` and `timeout` are, and never blocks.
+    /// once, whatever `wait` says, and never blocks.
     #[inline]
-    fn reap(
-        &mut self,
-        _min: usize,
-        _timeout: Option<Duration>,
-        out: &mut Vec<Completion>,
-    ) -> Result<usize, crate::io::BackendError> {
+    fn reap(&mut self, _wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
         let n = self.pending.len();
         out.extend_from_slice(&self.pending);
         self.pending.clear();
@@ -76,7 +70,7 @@ mod tests {
     use super::*;
     use crate::io::{BufferPool, Io, Lane};
     use crate::workload::Dir;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     fn lane(depth: usize) -> Lane<NullBackend> {
         Lane::new(Box::new(NullBackend::new(depth)), BufferPool::new(16, 4096)).unwrap()
@@ -96,14 +90,14 @@ mod tests {
         assert!(matches!(queue(&mut b, 9, 512), Err(QueueError::Busy)));
         b.commit().unwrap();
         let mut out = Vec::new();
-        assert_eq!(b.reap(1, None, &mut out).unwrap(), 4);
+        assert_eq!(b.reap(Wait::at_least(1), &mut out).unwrap(), 4);
         let slots: Vec<u32> = out.iter().map(|c| c.slot).collect();
         assert_eq!(slots, vec![0, 1, 2, 3]);
         assert!(out.iter().all(|c| c.result == Ok(512)));
         queue(&mut b, 9, 4096).unwrap();
         b.commit().unwrap();
         out.clear();
-        assert_eq!(b.reap(1, None, &mut out).unwrap(), 1);
+        assert_eq!(b.reap(Wait::at_least(1), &mut out).unwrap(), 1);
         assert_eq!(
             out,
             vec![Completion {
@@ -119,21 +113,26 @@ mod tests {
         let mut out = Vec::new();
         let t = Instant::now();
         // Nothing in flight: min is bounded by 0, timeout None must not hang.
-        assert_eq!(b.reap(8, None, &mut out).unwrap(), 0);
+        assert_eq!(b.reap(Wait::at_least(8), &mut out).unwrap(), 0);
         queue(&mut b, 1, 8).unwrap();
         queue(&mut b, 2, 8).unwrap();
         b.commit().unwrap();
-        assert_eq!(b.reap(8, None, &mut out).unwrap(), 2);
+        assert_eq!(b.reap(Wait::at_least(8), &mut out).unwrap(), 2);
         // Polling with nothing left appends nothing.
-        assert_eq!(b.reap(0, Some(Duration::ZERO), &mut out).unwrap(), 0);
+        assert_eq!(b.reap(Wait::POLL, &mut out).unwrap(), 0);
         assert_eq!(
-            b.reap(1, Some(Duration::from_secs(5)), &mut out).unwrap(),
+            b.reap(Wait::at_least(1).or_after(Duration::from_secs(5)), &mut out)
+                .unwrap(),
             0
         );
         assert!(t.elapsed() < Duration::from_secs(1));
         // reap appends, it does not overwrite.
         queue(&mut b, 3, 8).unwrap();
-        assert_eq!(b.reap(1, Some(Duration::ZERO), &mut out).unwrap(), 1);
+        assert_eq!(
+            b.reap(Wait::at_least(1).or_after(Duration::ZERO), &mut out)
+                .unwrap(),
+            1
+        );
         assert_eq!(
             out.iter().map(|c| c.slot).collect::<Vec<_>>(),
             vec![1, 2, 3]
@@ -151,7 +150,7 @@ mod tests {
             }
             b.commit().unwrap();
             out.clear();
-            assert_eq!(b.reap(16, None, &mut out).unwrap(), 16);
+            assert_eq!(b.reap(Wait::at_least(16), &mut out).unwrap(), 16);
         }
         assert_eq!(b.backend().pending.capacity(), cap);
         assert_eq!(out.capacity(), 16);
@@ -187,7 +186,7 @@ mod tests {
         l.queue(0, 0, Dir::Write, 0, 512).unwrap();
         assert_eq!(l.in_flight(), 1);
         let mut out = Vec::new();
-        assert_eq!(l.reap(1, None, &mut out).unwrap(), 1);
+        assert_eq!(l.reap(Wait::at_least(1), &mut out).unwrap(), 1);
         assert_eq!(l.in_flight(), 0);
         l.buf_mut(0)[0] = 7;
         let ios: Vec<Io> = (0..10).map(|i| Io::write(i * 512, 512)).collect();

@@ -126,7 +126,7 @@ pub fn message(dir: Dir, len: u32, offset: u64, target: &str, limit: Duration) -
 mod tests {
     use super::*;
     use crate::engine::worker::{self, Msg, ThreadCtx, Timing};
-    use crate::io::{Backend, BackendError, Completion, Lane, QueueError, Request};
+    use crate::io::{Backend, BackendError, Completion, Lane, QueueError, Request, Wait};
     use crate::plan::{self, TargetKind};
     use crate::target::Target;
     use std::sync::atomic::AtomicBool;
@@ -239,13 +239,10 @@ mod tests {
         fn commit(&mut self) -> Result<(), BackendError> {
             Ok(())
         }
-        fn reap(
-            &mut self,
-            _min: usize,
-            timeout: Option<Duration>,
-            _out: &mut Vec<Completion>,
-        ) -> Result<usize, BackendError> {
-            let t = timeout.expect("the engine always bounds reap while a limit is set");
+        fn reap(&mut self, wait: Wait, _out: &mut Vec<Completion>) -> Result<usize, BackendError> {
+            let t = wait
+                .timeout
+                .expect("the engine always bounds reap while a limit is set");
             std::thread::sleep(t);
             Ok(0)
         }

@@ -10,7 +10,7 @@
 
 use super::hooks::{PointHooks, ThreadHooks};
 use super::timeout::{self, IoWatch};
-use crate::io::{BufferPool, Completion, Lane, QueueError};
+use crate::io::{BufferPool, Completion, Lane, QueueError, Wait};
 use crate::plan::{Disk, ThreadPlan};
 use crate::stats::{Recorder, Snapshot};
 use crate::workload::content;
@@ -295,7 +295,7 @@ impl<'c, 'a> Engine<'c, 'a> {
             let wake = wake.min(self.watch.wake());
             let timeout = Duration::from_nanos(wake.saturating_sub(now).max(1));
             let want = self.batch_min.min(self.in_flight).max(1);
-            if let Err(e) = lane.reap(want, Some(timeout), &mut self.done) {
+            if let Err(e) = lane.reap(Wait::at_least(want).or_after(timeout), &mut self.done) {
                 self.failure = Some(e.to_string());
                 break;
             }
@@ -514,7 +514,8 @@ impl<'c, 'a> Engine<'c, 'a> {
                 );
                 return Err(self.failure.take().unwrap_or(msg));
             }
-            if let Err(e) = lane.reap(self.in_flight, Some(left), &mut self.done) {
+            let wait = Wait::at_least(self.in_flight).or_after(left);
+            if let Err(e) = lane.reap(wait, &mut self.done) {
                 return Err(self.failure.take().unwrap_or_else(|| e.to_string()));
             }
             for c in self.done.drain(..) {

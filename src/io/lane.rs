@@ -5,7 +5,7 @@
 //! only after the backend is dropped, and never while the storage may still
 //! write into it.
 
-use super::{Backend, BackendError, BufferPool, Completion, QueueError, Request};
+use super::{Backend, BackendError, BufferPool, Completion, QueueError, Request, Wait};
 use crate::workload::Dir;
 use std::mem::ManuallyDrop;
 use std::time::Duration;
@@ -39,22 +39,24 @@ pub struct Io {
 }
 
 impl Io {
-    /// A read of `len` bytes at `offset` on disk 0.
-    pub fn read(offset: u64, len: u32) -> Io {
+    /// `len` bytes in direction `dir` at `offset` on disk 0.
+    pub fn new(dir: Dir, offset: u64, len: u32) -> Io {
         Io {
             disk: 0,
-            dir: Dir::Read,
+            dir,
             offset,
             len,
         }
     }
 
+    /// A read of `len` bytes at `offset` on disk 0.
+    pub fn read(offset: u64, len: u32) -> Io {
+        Io::new(Dir::Read, offset, len)
+    }
+
     /// A write of `len` bytes at `offset` on disk 0.
     pub fn write(offset: u64, len: u32) -> Io {
-        Io {
-            dir: Dir::Write,
-            ..Io::read(offset, len)
-        }
+        Io::new(Dir::Write, offset, len)
     }
 }
 
@@ -165,14 +167,9 @@ impl<B: ?Sized + Backend> Lane<B> {
 
     /// [`Backend::reap`]; the slots of what it returns are free again.
     #[inline]
-    pub fn reap(
-        &mut self,
-        min: usize,
-        timeout: Option<Duration>,
-        out: &mut Vec<Completion>,
-    ) -> Result<usize, BackendError> {
+    pub fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
         let start = out.len();
-        let r = self.backend.reap(min, timeout, out);
+        let r = self.backend.reap(wait, out);
         for c in &out[start..] {
             let busy = &mut self.busy[c.slot as usize];
             assert!(
@@ -247,7 +244,7 @@ impl<B: ?Sized + Backend> Lane<B> {
             }
             out.clear();
             if self
-                .reap(1, Some(timeout), &mut out)
+                .reap(Wait::at_least(1).or_after(timeout), &mut out)
                 .map_err(|e| e.to_string())?
                 == 0
             {

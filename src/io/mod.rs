@@ -93,6 +93,50 @@ impl fmt::Display for BackendError {
 
 impl std::error::Error for BackendError {}
 
+/// How long [`Backend::reap`] waits: until at least `min` requests have
+/// finished, or until `timeout` has passed since the call began, whichever is
+/// first (io_uring's wait for a number of completions with a timeout).
+///
+/// `Wait::at_least(n)` waits without bound, `.or_after(t)` adds the bound and
+/// [`Wait::POLL`] only collects what has already finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wait {
+    /// Completions to wait for; a backend with fewer in flight waits for
+    /// those ([`Wait::want`]).
+    pub min: usize,
+    /// The longest the call waits: `None` waits without bound, `Some(ZERO)`
+    /// only polls.
+    pub timeout: Option<Duration>,
+}
+
+impl Wait {
+    /// Collect what has finished without waiting: `min` 0, timeout zero.
+    pub const POLL: Wait = Wait {
+        min: 0,
+        timeout: Some(Duration::ZERO),
+    };
+
+    /// Until `min` requests have finished, without a time bound.
+    pub const fn at_least(min: usize) -> Wait {
+        Wait { min, timeout: None }
+    }
+
+    /// The same wait, ending once `timeout` has passed.
+    pub const fn or_after(self, timeout: Duration) -> Wait {
+        Wait {
+            min: self.min,
+            timeout: Some(timeout),
+        }
+    }
+
+    /// The completions to wait for with `in_flight` requests in flight:
+    /// `min`, bounded by `in_flight`.
+    #[inline]
+    pub fn want(self, in_flight: usize) -> usize {
+        self.min.min(in_flight)
+    }
+}
+
 /// A storage backend, driven by one engine thread (fio's `ioengine_ops`).
 ///
 /// The lifecycle is `register_buffers` once, then any number of rounds of
@@ -108,13 +152,13 @@ impl std::error::Error for BackendError {}
 ///   may defer the actual submission to the next `reap` (io_uring submits and
 ///   waits in one system call), but a request queued before `commit` must make
 ///   progress without further `queue` calls.
-/// * **Reap.** `reap(min, timeout, out)` appends finished requests to `out` and
-///   returns how many it appended. It returns once at least `min` have finished
-///   (bounded by the number in flight), or when `timeout` has passed since the
-///   call began, whichever is first; `timeout = None` waits without bound,
-///   `Some(ZERO)` only polls. Returning fewer than `min` after the timeout is not
-///   an error. Timeouts do not accumulate across calls: the engine computes each
-///   one from its own clock.
+/// * **Reap.** `reap(wait, out)` appends finished requests to `out` and
+///   returns how many it appended. It returns once at least `wait.min` have
+///   finished (bounded by the number in flight: [`Wait::want`]), or when
+///   `wait.timeout` has passed since the call began, whichever is first;
+///   `timeout = None` waits without bound, `Some(ZERO)` only polls. Returning
+///   fewer than `min` after the timeout is not an error. Timeouts do not
+///   accumulate across calls: the engine computes each one from its own clock.
 /// * **Errors.** A failed I/O is a [`Completion`] with `Err(errno)`; the backend
 ///   stays usable. An `Err` from `commit` or `reap` means the backend is broken:
 ///   the requests still in flight are lost, the engine stops the worker, and it
@@ -174,13 +218,8 @@ pub unsafe trait Backend: Send {
     /// Start everything queued (or arrange for the next `reap` to start it).
     fn commit(&mut self) -> Result<(), BackendError>;
 
-    /// Collect finished requests: see the trait docs for `min` and `timeout`.
-    fn reap(
-        &mut self,
-        min: usize,
-        timeout: Option<Duration>,
-        out: &mut Vec<Completion>,
-    ) -> Result<usize, BackendError>;
+    /// Collect finished requests, waiting as `wait` says: see the trait docs.
+    fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError>;
 
     /// What the storage said about the last failed request beyond its errno
     /// (a SCSI status and sense), added to the run's error; `None` by default.

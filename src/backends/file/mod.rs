@@ -10,7 +10,9 @@ mod uring;
 use uring::Polling;
 pub(crate) use uring::block_device_size;
 
-use crate::io::{Backend, BackendError, BufferPool, Completion, OpenOptions, QueueError, Request};
+use crate::io::{
+    Backend, BackendError, BufferPool, Completion, OpenOptions, QueueError, Request, Wait,
+};
 use crate::workload::{Dir, SyncMode};
 use std::fs::File;
 use std::io;
@@ -461,16 +463,11 @@ unsafe impl Backend for FileBackend {
         Ok(())
     }
 
-    fn reap(
-        &mut self,
-        min: usize,
-        timeout: Option<Duration>,
-        out: &mut Vec<Completion>,
-    ) -> Result<usize, BackendError> {
+    fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
         if !self.ring.is_enabled() {
             return Ok(0);
         }
-        let want = min.min(self.inflight);
+        let want = wait.want(self.inflight);
         let mut got = self.drain(out);
         let pending = self.ring.sq_pending();
         if got >= want {
@@ -481,7 +478,7 @@ unsafe impl Backend for FileBackend {
             }
             return Ok(got);
         }
-        match timeout {
+        match wait.timeout {
             Some(t) if t.is_zero() => {
                 if pending > 0 || self.ring.needs_getevents() {
                     self.enter(0, None)?;
@@ -601,7 +598,7 @@ mod tests {
     fn reap_all(b: &mut Lane<FileBackend>, n: usize) -> Vec<Completion> {
         let mut out = Vec::new();
         while out.len() < n {
-            b.reap(n - out.len(), None, &mut out).unwrap();
+            b.reap(Wait::at_least(n - out.len()), &mut out).unwrap();
         }
         out.sort_by_key(|c| c.slot);
         out
@@ -723,7 +720,8 @@ mod tests {
         b.queue(1, 0, Dir::Read, 4096, 4096).unwrap();
         b.commit().unwrap();
         let mut out = Vec::new();
-        let got = b.reap(1, Some(Duration::from_secs(5)), &mut out).unwrap();
+        let wait = Wait::at_least(1).or_after(Duration::from_secs(5));
+        let got = b.reap(wait, &mut out).unwrap();
         assert_eq!(got, 1, "the idle SQPOLL thread was not woken");
         assert_eq!(out[0].result, Ok(4096));
     }
@@ -901,12 +899,9 @@ mod tests {
         let mut b = lane(b, 4, 4096);
         let mut out = Vec::new();
         // Nothing in flight: returns at once, whatever min and timeout.
-        assert_eq!(b.reap(1, None, &mut out).unwrap(), 0);
-        assert_eq!(
-            b.reap(1, Some(Duration::from_millis(50)), &mut out)
-                .unwrap(),
-            0
-        );
+        assert_eq!(b.reap(Wait::at_least(1), &mut out).unwrap(), 0);
+        let timed = Wait::at_least(1).or_after(Duration::from_millis(50));
+        assert_eq!(b.reap(timed, &mut out).unwrap(), 0);
         for s in 0..3 {
             b.queue(s, 0, Dir::Read, s as u64 * 4096, 4096).unwrap();
         }
@@ -916,14 +911,18 @@ mod tests {
         ));
         b.commit().unwrap();
         // min above the number in flight is bounded by it.
-        let n = b.reap(10, None, &mut out).unwrap();
+        let n = b.reap(Wait::at_least(10), &mut out).unwrap();
         assert_eq!(n, 3);
         assert_eq!(out.len(), 3);
         b.queue(3, 0, Dir::Read, 0, 4096).unwrap();
         b.commit().unwrap();
         // A poll eventually sees it without blocking.
         let mut polls = 0;
-        while b.reap(1, Some(Duration::ZERO), &mut out).unwrap() == 0 {
+        while b
+            .reap(Wait::at_least(1).or_after(Duration::ZERO), &mut out)
+            .unwrap()
+            == 0
+        {
             polls += 1;
             assert!(polls < 1_000_000, "poll never completed");
             std::thread::yield_now();
@@ -939,11 +938,8 @@ mod tests {
         let mut b = lane(b, 1, 4096);
         let mut out = Vec::new();
         let start = Instant::now();
-        assert_eq!(
-            b.reap(1, Some(Duration::from_millis(30)), &mut out)
-                .unwrap(),
-            0
-        );
+        let timed = Wait::at_least(1).or_after(Duration::from_millis(30));
+        assert_eq!(b.reap(timed, &mut out).unwrap(), 0);
         assert!(
             start.elapsed() < Duration::from_millis(25),
             "nothing in flight must not wait"
@@ -951,10 +947,8 @@ mod tests {
         // A read at EOF is a short (zero-length) completion, reported as such.
         b.queue(0, 0, Dir::Read, 0, 4096).unwrap();
         b.commit().unwrap();
-        assert_eq!(
-            b.reap(1, Some(Duration::from_secs(5)), &mut out).unwrap(),
-            1
-        );
+        let wait = Wait::at_least(1).or_after(Duration::from_secs(5));
+        assert_eq!(b.reap(wait, &mut out).unwrap(), 1);
         assert_eq!(
             out,
             vec![Completion {
@@ -977,18 +971,14 @@ mod tests {
         b.queue(0, 0, Dir::Read, u64::MAX, 16).unwrap();
         b.commit().unwrap();
         let mut out = Vec::new();
-        assert_eq!(
-            b.reap(0, Some(Duration::from_millis(40)), &mut out)
-                .unwrap(),
-            0
-        );
-        assert_eq!(b.reap(1, Some(Duration::ZERO), &mut out).unwrap(), 0);
+        let ms40 = Duration::from_millis(40);
+        let none = Wait::at_least(0).or_after(ms40);
+        assert_eq!(b.reap(none, &mut out).unwrap(), 0);
+        let poll_one = Wait::at_least(1).or_after(Duration::ZERO);
+        assert_eq!(b.reap(poll_one, &mut out).unwrap(), 0);
         let start = Instant::now();
-        assert_eq!(
-            b.reap(1, Some(Duration::from_millis(40)), &mut out)
-                .unwrap(),
-            0
-        );
+        let one = Wait::at_least(1).or_after(ms40);
+        assert_eq!(b.reap(one, &mut out).unwrap(), 0);
         let waited = start.elapsed();
         assert!(
             waited >= Duration::from_millis(39),
@@ -996,7 +986,7 @@ mod tests {
         );
         assert!(waited < Duration::from_secs(2), "returned after {waited:?}");
         tx.write_all(b"0123456789abcdef").unwrap();
-        assert_eq!(b.reap(1, None, &mut out).unwrap(), 1);
+        assert_eq!(b.reap(Wait::at_least(1), &mut out).unwrap(), 1);
         assert_eq!(
             out,
             vec![Completion {
@@ -1009,10 +999,8 @@ mod tests {
         // Dropping with a request the kernel still owns cancels it and waits.
         b.queue(0, 0, Dir::Read, u64::MAX, 16).unwrap();
         b.commit().unwrap();
-        assert_eq!(
-            b.reap(0, Some(Duration::from_millis(5)), &mut out).unwrap(),
-            0
-        );
+        let briefly = Wait::at_least(0).or_after(Duration::from_millis(5));
+        assert_eq!(b.reap(briefly, &mut out).unwrap(), 0);
         assert_eq!(b.backend().in_flight(), 1);
         let start = Instant::now();
         drop(b);
@@ -1175,7 +1163,7 @@ mod tests {
         let mut n = 0u64;
         while start.elapsed() < Duration::from_secs(3) {
             out.clear();
-            b.reap(1, None, &mut out).unwrap();
+            b.reap(Wait::at_least(1), &mut out).unwrap();
             for c in &out {
                 assert_eq!(c.result, Ok(4096));
                 b.queue(c.slot, 0, Dir::Read, rng.below(blocks) * 4096, 4096)

@@ -32,7 +32,7 @@
 
 mod sys;
 
-use crate::io::{Backend, BackendError, Completion, OpenOptions, QueueError, Request};
+use crate::io::{Backend, BackendError, Completion, OpenOptions, QueueError, Request, Wait};
 use crate::target::Target;
 use crate::workload::{Dir, SyncMode};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -665,17 +665,12 @@ unsafe impl Backend for IscsiBackend {
         Ok(())
     }
 
-    fn reap(
-        &mut self,
-        min: usize,
-        timeout: Option<Duration>,
-        out: &mut Vec<Completion>,
-    ) -> Result<usize, BackendError> {
+    fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
         if self.broken.is_some() {
             return Err(self.broken_error());
         }
         let start = Instant::now();
-        let want = min.min(self.inflight);
+        let want = wait.want(self.inflight);
         let mut got = 0;
         let mut first = true;
         loop {
@@ -691,7 +686,7 @@ unsafe impl Backend for IscsiBackend {
                 }
                 0
             } else {
-                match timeout {
+                match wait.timeout {
                     None => -1,
                     Some(t) => {
                         let left = t.saturating_sub(start.elapsed());
@@ -919,12 +914,7 @@ mod tests {
     fn drive(b: &mut Lane<IscsiBackend>, ios: &[(Dir, u64)], bs: u32) -> usize {
         let ios: Vec<Io> = ios
             .iter()
-            .map(|&(dir, offset)| Io {
-                disk: 0,
-                dir,
-                offset,
-                len: bs,
-            })
+            .map(|&(dir, offset)| Io::new(dir, offset, bs))
             .collect();
         let mut finished = 0;
         let fill = |i: usize, buf: &mut [u8]| match ios[i].dir {
@@ -999,10 +989,14 @@ mod tests {
         b.commit().unwrap();
         let mut out = Vec::new();
         while out.len() < 16 {
-            b.reap(16, None, &mut out).unwrap();
+            b.reap(Wait::at_least(16), &mut out).unwrap();
         }
-        assert_eq!(b.reap(4, None, &mut out).unwrap(), 0);
-        assert_eq!(b.reap(1, Some(Duration::ZERO), &mut out).unwrap(), 0);
+        assert_eq!(b.reap(Wait::at_least(4), &mut out).unwrap(), 0);
+        assert_eq!(
+            b.reap(Wait::at_least(1).or_after(Duration::ZERO), &mut out)
+                .unwrap(),
+            0
+        );
     }
 
     #[test]
@@ -1114,8 +1108,9 @@ mod tests {
         b.queue(2, 0, Dir::Read, 1 << 20, 4096).unwrap();
         b.commit().unwrap();
         let mut out = Vec::new();
+        let all = Wait::at_least(3).or_after(Duration::from_secs(10));
         while out.len() < 3 {
-            b.reap(3, Some(Duration::from_secs(10)), &mut out).unwrap();
+            b.reap(all, &mut out).unwrap();
         }
         out.sort_by_key(|c| c.slot);
         assert_eq!(out[0].result, Err(libc::EINVAL));
@@ -1151,11 +1146,9 @@ mod tests {
         let mut out = Vec::new();
         // Some may have finished before the kill; the rest must fail the reap.
         let deadline = Instant::now() + Duration::from_secs(10);
+        let all = Wait::at_least(8).or_after(Duration::from_millis(200));
         let err = 'wait: loop {
-            match b
-                .commit()
-                .and_then(|()| b.reap(8, Some(Duration::from_millis(200)), &mut out))
-            {
+            match b.commit().and_then(|()| b.reap(all, &mut out)) {
                 Err(e) => break e,
                 Ok(_) if out.len() == 8 => {
                     // Everything answered before the kill: issue more.
@@ -1175,7 +1168,10 @@ mod tests {
         };
         let msg = err.to_string();
         assert!(msg.contains("connection lost"), "{msg}");
-        assert!(b.reap(1, Some(Duration::ZERO), &mut out).is_err());
+        assert!(
+            b.reap(Wait::at_least(1).or_after(Duration::ZERO), &mut out)
+                .is_err()
+        );
         assert!(matches!(
             b.queue(8, 0, Dir::Read, 0, 4096),
             Err(QueueError::Fatal(_))
@@ -1212,7 +1208,8 @@ mod tests {
                 }
                 b.commit().unwrap();
                 out.clear();
-                b.reap(1, Some(Duration::from_secs(1)), &mut out).unwrap();
+                b.reap(Wait::at_least(1).or_after(Duration::from_secs(1)), &mut out)
+                    .unwrap();
                 for c in &out {
                     assert_eq!(c.result, Ok(4096));
                     free.push(c.slot);

@@ -27,7 +27,7 @@
 
 mod sys;
 
-use crate::io::{Backend, BackendError, Completion, IoBuf, OpenOptions, QueueError, Request};
+use crate::io::{Backend, BackendError, Completion, IoBuf, OpenOptions, QueueError, Request, Wait};
 use crate::target::{NbdAddr, NbdReplies, Target};
 use crate::workload::units::format_size;
 use crate::workload::{Dir, SyncMode};
@@ -523,21 +523,16 @@ unsafe impl Backend for NbdBackend {
         self.submit()
     }
 
-    fn reap(
-        &mut self,
-        min: usize,
-        timeout: Option<Duration>,
-        out: &mut Vec<Completion>,
-    ) -> Result<usize, BackendError> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+    fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
+        let deadline = wait.timeout.map(|t| Instant::now() + t);
         // Requests queued without a commit must still make progress.
         self.submit()?;
-        let want = min.min(self.in_flight());
+        let want = wait.want(self.in_flight());
         let mut got = 0;
         let mut polled = false;
         loop {
             got += self.collect(out)?;
-            // With min = 0, poll once anyway so that the call makes progress.
+            // With `wait.min` 0, poll once anyway so that the call makes progress.
             if got >= want && (polled || want > 0) {
                 return Ok(got);
             }
@@ -708,12 +703,7 @@ mod tests {
         let depth = b.backend().depth();
         let ios: Vec<Io> = ios
             .iter()
-            .map(|&(dir, offset)| Io {
-                disk: 0,
-                dir,
-                offset,
-                len: bs as u32,
-            })
+            .map(|&(dir, offset)| Io::new(dir, offset, bs as u32))
             .collect();
         let fill = |i: usize, buf: &mut [u8]| {
             let Io { dir, offset, .. } = ios[i];
@@ -867,26 +857,24 @@ mod tests {
         let t = Instant::now();
         let mut n = 0;
         while n < 4 {
-            n += b.reap(0, Some(Duration::ZERO), &mut out).unwrap();
+            n += b.reap(Wait::POLL, &mut out).unwrap();
             assert!(t.elapsed() < Duration::from_secs(10));
         }
         assert_eq!(out.len(), 4);
         assert!(out.iter().all(|c| c.result == Ok(512)));
         // Nothing in flight: min is bounded by 0, no hang without a timeout.
-        assert_eq!(b.reap(4, None, &mut out).unwrap(), 0);
+        assert_eq!(b.reap(Wait::at_least(4), &mut out).unwrap(), 0);
         // A read past the end fails alone; the backend goes on.
         b.queue(4, 0, Dir::Read, 64 * MIB, 512).unwrap();
         b.commit().unwrap();
         out.clear();
-        assert_eq!(
-            b.reap(1, Some(Duration::from_secs(10)), &mut out).unwrap(),
-            1
-        );
+        let one = Wait::at_least(1).or_after(Duration::from_secs(10));
+        assert_eq!(b.reap(one, &mut out).unwrap(), 1);
         assert!(matches!(out[0].result, Err(e) if e > 0), "{out:?}");
         b.queue(4, 0, Dir::Read, 4 * 512, 512).unwrap();
         b.commit().unwrap();
         out.clear();
-        assert_eq!(b.reap(1, None, &mut out).unwrap(), 1);
+        assert_eq!(b.reap(Wait::at_least(1), &mut out).unwrap(), 1);
         assert_eq!(
             out[0],
             Completion {
@@ -1019,17 +1007,12 @@ mod tests {
         }
         b.commit().unwrap();
         let mut out = Vec::new();
-        assert_eq!(
-            b.reap(0, Some(Duration::from_millis(50)), &mut out)
-                .unwrap(),
-            0
-        );
+        let none = Wait::at_least(0).or_after(Duration::from_millis(50));
+        assert_eq!(b.reap(none, &mut out).unwrap(), 0);
         srv.kill();
         let t = Instant::now();
-        let e = b
-            .reap(16, Some(Duration::from_secs(30)), &mut out)
-            .unwrap_err()
-            .to_string();
+        let all = Wait::at_least(16).or_after(Duration::from_secs(30));
+        let e = b.reap(all, &mut out).unwrap_err().to_string();
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
         assert!(e.starts_with(&srv.target.to_string()), "{e}");
         assert!(e.contains("connection lost"), "{e}");
@@ -1064,7 +1047,8 @@ mod tests {
                         .unwrap();
                 }
                 b.commit().unwrap();
-                b.reap(1, Some(Duration::from_secs(1)), &mut out).unwrap();
+                b.reap(Wait::at_least(1).or_after(Duration::from_secs(1)), &mut out)
+                    .unwrap();
                 for c in out.drain(..) {
                     assert_eq!(c.result, Ok(4096));
                     free.push(c.slot);

@@ -86,7 +86,7 @@ pub mod xdr;
 #[cfg(test)]
 mod tests41;
 
-use crate::io::{Backend, BackendError, Completion, OpenOptions, QueueError, Request};
+use crate::io::{Backend, BackendError, Completion, OpenOptions, QueueError, Request, Wait};
 use crate::target::Target;
 use crate::workload::{Dir, SyncMode};
 use compound::{Seq, Session};
@@ -848,7 +848,8 @@ impl NfsBackend {
                 return;
             }
             scratch.clear();
-            if self.reap(self.inflight, Some(left), &mut scratch).is_err() {
+            let wait = Wait::at_least(self.inflight).or_after(left);
+            if self.reap(wait, &mut scratch).is_err() {
                 return;
             }
         }
@@ -1036,21 +1037,16 @@ unsafe impl Backend for NfsBackend {
     }
 
     /// Replies are read without blocking; between reads, poll(2) waits on every
-    /// connection for at most what is left of `timeout`.
-    fn reap(
-        &mut self,
-        min: usize,
-        timeout: Option<Duration>,
-        out: &mut Vec<Completion>,
-    ) -> Result<usize, BackendError> {
+    /// connection for at most what is left of `wait.timeout`.
+    fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
         if self.broken {
             return Err(BackendError::new(
                 &self.disks[0].url,
                 "the connection was lost earlier",
             ));
         }
-        let want = min.min(self.inflight);
-        let deadline = match timeout {
+        let want = wait.want(self.inflight);
+        let deadline = match wait.timeout {
             Some(t) if !t.is_zero() => Some(Instant::now() + t),
             _ => None,
         };
@@ -1064,7 +1060,7 @@ unsafe impl Backend for NfsBackend {
             if got >= want || self.inflight == 0 {
                 return Ok(got);
             }
-            let left = match (timeout, deadline) {
+            let left = match (wait.timeout, deadline) {
                 (None, _) => None,
                 (Some(_), None) => return Ok(got),
                 (Some(_), Some(d)) => {

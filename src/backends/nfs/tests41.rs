@@ -361,21 +361,42 @@ fn fake(granted: u32, nconnect: u8) -> (Target, Arc<Mutex<State>>) {
     (t, st)
 }
 
-fn opts(write: bool, depth: u32) -> OpenOptions {
-    OpenOptions {
-        write,
-        depth,
-        ..OpenOptions::default()
-    }
-}
-
 fn byte(o: usize) -> u8 {
     (o * 31 + o / 4096) as u8
 }
 
-/// `b` behind a lane of 8 slots of 4 MiB (the largest request here is 3 MiB).
-fn lane(b: NfsBackend) -> Lane<NfsBackend> {
+/// `t` opened for writing at `depth`, behind a lane of 8 slots of 4 MiB (the
+/// largest request here is 3 MiB).
+fn open(t: &Target, depth: u32) -> Lane<NfsBackend> {
+    let opts = OpenOptions {
+        write: true,
+        depth,
+        ..OpenOptions::default()
+    };
+    let b = NfsBackend::open(std::slice::from_ref(t), &opts).unwrap();
     Lane::new(Box::new(b), BufferPool::new(8, 4 << 20)).unwrap()
+}
+
+/// A fake server of one connection granting 4 slots that does `fault`, and
+/// the backend opened on it at depth 4.
+fn faulty(fault: Fault) -> (Lane<NfsBackend>, Arc<Mutex<State>>) {
+    let (t, st) = fake(4, 1);
+    st.lock().unwrap().fault = Some(fault);
+    (open(&t, 4), st)
+}
+
+/// `n` 4 KiB writes (or reads) of the first `n` blocks, for [`run`].
+fn blocks(write: bool, n: u64) -> Vec<(bool, u64, u32)> {
+    (0..n).map(|i| (write, i * 4096, 4096)).collect()
+}
+
+/// Write the first `n` blocks at depth 4, then read them back (checked by
+/// [`run`]): every request succeeds.
+fn write_and_read_back(b: &mut Lane<NfsBackend>, n: u64) {
+    for write in [true, false] {
+        let got = run(b, &blocks(write, n), 4);
+        assert!(got.iter().all(|r| r.is_ok()), "write {write}: {got:?}");
+    }
 }
 
 /// Run `reqs` (write, offset, len) at depth `qd` through the lane's slots:
@@ -386,6 +407,7 @@ fn run(b: &mut Lane<NfsBackend>, reqs: &[(bool, u64, u32)], qd: usize) -> Vec<Re
     let mut free: Vec<u32> = (0..qd as u32).rev().collect();
     let mut results = vec![Ok(0); reqs.len()];
     let (mut next, mut done, mut out) = (0, 0, Vec::new());
+    let one = Wait::at_least(1).or_after(Duration::from_secs(30));
     while done < reqs.len() {
         while next < reqs.len()
             && let Some(slot) = free.pop()
@@ -405,7 +427,7 @@ fn run(b: &mut Lane<NfsBackend>, reqs: &[(bool, u64, u32)], qd: usize) -> Vec<Re
         }
         b.commit().unwrap();
         out.clear();
-        b.reap(1, Some(Duration::from_secs(30)), &mut out).unwrap();
+        b.reap(one, &mut out).unwrap();
         assert!(!out.is_empty(), "no completion in 30 s");
         for c in &out {
             let i = owner[c.slot as usize];
@@ -426,7 +448,7 @@ fn run(b: &mut Lane<NfsBackend>, reqs: &[(bool, u64, u32)], qd: usize) -> Vec<Re
 #[test]
 fn a_session_keeps_to_the_slots_granted() {
     let (t, st) = fake(3, 2);
-    let mut b = lane(NfsBackend::open(std::slice::from_ref(&t), &opts(true, 8)).unwrap());
+    let mut b = open(&t, 8);
     assert!(
         b.backend()
             .features()
@@ -437,7 +459,7 @@ fn a_session_keeps_to_the_slots_granted() {
     );
     // 4 KiB writes at depth 8 over 3 slots, a 3 MiB write (three RPCs),
     // then all of it read back.
-    let mut reqs: Vec<_> = (0..64).map(|i| (true, i * 4096, 4096)).collect();
+    let mut reqs = blocks(true, 64);
     reqs.push((true, 1 << 20, 3 << 20));
     assert!(run(&mut b, &reqs, 8).iter().all(|r| r.is_ok()));
     let reads: Vec<_> = reqs.iter().map(|&(_, o, l)| (false, o, l)).collect();
@@ -453,13 +475,8 @@ fn a_session_keeps_to_the_slots_granted() {
 
 #[test]
 fn delay_is_retried_a_bounded_number_of_times() {
-    let (t, st) = fake(4, 1);
-    st.lock().unwrap().fault = Some(Fault::DelayFirst(6));
-    let mut b = lane(NfsBackend::open(std::slice::from_ref(&t), &opts(true, 4)).unwrap());
-    let reqs: Vec<_> = (0..16).map(|i| (true, i * 4096, 4096)).collect();
-    assert!(run(&mut b, &reqs, 4).iter().all(|r| r.is_ok()));
-    let reads: Vec<_> = (0..16).map(|i| (false, i * 4096, 4096)).collect();
-    assert!(run(&mut b, &reads, 4).iter().all(|r| r.is_ok()));
+    let (mut b, st) = faulty(Fault::DelayFirst(6));
+    write_and_read_back(&mut b, 16);
     assert_eq!(st.lock().unwrap().delays, 6);
     assert_eq!(b.backend().error_detail(), None);
 
@@ -478,14 +495,8 @@ fn delay_is_retried_a_bounded_number_of_times() {
 
 #[test]
 fn a_lowered_target_slot_is_followed_and_the_io_goes_on() {
-    let (t, st) = fake(4, 1);
-    st.lock().unwrap().fault = Some(Fault::Target(8));
-    let mut b = lane(NfsBackend::open(std::slice::from_ref(&t), &opts(true, 4)).unwrap());
-    let reqs: Vec<_> = (0..64).map(|i| (true, i * 4096, 4096)).collect();
-    let got = run(&mut b, &reqs, 4);
-    assert!(got.iter().all(|r| r.is_ok()), "{got:?}");
-    let reads: Vec<_> = (0..64).map(|i| (false, i * 4096, 4096)).collect();
-    assert!(run(&mut b, &reads, 4).iter().all(|r| r.is_ok()));
+    let (mut b, st) = faulty(Fault::Target(8));
+    write_and_read_back(&mut b, 64);
     assert_eq!(b.backend().error_detail(), None);
     drop(b);
     let st = st.lock().unwrap();
@@ -502,10 +513,8 @@ fn misordered_and_bad_slots_fail_the_io_naming_the_error() {
         (Fault::Misorder(4), "NFS4ERR_SEQ_MISORDERED"),
         (Fault::Shrink(4), "NFS4ERR_BADSLOT"),
     ] {
-        let (t, st) = fake(4, 1);
-        st.lock().unwrap().fault = Some(fault);
-        let mut b = lane(NfsBackend::open(std::slice::from_ref(&t), &opts(true, 4)).unwrap());
-        let reqs: Vec<_> = (0..16).map(|i| (true, i * 4096, 4096)).collect();
+        let (mut b, _) = faulty(fault);
+        let reqs = blocks(true, 16);
         let got = run(&mut b, &reqs, 4);
         assert!(got[..4].iter().all(|r| r.is_ok()), "{fault:?}: {got:?}");
         assert!(got.contains(&Err(libc::EIO)), "{fault:?}: {got:?}");
