@@ -194,6 +194,10 @@ unsafe impl Backend for FcCapped {
         self.inner.commit()
     }
 
+    fn commit_each(&self) -> bool {
+        self.inner.commit_each()
+    }
+
     fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
         let deadline = wait.timeout.map(|t| Instant::now() + t);
         let want = wait.want(self.pending.len());

@@ -9,3 +9,6 @@
 pub mod hooks;
 pub mod timeout;
 pub mod worker;
+
+#[cfg(test)]
+mod tests;

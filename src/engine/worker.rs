@@ -163,6 +163,9 @@ struct Engine<'c, 'a> {
     waiting: Vec<u32>,
     /// Slots queued since the last commit.
     batch: Vec<u32>,
+    /// Commit (and stamp) each request as it is queued rather than once per
+    /// refill ([`crate::io::Backend::commit_each`]; set from the lane).
+    commit_each: bool,
     done: Vec<Completion>,
     in_flight: usize,
     /// Completions to wait for before refilling (the smallest
@@ -230,6 +233,7 @@ impl<'c, 'a> Engine<'c, 'a> {
             free: (0..n as u32).rev().collect(),
             waiting: Vec::new(),
             batch: Vec::with_capacity(n),
+            commit_each: false,
             done: Vec::with_capacity(n),
             in_flight: 0,
             batch_min: ctx
@@ -259,6 +263,7 @@ impl<'c, 'a> Engine<'c, 'a> {
     /// The main loop: issue, commit, wait, complete, until the end, `stop`,
     /// every worker's io_limit, or a failure. Returns the last clock reading.
     fn run_until_end(&mut self, lane: &mut Lane) -> u64 {
+        self.commit_each = lane.commit_each();
         let mut now = self.now_ns();
         loop {
             if self.ctx.stop.load(Ordering::Relaxed)
@@ -375,6 +380,12 @@ impl<'c, 'a> Engine<'c, 'a> {
                     w.issued_bytes += io.len as u64;
                     slot.sched_ns = w.pacer.issued(io.len, now);
                     self.batch.push(s);
+                    if self.commit_each {
+                        self.commit(lane);
+                        if self.failure.is_some() {
+                            break;
+                        }
+                    }
                 }
                 Err(e) => {
                     if let Some(v) = self.verify.as_mut() {

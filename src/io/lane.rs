@@ -165,6 +165,11 @@ impl<B: ?Sized + Backend> Lane<B> {
         self.backend.commit()
     }
 
+    /// [`Backend::commit_each`].
+    pub fn commit_each(&self) -> bool {
+        self.backend.commit_each()
+    }
+
     /// [`Backend::reap`]; the slots of what it returns are free again.
     #[inline]
     pub fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError> {

@@ -218,6 +218,17 @@ pub unsafe trait Backend: Send {
     /// Start everything queued (or arrange for the next `reap` to start it).
     fn commit(&mut self) -> Result<(), BackendError>;
 
+    /// Whether the engine should commit each request as soon as it is queued,
+    /// stamping it then, rather than once per batch of refills. A backend says
+    /// yes when its `commit` starts the request at once and a device works on
+    /// it while the next is prepared (O_DIRECT files: the device sees each
+    /// request a submission earlier, as fio's default `iodepth_batch_submit=1`
+    /// gives it); no (the default) where a batch costs one system call or one
+    /// message instead of one per request.
+    fn commit_each(&self) -> bool {
+        false
+    }
+
     /// Collect finished requests, waiting as `wait` says: see the trait docs.
     fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError>;
 

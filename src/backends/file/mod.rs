@@ -57,6 +57,8 @@ pub struct FileBackend {
     /// `quiesce` waited [`DROP_WAIT`] and the kernel still owned requests.
     gave_up: bool,
     fixed_files: bool,
+    /// Whether `commit` enters the kernel at once ([`Backend::commit_each`]).
+    commit_each: bool,
     /// `--hipri`: a completion failed with EOPNOTSUPP on the IOPOLL ring.
     poll_refused: bool,
     buffers_note: String,
@@ -261,6 +263,11 @@ impl FileBackend {
                 format!("plain files (registration failed: {})", errno_text(&e)),
             ),
         };
+        // A device behind O_DIRECT starts each request while the engine
+        // prepares the next; a page-cache read completes inside the
+        // submission, where one enter per batch is cheaper. With SQPOLL the
+        // kernel's thread submits as requests appear.
+        let commit_each = opts.direct && !ring.setup().sqpoll;
         Ok(FileBackend {
             ring,
             targets,
@@ -271,6 +278,7 @@ impl FileBackend {
             inflight: 0,
             gave_up: false,
             fixed_files,
+            commit_each,
             poll_refused: false,
             buffers_note: "plain buffers".to_string(),
             files_note,
@@ -293,6 +301,9 @@ impl FileBackend {
         }
         if setup.iopoll {
             s.push_str(", iopoll");
+        }
+        if self.commit_each {
+            s.push_str(", each request submitted as queued");
         }
         s
     }
@@ -459,8 +470,16 @@ unsafe impl Backend for FileBackend {
 
     #[inline]
     fn commit(&mut self) -> Result<(), BackendError> {
+        if self.commit_each && self.ring.sq_pending() > 0 {
+            // Each request to the device at once (see `commit_each`).
+            return self.enter(0, None);
+        }
         // Deferred: the next reap submits and waits in one io_uring_enter.
         Ok(())
+    }
+
+    fn commit_each(&self) -> bool {
+        self.commit_each
     }
 
     fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
@@ -762,6 +781,43 @@ mod tests {
                 && e.contains("drop --hipri"),
             "{e}"
         );
+    }
+
+    /// O_DIRECT asks the engine to commit each request (the device starts it
+    /// while the next is prepared) and still reads what it should; a
+    /// page-cache file and an SQPOLL ring take a refill in one commit.
+    #[test]
+    fn direct_files_commit_each_request_and_the_rest_batch() {
+        let t = TempFile::new(1 << 20);
+        let one = std::slice::from_ref(&t.0);
+        assert!(
+            !FileBackend::open(one, &opts(false, 4))
+                .unwrap()
+                .commit_each()
+        );
+        let direct = OpenOptions {
+            direct: true,
+            ..opts(false, 4)
+        };
+        let b = FileBackend::open(one, &direct).unwrap();
+        assert!(b.commit_each());
+        assert!(
+            b.features().contains("each request submitted"),
+            "{}",
+            b.features()
+        );
+        let mut b = lane(b, 2, 4096);
+        b.queue(0, 0, Dir::Read, 0, 4096).unwrap();
+        b.commit().unwrap();
+        b.queue(1, 0, Dir::Read, 8192, 4096).unwrap();
+        b.commit().unwrap();
+        let done = reap_all(&mut b, 2);
+        assert!(done.iter().all(|c| c.result == Ok(4096)), "{done:?}");
+        let sqpoll = OpenOptions {
+            sqpoll: true,
+            ..direct
+        };
+        assert!(!FileBackend::open(one, &sqpoll).unwrap().commit_each());
     }
 
     /// `--hipri` on a file: where the device (or file system) cannot poll, as

@@ -1,0 +1,102 @@
+//! The engine's submission rhythm against a backend that says how it wants
+//! its requests committed.
+
+use crate::backends::null::NullBackend;
+use crate::engine::worker::{self, ThreadCtx, Timing};
+use crate::io::{Backend, BackendError, Completion, Lane, QueueError, Request, Wait};
+use crate::plan::{self, TargetKind};
+use crate::target::Target;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The null backend, counting the requests queued between two commits.
+struct Counting {
+    inner: NullBackend,
+    each: bool,
+    since_commit: usize,
+    /// The most requests one commit started.
+    most: Arc<AtomicUsize>,
+    commits: Arc<AtomicUsize>,
+}
+
+// SAFETY: Counting hands every request to the null backend, which never
+// touches a buffer, and keeps only counts.
+unsafe impl Backend for Counting {
+    fn name(&self) -> &'static str {
+        "counting"
+    }
+    fn depth(&self) -> usize {
+        self.inner.depth()
+    }
+    fn queue(&mut self, req: Request) -> Result<(), QueueError> {
+        self.inner.queue(req)?;
+        self.since_commit += 1;
+        Ok(())
+    }
+    fn commit(&mut self) -> Result<(), BackendError> {
+        self.most.fetch_max(self.since_commit, Ordering::Relaxed);
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.since_commit = 0;
+        self.inner.commit()
+    }
+    fn commit_each(&self) -> bool {
+        self.each
+    }
+    fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
+        self.inner.reap(wait, out)
+    }
+}
+
+/// Runs 8 slots for 200 ms; returns (the most requests one commit started,
+/// commits).
+fn rhythm(each: bool) -> (usize, usize) {
+    let mut spec = crate::workload::test_spec(1, 1, 1);
+    spec.groups[0].access.iodepth = 8;
+    let plan = plan::build(&spec, &[(Target::Null, TargetKind::Single)], 1);
+    let stop = AtomicBool::new(false);
+    let (tx, _rx) = mpsc::channel();
+    let ctx = ThreadCtx {
+        thread: 0,
+        plan: &plan.threads[0],
+        disks: &plan.disks,
+        timing: Timing {
+            interval_ns: 100_000_000,
+            intervals: 2,
+        },
+        io_limit: None,
+        content: spec.content,
+        seed: 1,
+        stop: &stop,
+        tx,
+        io_timeout: Duration::ZERO,
+        hooks: None,
+    };
+    let (most, commits) = (Arc::default(), Arc::default());
+    let b: Box<dyn Backend> = Box::new(Counting {
+        inner: NullBackend::new(8),
+        each,
+        since_commit: 0,
+        most: Arc::clone(&most),
+        commits: Arc::clone(&commits),
+    });
+    let mut lane = Lane::new(b, worker::make_pool(&ctx)).unwrap();
+    worker::run(&ctx, &mut lane, Instant::now()).unwrap();
+    (
+        most.load(Ordering::Relaxed),
+        commits.load(Ordering::Relaxed),
+    )
+}
+
+/// A backend that asks for it gets each request committed (and so stamped)
+/// alone; any other gets a refill's requests in one commit.
+#[test]
+fn each_request_is_committed_alone_only_when_the_backend_asks() {
+    let (most, commits) = rhythm(true);
+    assert_eq!(most, 1, "commit_each: one request per commit");
+    assert!(commits > 100, "the run went on: {commits} commits");
+    let (most, commits) = rhythm(false);
+    assert_eq!(most, 8, "a refill of all 8 slots in one commit");
+    assert!(commits > 100, "the run went on: {commits} commits");
+}
