@@ -146,6 +146,13 @@ fn probe_poll(file: &File, path: &Path) -> Result<(), BackendError> {
     }
 }
 
+/// Whether `file` is, or sits on, a block device that queues requests to
+/// hardware: not a loop device (whose driver passes each request to a worker
+/// thread), not a file system without a device (tmpfs, FUSE, NFS).
+fn on_a_device_queue(file: &File) -> bool {
+    device_queue(file).is_some_and(|q| !Path::new(&q).with_file_name("loop").exists())
+}
+
 /// The sysfs queue directory of the block device holding `file` (the device
 /// itself or the one under its file system), when it can be found.
 fn device_queue(file: &File) -> Option<String> {
@@ -264,10 +271,13 @@ impl FileBackend {
             ),
         };
         // A device behind O_DIRECT starts each request while the engine
-        // prepares the next; a page-cache read completes inside the
-        // submission, where one enter per batch is cheaper. With SQPOLL the
-        // kernel's thread submits as requests appear.
-        let commit_each = opts.direct && !ring.setup().sqpoll;
+        // prepares the next. Elsewhere one enter per batch is cheaper: a
+        // page-cache or tmpfs read completes inside the submission; a file
+        // system without a block device (FUSE, NFS) and a loop device hand
+        // each request to a worker thread, a wake-up per enter (measured in
+        // BENCHMARKS.md). With SQPOLL the kernel's thread submits anyway.
+        let commit_each =
+            opts.direct && !ring.setup().sqpoll && files.iter().all(on_a_device_queue);
         Ok(FileBackend {
             ring,
             targets,
@@ -783,11 +793,12 @@ mod tests {
         );
     }
 
-    /// O_DIRECT asks the engine to commit each request (the device starts it
-    /// while the next is prepared) and still reads what it should; a
-    /// page-cache file and an SQPOLL ring take a refill in one commit.
+    /// O_DIRECT on a file of a block device asks the engine to commit each
+    /// request (the device starts it while the next is prepared) and still
+    /// reads what it should; a page-cache file, a file on tmpfs (no device)
+    /// and an SQPOLL ring take a refill in one commit.
     #[test]
-    fn direct_files_commit_each_request_and_the_rest_batch() {
+    fn direct_files_on_a_device_commit_each_request_and_the_rest_batch() {
         let t = TempFile::new(1 << 20);
         let one = std::slice::from_ref(&t.0);
         assert!(
@@ -800,12 +811,10 @@ mod tests {
             ..opts(false, 4)
         };
         let b = FileBackend::open(one, &direct).unwrap();
-        assert!(b.commit_each());
-        assert!(
-            b.features().contains("each request submitted"),
-            "{}",
-            b.features()
-        );
+        let on_device = on_a_device_queue(&b.files[0]);
+        println!("{}: on a device queue: {on_device}", t.0.display());
+        assert_eq!(b.commit_each(), on_device);
+        assert_eq!(b.features().contains("each request submitted"), on_device);
         let mut b = lane(b, 2, 4096);
         b.queue(0, 0, Dir::Read, 0, 4096).unwrap();
         b.commit().unwrap();
@@ -818,6 +827,19 @@ mod tests {
             ..direct
         };
         assert!(!FileBackend::open(one, &sqpoll).unwrap().commit_each());
+        // tmpfs has no block device under it (O_DIRECT there: Linux 6.6+).
+        if Path::new("/dev/shm").is_dir() {
+            let shm = TempFile(PathBuf::from(format!(
+                "/dev/shm/storlab-each-{}-{}.tst",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            )));
+            File::create(&shm.0).unwrap().set_len(1 << 20).unwrap();
+            match FileBackend::open(std::slice::from_ref(&shm.0), &direct) {
+                Ok(b) => assert!(!b.commit_each(), "tmpfs: {}", b.features()),
+                Err(e) => println!("tmpfs refuses O_DIRECT here: {e}"),
+            }
+        }
     }
 
     /// `--hipri` on a file: where the device (or file system) cannot poll, as
