@@ -2,7 +2,7 @@
 //! its requests committed.
 
 use crate::backends::null::NullBackend;
-use crate::engine::worker::{self, ThreadCtx, Timing};
+use crate::engine::worker::{self, ThreadCtx};
 use crate::io::{Backend, BackendError, Completion, Lane, QueueError, Request, Wait};
 use crate::plan::{self, TargetKind};
 use crate::target::Target;
@@ -57,22 +57,7 @@ fn rhythm(each: bool) -> (usize, usize) {
     let plan = plan::build(&spec, &[(Target::Null, TargetKind::Single)], 1);
     let stop = AtomicBool::new(false);
     let (tx, _rx) = mpsc::channel();
-    let ctx = ThreadCtx {
-        thread: 0,
-        plan: &plan.threads[0],
-        disks: &plan.disks,
-        timing: Timing {
-            interval_ns: 100_000_000,
-            intervals: 2,
-        },
-        io_limit: None,
-        content: spec.content,
-        seed: 1,
-        stop: &stop,
-        tx,
-        io_timeout: Duration::ZERO,
-        hooks: None,
-    };
+    let ctx = ThreadCtx::for_test(&plan, spec.content, &stop, tx, 2, Duration::ZERO);
     let (most, commits) = (Arc::default(), Arc::default());
     let b: Box<dyn Backend> = Box::new(Counting {
         inner: NullBackend::new(8),

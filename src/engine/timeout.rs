@@ -125,7 +125,7 @@ pub fn message(dir: Dir, len: u32, offset: u64, target: &str, limit: Duration) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::worker::{self, Msg, ThreadCtx, Timing};
+    use crate::engine::worker::{self, Msg, ThreadCtx};
     use crate::io::{Backend, BackendError, Completion, Lane, QueueError, Request, Wait};
     use crate::plan::{self, TargetKind};
     use crate::target::Target;
@@ -265,22 +265,7 @@ mod tests {
         let stop = AtomicBool::new(false);
         let (tx, rx) = mpsc::channel();
         let limit = Duration::from_millis(400);
-        let ctx = ThreadCtx {
-            thread: 0,
-            plan: &plan.threads[0],
-            disks: &plan.disks,
-            timing: Timing {
-                interval_ns: 100_000_000,
-                intervals: 600,
-            },
-            io_limit: None,
-            content: spec.content,
-            seed: 1,
-            stop: &stop,
-            tx,
-            io_timeout: limit,
-            hooks: None,
-        };
+        let ctx = ThreadCtx::for_test(&plan, spec.content, &stop, tx, 600, limit);
         let pool = worker::make_pool(&ctx);
         let abandoned = std::sync::Arc::default();
         let b = Stuck {

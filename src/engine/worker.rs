@@ -92,6 +92,37 @@ pub struct ThreadCtx<'a> {
     pub hooks: Option<&'a dyn PointHooks>,
 }
 
+#[cfg(test)]
+impl<'a> ThreadCtx<'a> {
+    /// Thread 0 of `plan` with 100 ms intervals, no byte limit, seed 1 and no
+    /// hooks, for the engine's tests.
+    pub(crate) fn for_test(
+        plan: &'a crate::plan::Plan,
+        content: Content,
+        stop: &'a AtomicBool,
+        tx: Sender<Msg>,
+        intervals: u32,
+        io_timeout: Duration,
+    ) -> ThreadCtx<'a> {
+        ThreadCtx {
+            thread: 0,
+            plan: &plan.threads[0],
+            disks: &plan.disks,
+            timing: Timing {
+                interval_ns: 100_000_000,
+                intervals,
+            },
+            io_limit: None,
+            content,
+            seed: 1,
+            stop,
+            tx,
+            io_timeout,
+            hooks: None,
+        }
+    }
+}
+
 /// One outstanding-I/O slot.
 struct Slot {
     worker: u32,
