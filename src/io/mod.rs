@@ -151,7 +151,9 @@ impl Wait {
 /// * **Commit.** `commit` makes every queued request eligible to start. A backend
 ///   may defer the actual submission to the next `reap` (io_uring submits and
 ///   waits in one system call), but a request queued before `commit` must make
-///   progress without further `queue` calls.
+///   progress without further `queue` calls. A backend whose
+///   [`Backend::commit_each`] is true starts each request at its `commit`, and
+///   the engine then commits every request as it queues it.
 /// * **Reap.** `reap(wait, out)` appends finished requests to `out` and
 ///   returns how many it appended. It returns once at least `wait.min` have
 ///   finished (bounded by the number in flight: [`Wait::want`]), or when
