@@ -10,14 +10,17 @@ use std::fmt;
 ///
 /// When `field` starts with "unknown " (see [`SpecError::unknown`]) the value is a
 /// name that was not recognised and the line reads `[CONTEXT: ]unknown key "VALUE"
-/// (allowed: ...)`.
+/// (allowed: ...)`. When it starts with "unsupported " (see
+/// [`SpecError::unsupported`]) the name is recognised but refused, and the line
+/// reads `[CONTEXT: ]KIND "VALUE" is not supported by storlab (WHY)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpecError {
-    /// The field or key ("bs", "rwmixread"), or "unknown KIND" for unrecognised names.
+    /// The field or key ("bs", "rwmixread"), "unknown KIND" for unrecognised
+    /// names, or "unsupported KIND" for recognised names storlab refuses.
     pub field: String,
     /// The offending value as the user wrote it, or as storlab formats it.
     pub value: String,
-    /// What would have been accepted.
+    /// What would have been accepted (for "unsupported KIND": why it is refused).
     pub allowed: String,
     /// Where: "job file jobs/x.toml", "load point \"vms=32\"", "group readers".
     pub context: Option<String>,
@@ -48,6 +51,18 @@ impl SpecError {
         }
     }
 
+    /// A name that is recognised but that storlab refuses: `kind` is what it is
+    /// ("fio option"), `why` what it would change or what to use instead. Unlike
+    /// [`SpecError::unknown`] the line does not read as a typo.
+    pub fn unsupported(kind: &str, name: impl Into<String>, why: impl Into<String>) -> Self {
+        SpecError {
+            field: format!("unsupported {kind}"),
+            value: name.into(),
+            allowed: why.into(),
+            context: None,
+        }
+    }
+
     /// Prefix a context (outermost first: the file, then the point, then the group).
     pub fn context(mut self, ctx: impl Into<String>) -> Self {
         let ctx = ctx.into();
@@ -63,6 +78,13 @@ impl fmt::Display for SpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(c) = &self.context {
             write!(f, "{c}: ")?;
+        }
+        if let Some(kind) = self.field.strip_prefix("unsupported ") {
+            return write!(
+                f,
+                "{kind} \"{}\" is not supported by storlab ({})",
+                self.value, self.allowed
+            );
         }
         if self.field.starts_with("unknown ") {
             write!(f, "{} \"{}\"", self.field, self.value)?;

@@ -100,7 +100,7 @@ fn unsupported_fio_options_are_refused_one_line_each_and_nothing_runs() {
     let f = dir.join("bad.fio");
     std::fs::write(
         &f,
-        "[global]\nioengine=null\nsize=1m\n[a]\nverify=md5\nrw=trim\n",
+        "[global]\nioengine=null\nsize=1m\n[a]\nverify=md5\nrw=trim\nverfy=md5\n",
     )
     .unwrap();
     let json = dir.join("out.json");
@@ -116,16 +116,23 @@ fn unsupported_fio_options_are_refused_one_line_each_and_nothing_runs() {
     let err = stderr(&o);
     let lines: Vec<&str> = err.lines().collect();
     let file = f.display().to_string();
-    assert_eq!(lines.len(), 2, "{err}");
+    assert_eq!(lines.len(), 3, "{err}");
+    // A fio option storlab does not run says so; a name fio lacks is unknown.
     assert!(
         lines[0].starts_with(&format!(
-            "storlab: error: {file}, line 5: unknown fio option \"verify\""
+            "storlab: error: {file}, line 5: fio option \"verify\" is not supported by storlab ("
         )),
         "{err}"
     );
     assert!(
         lines[1].starts_with(&format!(
             "storlab: error: {file}, line 6: invalid rw = trim"
+        )),
+        "{err}"
+    );
+    assert!(
+        lines[2].starts_with(&format!(
+            "storlab: error: {file}, line 7: unknown fio option \"verfy\" (allowed: name,"
         )),
         "{err}"
     );

@@ -8,9 +8,10 @@
 //! validation as any job file ([`Imported`]), so a value means the same.
 //!
 //! What storlab cannot do as fio would (trim, per-direction `bs=4k,8k`,
-//! `fsync=N`, zipf and other random distributions, an option storlab does not
-//! know) is refused, every one of them, one line each naming the file, the
-//! line and the option. Where storlab runs the same workload with a detail of
+//! `fsync=N`, zipf and other random distributions, a fio option storlab does
+//! not run, such as `verify`: `refused.rs`) is refused, every one of them,
+//! one line each naming the file, the line and the option; a name fio does
+//! not have is an unknown option, listing the supported ones. Where storlab runs the same workload with a detail of
 //! its own, a note says so (`convert` prints them as comments).
 //!
 //! fio's steady-state options become storlab's gate over the period fio
@@ -24,6 +25,7 @@
 
 pub mod ini;
 mod options;
+mod refused;
 mod steady;
 
 use super::import::{ImportErrors, Imported, PointKeys, check_key, job_table, value};

@@ -381,8 +381,9 @@ struct Said {
 /// Read every option of `job` in order (a later one wins): the keys each
 /// sets directly go into `m` and the group and point keys; errors, one per
 /// option, into `errors`. Each option goes to the first reader of
-/// [`READERS`] that knows its key; one none knows is an error naming the
-/// supported ones.
+/// [`READERS`] that knows its key; one none knows is an error saying why
+/// (a fio option storlab refuses) or naming the supported ones (a name fio
+/// does not have).
 fn read_options(job: &JobOpts, origin: &str, m: &mut Mapped, errors: &mut Vec<SpecError>) -> Said {
     let mut said = Said {
         numjobs: 1,
@@ -397,14 +398,21 @@ fn read_options(job: &JobOpts, origin: &str, m: &mut Mapped, errors: &mut Vec<Sp
         let r = READERS
             .iter()
             .find_map(|read| read(&one, &mut said, m))
-            .unwrap_or_else(|| {
-                Err(SpecError::unknown("fio option", &o.key, SUPPORTED).context(&one.at))
-            });
+            .unwrap_or_else(|| Err(not_read(&o.key).context(&one.at)));
         if let Err(e) = r {
             errors.push(e);
         }
     }
     said
+}
+
+/// The error on an option no reader takes: a fio option storlab refuses,
+/// saying why, or a name fio does not have either, listing the supported ones.
+fn not_read(key: &str) -> SpecError {
+    match super::refused::why(key) {
+        Some(why) => SpecError::unsupported("fio option", key, why),
+        None => SpecError::unknown("fio option", key, SUPPORTED),
+    }
 }
 
 /// One option being read: the option, its value (empty for a bare flag)

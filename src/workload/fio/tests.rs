@@ -202,9 +202,11 @@ fn every_unsupported_option_is_one_line_naming_file_line_and_option() {
          random_distribution=zipf:1.2\n[b]\nioengine=rbd\n",
     );
     assert_eq!(e.len(), 6, "{e:#?}");
+    // verify is fio's: refused saying why, not as a typo.
     assert_starts(
         &e[0],
-        "dir/x.fio, line 4: unknown fio option \"verify\" (allowed: name,",
+        "dir/x.fio, line 4: fio option \"verify\" is not supported by storlab (fio's data \
+         verification; storlab checks data its own way: --verify",
     );
     assert_starts(
         &e[1],
@@ -222,6 +224,58 @@ fn every_unsupported_option_is_one_line_naming_file_line_and_option() {
         "dir/x.fio, line 11: invalid ioengine = rbd (allowed: psync",
     );
     assert!(e.iter().all(|l| !l.contains('\n')));
+}
+
+#[test]
+fn fio_options_storlab_refuses_say_why_and_other_names_are_unknown() {
+    let e = errors(
+        "[global]\nioengine=io_uring\nsize=1m\n[a]\niodepth=32\niodepth_batch_submit=8\n\
+         iodepth_batch=4\nverfy=md5\nthinktime=10\n",
+    );
+    assert_eq!(e.len(), 4, "{e:#?}");
+    for (line, option) in [(6, "iodepth_batch_submit"), (7, "iodepth_batch")] {
+        assert_starts(
+            &e[line - 6],
+            &format!(
+                "dir/x.fio, line {line}: fio option \"{option}\" is not supported by storlab \
+                 (it changes how the queue is filled, and so what is measured; storlab keeps \
+                 iodepth requests in flight"
+            ),
+        );
+    }
+    // Not a fio option at all: a typo, with the options storlab reads.
+    assert_eq!(
+        e[2],
+        format!(
+            "dir/x.fio, line 8: unknown fio option \"verfy\" (allowed: {})",
+            options::SUPPORTED
+        )
+    );
+    assert_starts(
+        &e[3],
+        "dir/x.fio, line 9: fio option \"thinktime\" is not supported by storlab (it changes \
+         when I/Os are issued",
+    );
+    assert!(e.iter().all(|l| !l.contains('\n')));
+}
+
+#[test]
+fn every_refused_fio_option_is_refused_saying_why_and_no_reader_takes_it() {
+    let mut n = 0;
+    for name in refused::names() {
+        let e = errors(&format!("[a]\nioengine=null\nsize=1m\n{name}=1\n"));
+        let line =
+            format!("dir/x.fio, line 4: fio option \"{name}\" is not supported by storlab (");
+        assert!(e.len() == 1 && e[0].starts_with(&line), "{name}: {e:?}");
+        assert!(
+            !options::SUPPORTED
+                .split([',', ' ', '(', ')'])
+                .any(|w| w == name),
+            "{name} is both read and refused"
+        );
+        n += 1;
+    }
+    assert!(n > 200, "{n}");
 }
 
 #[test]
