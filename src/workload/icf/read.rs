@@ -1,7 +1,7 @@
 //! An Iometer configuration as data: the test setup, the access
 //! specifications and the disk workers, read from the file's entries. Every
-//! key storlab does not know, or a value it cannot honour, is an error naming
-//! the line; keys that only steer Iometer's GUI or its cycling test types are
+//! key storlab does not know, a network worker's key (refused as Iometer's,
+//! not as unknown), or a value it cannot honour, is an error naming the line; keys that only steer Iometer's GUI or its cycling test types are
 //! skipped.
 
 use super::super::validate::SpecError;
@@ -101,6 +101,14 @@ const SKIPPED: &[&str] = &[
     "END manager list",
 ];
 
+/// Keys Iometer saves for its network workers and their targets: refused
+/// as Iometer's, not as unknown (the worker's `NETWORK` type is refused too).
+const NETWORK_KEYS: &[&str] = &[
+    "Local network interface",
+    "VI outstanding IOs",
+    "Target manager ID, manager name",
+];
+
 fn num<T: std::str::FromStr>(
     field: &str,
     text: &str,
@@ -197,6 +205,12 @@ pub fn config(entries: &[Entry], origin: &str) -> Result<Config, Vec<SpecError>>
             }),
             "Target type" if e.first() == "DISK" => Ok(()),
             "Target type" => Err(SpecError::invalid("Target type", e.first(), "DISK").context(at)),
+            k if NETWORK_KEYS.contains(&k) => Err(SpecError::unsupported(
+                "Iometer key",
+                k,
+                "a network worker's setting; storlab runs disk workers only",
+            )
+            .context(format!("{origin}, line {}", e.line))),
             other => Err(SpecError::unknown("Iometer key", other, "the keys Iometer 1.1 saves for disk workers and NORMAL tests")
                 .context(format!("{origin}, line {}", e.line))),
         };

@@ -137,11 +137,21 @@ fn what_storlab_cannot_run_is_refused_one_line_each() {
         "unknown access specification \"nope\" (allowed: mixed)",
     );
     assert_has(&e[1], "invalid access specification line = 100% reads");
+    // A network worker as Iometer saves it: its type and its keys are
+    // refused as Iometer's, not as unknown keys.
     let e = errors(&icf(
         SPECS,
-        &worker(1, 1, &["seq"]).replace("'Worker type\n\tDISK", "'Worker type\n\tNETWORK"),
+        &worker(1, 1, &["seq"])
+            .replace("'Worker type\n\tDISK", "'Worker type\n\tNETWORK,TCP")
+            .replace("'Assigned", "'Local network interface\n\teth0\n'Assigned"),
     ));
-    assert!(e[0].contains("invalid Worker type = NETWORK"), "{e:?}");
+    assert_eq!(e.len(), 2, "{e:#?}");
+    assert_has(&e[0], "invalid Worker type = NETWORK,TCP");
+    assert_has(
+        &e[1],
+        "Iometer key \"Local network interface\" is not supported by storlab (a network \
+         worker's setting",
+    );
     let e = errors(&icf(
         SPECS,
         &worker(1, 1, &["seq"]).replace("'Assigned", "'Odd key\n\t1\n'Assigned"),
