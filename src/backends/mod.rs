@@ -67,7 +67,7 @@ fn refuse_polling(target: &Target, opts: &OpenOptions) -> Result<(), BackendErro
         option,
         format!(
             "the {target} target's backend does not use io_uring, and io_uring polling \
-             applies to file: targets only (files and block devices): drop --{option}"
+             applies to file: targets only (files and block devices): turn {option} off (--{option} 0)"
         ),
     ))
 }
@@ -139,7 +139,7 @@ mod tests {
                 e,
                 format!(
                     "{option}: the null: target's backend does not use io_uring, and io_uring \
-                     polling applies to file: targets only (files and block devices): drop --{option}"
+                     polling applies to file: targets only (files and block devices): turn {option} off (--{option} 0)"
                 )
             );
         }

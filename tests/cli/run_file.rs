@@ -343,7 +343,7 @@ fn sqpoll_reads_back_verified_data_and_hipri_is_named_where_refused() {
             file.display()
         );
         assert!(err.starts_with(&line), "{err}");
-        assert!(err.contains("drop --hipri"), "{err}");
+        assert!(err.contains("turn hipri off (--hipri 0)"), "{err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     }
 

@@ -132,11 +132,11 @@ fn probe_poll(file: &File, path: &Path) -> Result<(), BackendError> {
                         .unwrap_or_default();
                     format!(
                         "its device or file system cannot poll for completions{queue}; \
-                         drop --hipri, or use a device with poll queues (NVMe with \
-                         nvme.poll_queues > 0)"
+                         turn hipri off (--hipri 0), or use a device with poll queues \
+                         (NVMe with nvme.poll_queues > 0)"
                     )
                 }
-                _ => format!("{}; drop --hipri", errno_text(&e)),
+                _ => format!("{}; turn hipri off (--hipri 0)", errno_text(&e)),
             };
             Err(BackendError::new(
                 path.display().to_string(),
@@ -195,7 +195,7 @@ impl FileBackend {
             return Err(BackendError::new(
                 &name,
                 "hipri: polled completions (IORING_SETUP_IOPOLL) need O_DIRECT; \
-                 set --direct 1 or drop --hipri",
+                 set --direct 1 or turn hipri off (--hipri 0)",
             ));
         }
         if opts.hipri {
@@ -216,7 +216,7 @@ impl FileBackend {
                 Some(libc::ENOSYS) => " (this kernel has no io_uring)",
                 Some(libc::EPERM) if opts.sqpoll => {
                     " (sqpoll: this kernel lets only privileged users (CAP_SYS_NICE) start \
-                     the polling thread; drop --sqpoll or run as root)"
+                     the polling thread; turn sqpoll off (--sqpoll 0) or run as root)"
                 }
                 Some(libc::EPERM) => " (io_uring is disabled: see sysctl kernel.io_uring_disabled)",
                 Some(libc::ENOMEM) => " (raise RLIMIT_MEMLOCK or lower the queue depth)",
@@ -225,7 +225,7 @@ impl FileBackend {
                      pick another with --sqpoll_cpu or drop it)"
                 }
                 Some(libc::EINVAL) if opts.sqpoll || opts.hipri => {
-                    " (this kernel refuses sqpoll or hipri; drop --sqpoll / --hipri)"
+                    " (this kernel refuses sqpoll or hipri; turn them off: --sqpoll 0, --hipri 0)"
                 }
                 _ => "",
             };
@@ -259,7 +259,7 @@ impl FileBackend {
                     format!(
                         "sqpoll: cannot register the files with io_uring ({}), and this \
                          kernel's polling thread takes registered files only (before Linux \
-                         5.11); drop --sqpoll",
+                         5.11); turn sqpoll off (--sqpoll 0)",
                         errno_text(&e)
                     ),
                 ));
@@ -395,7 +395,7 @@ unsafe impl Backend for FileBackend {
         self.poll_refused.then(|| {
             format!(
                 "hipri: {} refused polled I/O (IORING_SETUP_IOPOLL): its device has no poll \
-                 queues or its file system cannot poll; drop --hipri",
+                 queues or its file system cannot poll; turn hipri off (--hipri 0)",
                 self.name
             )
         })
@@ -788,7 +788,7 @@ mod tests {
         assert!(
             e.starts_with(&format!("{}: hipri:", t.0.display()))
                 && e.contains("need O_DIRECT")
-                && e.contains("drop --hipri"),
+                && e.contains("turn hipri off (--hipri 0)"),
             "{e}"
         );
     }
@@ -887,8 +887,8 @@ mod tests {
                             t.0.display()
                         )) && e.contains("cannot poll")
                             && e.ends_with(
-                                "drop --hipri, or use a device with poll queues \
-                                 (NVMe with nvme.poll_queues > 0)"
+                                "turn hipri off (--hipri 0), or use a device with poll \
+                                 queues (NVMe with nvme.poll_queues > 0)"
                             ),
                         "{e}"
                     );
@@ -947,7 +947,7 @@ mod tests {
                 println!("{d}");
                 assert!(
                     d.starts_with(&format!("hipri: {} refused polled I/O", t.0.display()))
-                        && d.ends_with("drop --hipri"),
+                        && d.ends_with("turn hipri off (--hipri 0)"),
                     "{d}"
                 );
             }
