@@ -149,14 +149,8 @@ impl Fs {
             self.due(OpKind::Read, r.offset, r.size, false, arrival_ns)
         };
         let mut reply = Reply::with_capacity(r.size as usize);
-        let buf = reply.payload();
-        let start = buf.len();
-        buf.resize(start + r.size as usize, 0);
-        match sys::pread_full(f.fd.as_fd(), &mut buf[start..], r.offset) {
-            Ok(n) => {
-                buf.truncate(start + n);
-                Answer::At(due, reply)
-            }
+        match sys::pread_append(f.fd.as_fd(), reply.payload(), r.size as usize, r.offset) {
+            Ok(_) => Answer::At(due, reply),
             Err(e) => Answer::At(due, Reply::err(e)),
         }
     }

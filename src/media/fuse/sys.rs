@@ -138,6 +138,47 @@ pub fn pread_full(fd: BorrowedFd, buf: &mut [u8], offset: u64) -> Sys<usize> {
     Ok(done)
 }
 
+/// pread(2) of up to `len` bytes at `offset`, appended to `buf` (no bytes
+/// are zeroed first: the kernel writes them, and only what it wrote is
+/// kept); reads until `len` bytes or end of file, and returns the bytes
+/// appended. An error before any byte is returned; after some, the bytes read.
+pub fn pread_append(fd: BorrowedFd, buf: &mut Vec<u8>, len: usize, offset: u64) -> Sys<usize> {
+    buf.reserve(len);
+    let start = buf.len();
+    while buf.len() - start < len {
+        let done = buf.len() - start;
+        let rest = &mut buf.spare_capacity_mut()[..len - done];
+        // SAFETY: the pointer and length describe `rest`, spare capacity of
+        // `buf` that we borrow mutably; the kernel writes at most that many
+        // bytes into it.
+        let n = unsafe {
+            libc::pread(
+                fd.as_raw_fd(),
+                rest.as_mut_ptr().cast(),
+                rest.len(),
+                (offset + done as u64) as libc::off_t,
+            )
+        };
+        match n {
+            0 => break,
+            // SAFETY: the kernel initialised `n` bytes (n <= rest.len()) right
+            // after the current end, within the capacity reserved above.
+            n if n > 0 => unsafe { buf.set_len(buf.len() + n as usize) },
+            _ => {
+                let e = Errno::last();
+                if e.0 == libc::EINTR {
+                    continue;
+                }
+                if buf.len() == start {
+                    return Err(e);
+                }
+                break;
+            }
+        }
+    }
+    Ok(buf.len() - start)
+}
+
 /// pwrite(2) of all of `data`; a failure after some bytes returns the bytes
 /// written (a short write, as a local file system gives), one before any
 /// returns the error.
@@ -537,6 +578,30 @@ mod tests {
             open_by_handle(root.as_fd(), &h, libc::O_PATH).err(),
             Some(Errno(libc::ESTALE))
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn pread_append_keeps_what_was_there_and_only_the_bytes_read() {
+        let dir = crate::workload::testing::temp_dir("pread-append");
+        let f = dir.join("f");
+        std::fs::write(&f, b"0123456789").unwrap();
+        let fd = open(f.as_os_str().as_encoded_bytes(), libc::O_RDONLY, 0).unwrap();
+        let mut buf = b"hdr".to_vec();
+        assert_eq!(pread_append(fd.as_fd(), &mut buf, 4, 2).unwrap(), 4);
+        assert_eq!(buf, b"hdr2345");
+        // Past the end of file: short, only the bytes there.
+        assert_eq!(pread_append(fd.as_fd(), &mut buf, 100, 8).unwrap(), 2);
+        assert_eq!(buf, b"hdr234589");
+        assert_eq!(pread_append(fd.as_fd(), &mut buf, 4, 50).unwrap(), 0);
+        assert_eq!(buf.len(), 9);
+        // An error before any byte is the error, and nothing is appended.
+        let w = open(f.as_os_str().as_encoded_bytes(), libc::O_WRONLY, 0).unwrap();
+        assert_eq!(
+            pread_append(w.as_fd(), &mut buf, 4, 0),
+            Err(Errno(libc::EBADF))
+        );
+        assert_eq!(buf.len(), 9);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
