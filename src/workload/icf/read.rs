@@ -248,6 +248,16 @@ fn oio(w: &mut Worker, e: &Entry, at: &str) -> Result<(), SpecError> {
     if w.oio == 0 {
         return Err(SpecError::invalid("# of outstanding IOs", 0, "1 or more").context(at));
     }
+    // Iometer then closes and reopens the target every N transactions:
+    // what it measures includes the opens, which storlab's workers never do.
+    if f.get(1) == Some(&"ENABLED") {
+        return Err(SpecError::unsupported(
+            "Iometer setting",
+            "test connection rate",
+            "Iometer then reopens the target every N transactions and counts the opens;              set it to DISABLED",
+        )
+        .context(at));
+    }
     if f.get(3) == Some(&"ENABLED") {
         w.seed = Some(num(
             "fixed seed value",

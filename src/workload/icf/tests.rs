@@ -152,6 +152,17 @@ fn what_storlab_cannot_run_is_refused_one_line_each() {
         "Iometer key \"Local network interface\" is not supported by storlab (a network \
          worker's setting",
     );
+    // Reopening the target every N transactions changes what is measured.
+    let e = errors(&icf(
+        SPECS,
+        &worker(4, 1, &["seq"]).replace("\t4,DISABLED,1", "\t4,ENABLED,100"),
+    ));
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert_has(
+        &e[0],
+        "Iometer setting \"test connection rate\" is not supported by storlab (Iometer then \
+         reopens",
+    );
     let e = errors(&icf(
         SPECS,
         &worker(1, 1, &["seq"]).replace("'Assigned", "'Odd key\n\t1\n'Assigned"),
