@@ -168,12 +168,19 @@ fn prepare_error(e: prepare::PrepareError) -> RunError {
 }
 
 /// The lab's store is the lab's to fill, so nothing is prepared on it; its
-/// size is still checked against what the point needs, before any I/O.
+/// size is still checked against what the point needs, before any I/O: once
+/// per file, against the furthest end of the VM disks sliced from it (128
+/// VM disks on one store open it once, not 128 times).
 fn check_store_size(plan: &Plan) -> Result<(), RunError> {
+    let mut need: std::collections::BTreeMap<&std::path::Path, u64> = Default::default();
     for disk in &plan.disks {
         if let Some(path) = &disk.path {
-            prepare::check_size(path, disk.end()).map_err(prepare_error)?;
+            let end = need.entry(path).or_default();
+            *end = (*end).max(disk.end());
         }
+    }
+    for (path, end) in need {
+        prepare::check_size(path, end).map_err(prepare_error)?;
     }
     Ok(())
 }
@@ -469,5 +476,48 @@ impl HostRunner for LocalRunner {
         if let Some(v) = self.verify.take() {
             self.verify_saved = Some(v.finish());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk(path: &std::path::Path, offset: u64, size: u64) -> Disk {
+        Disk {
+            target: format!("file:{}", path.display()),
+            path: Some(path.to_path_buf()),
+            offset,
+            size,
+        }
+    }
+
+    #[test]
+    fn the_store_is_checked_against_its_furthest_slice() {
+        let dir = crate::workload::testing::temp_dir("store-size");
+        let store = dir.join("disk.img");
+        std::fs::write(&store, vec![0u8; 8192]).unwrap();
+        // Three VM disks sliced from one store: the last one ends past it.
+        let slices = |last: u64| Plan {
+            disks: vec![
+                disk(&store, 0, 4096),
+                disk(&store, 4096, 4096),
+                disk(&store, 8192, last),
+            ],
+            threads: Vec::new(),
+        };
+        assert!(check_store_size(&slices(0)).is_ok());
+        let e = check_store_size(&slices(4096)).unwrap_err().to_string();
+        assert!(e.contains("disk.img") && e.contains("12288"), "{e}");
+        // A disk with no file (null) is not checked.
+        let mut null = slices(0);
+        null.disks.push(Disk {
+            target: "null:".into(),
+            path: None,
+            offset: 0,
+            size: 1 << 40,
+        });
+        assert!(check_store_size(&null).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
