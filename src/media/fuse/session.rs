@@ -230,7 +230,14 @@ impl Server {
                 }
                 Ok((fs, chans))
             })
-            .map(|(fs, chans)| Server::start(mountpoint, fs, chans, opts.calibrate));
+            .map(|(fs, chans)| {
+                // The lead and real-time threads keep held replies on time:
+                // only direct mode holds them against a measured round trip
+                // (a page-cache or passthrough mount's data mostly bypasses
+                // the server).
+                let lead = opts.calibrate && fs.mode() == CacheMode::Direct;
+                Server::start(mountpoint, fs, chans, lead)
+            });
         if started.is_err() {
             let _ = mount::cleanup(mountpoint);
         }
@@ -280,6 +287,12 @@ impl Server {
             threads,
             mounted: true,
         }
+    }
+
+    /// Whether held replies are timed with the learned lead and their
+    /// threads run real-time (direct mode with calibration on).
+    pub fn leads(&self) -> bool {
+        self.timer.lead
     }
 
     /// How data reaches clients.

@@ -446,6 +446,9 @@ fn a_direct_mount_measures_its_round_trip_without_the_medium() {
     // A ram mount serves from the page cache: nothing to measure.
     let ram = Mounted::with("calibrate-ram", Arc::new(Ram), &Options::default());
     assert_eq!(ram.server.overhead_ns(), 0);
+    // Nor any held reply to keep on time: no lead, no real-time thread;
+    // the direct mount has both.
+    assert!(!ram.server.leads() && m.server.leads());
 }
 
 #[test]
