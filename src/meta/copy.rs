@@ -44,6 +44,44 @@ fn phase(h: &Histogram, bytes: u64, seconds: f64, errors: u64) -> CopyPhase {
     }
 }
 
+/// One direction under way: each block's time, the bytes moved, since when.
+struct Pass {
+    h: Histogram,
+    moved: u64,
+    t0: Instant,
+}
+
+impl Pass {
+    /// A direction starting now.
+    fn start() -> Pass {
+        Pass {
+            h: Histogram::new(),
+            moved: 0,
+            t0: Instant::now(),
+        }
+    }
+
+    /// Run `io` for one block, and record its time if it succeeds.
+    fn time<T>(&mut self, io: impl FnOnce() -> Result<T, FsError>) -> Result<T, FsError> {
+        let s = Instant::now();
+        let r = io();
+        if r.is_ok() {
+            self.h.record(s.elapsed().as_nanos() as u64);
+        }
+        r
+    }
+
+    /// The direction's figures so far, `failed` if a block failed.
+    fn phase(&self, failed: bool) -> CopyPhase {
+        phase(
+            &self.h,
+            self.moved,
+            self.t0.elapsed().as_secs_f64(),
+            u64::from(failed),
+        )
+    }
+}
+
 /// What a copy measured: each direction as far as it got.
 #[derive(Default)]
 struct Measured {
@@ -72,43 +110,35 @@ fn copy_file(
     Rng::new(spec.seed).fill_bytes(&mut block);
     let blocks = spec.size.div_ceil(spec.block_size);
     let len = |i: u64| (spec.size - i * spec.block_size).min(spec.block_size) as usize;
-    let mut h = Histogram::new();
-    let mut moved = 0u64;
-    let t0 = Instant::now();
+    let mut p = Pass::start();
     let f = fs.open(path, OpenMode::Create)?;
     *made = true;
     let mut w = Ok(());
     for i in 0..blocks {
         stamp(&mut block, i);
-        let s = Instant::now();
-        w = fs.write_at(&f, i * spec.block_size, &block[..len(i)]);
+        w = p.time(|| fs.write_at(&f, i * spec.block_size, &block[..len(i)]));
         if w.is_err() {
             break;
         }
-        h.record(s.elapsed().as_nanos() as u64);
-        moved += len(i) as u64;
+        p.moved += len(i) as u64;
     }
-    let failed_block = u64::from(w.is_err());
+    let failed_block = w.is_err();
     let w = w.and_then(|_| fs.sync(&f));
     let c = fs.close(f);
-    m.write = Some(phase(&h, moved, t0.elapsed().as_secs_f64(), failed_block));
+    m.write = Some(p.phase(failed_block));
     w.and(c)?;
     fs.drop_cache(path)?;
-    let mut h = Histogram::new();
-    let mut moved = 0u64;
-    let t0 = Instant::now();
+    let mut p = Pass::start();
     let f = fs.open(path, OpenMode::Read)?;
     let mut r = Ok(());
     for i in 0..blocks {
-        let s = Instant::now();
-        let n = match fs.read_at(&f, i * spec.block_size, &mut block[..len(i)]) {
+        let n = match p.time(|| fs.read_at(&f, i * spec.block_size, &mut block[..len(i)])) {
             Ok(n) => n,
             Err(e) => {
                 r = Err(e);
                 break;
             }
         };
-        h.record(s.elapsed().as_nanos() as u64);
         let mut want = [0u8; 8];
         stamp(&mut want, i);
         let k = n.min(8);
@@ -122,11 +152,10 @@ fn copy_file(
             ));
             break;
         }
-        moved += n as u64;
+        p.moved += n as u64;
     }
     let c = fs.close(f);
-    let failed_block = u64::from(r.is_err());
-    m.read = Some(phase(&h, moved, t0.elapsed().as_secs_f64(), failed_block));
+    m.read = Some(p.phase(r.is_err()));
     r.and(c)
 }
 

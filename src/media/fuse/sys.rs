@@ -108,15 +108,43 @@ pub fn fstat(fd: BorrowedFd) -> Sys<libc::stat> {
 
 /// pread(2) into all of `buf` or until end of file; returns the bytes read.
 pub fn pread_full(fd: BorrowedFd, buf: &mut [u8], offset: u64) -> Sys<usize> {
+    // SAFETY: the pointer and length describe `buf`, which we borrow mutably.
+    unsafe { pread_to(fd, buf.as_mut_ptr(), buf.len(), offset) }
+}
+
+/// pread(2) of up to `len` bytes at `offset`, appended to `buf` (no bytes
+/// are zeroed first: the kernel writes them, and only what it wrote is
+/// kept); reads until `len` bytes or end of file, and returns the bytes
+/// appended. An error before any byte is returned; after some, the bytes read.
+pub fn pread_append(fd: BorrowedFd, buf: &mut Vec<u8>, len: usize, offset: u64) -> Sys<usize> {
+    buf.reserve(len);
+    let rest = &mut buf.spare_capacity_mut()[..len];
+    // SAFETY: the pointer and length describe `rest`, spare capacity of `buf`
+    // that we borrow mutably.
+    let n = unsafe { pread_to(fd, rest.as_mut_ptr().cast(), len, offset) }?;
+    // SAFETY: the kernel initialised `n` bytes (n <= len) right after the
+    // current end, within the capacity reserved above.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
+}
+
+/// pread(2) of `len` bytes at `offset` to `dst`, again after EINTR and
+/// after short reads, until `len` bytes or end of file; returns the bytes
+/// read (written from `dst` on). An error before any byte is returned; after
+/// some, the bytes read.
+///
+/// # Safety
+/// `dst` must be valid for writes of `len` bytes for the whole call.
+unsafe fn pread_to(fd: BorrowedFd, dst: *mut u8, len: usize, offset: u64) -> Sys<usize> {
     let mut done = 0;
-    while done < buf.len() {
-        let rest = &mut buf[done..];
-        // SAFETY: the pointer and length describe `rest`, which we borrow mutably.
+    while done < len {
+        // SAFETY: `done < len`, so `dst + done` and the `len - done` bytes
+        // after it are within what the caller lets us write.
         let n = unsafe {
             libc::pread(
                 fd.as_raw_fd(),
-                rest.as_mut_ptr().cast(),
-                rest.len(),
+                dst.add(done).cast(),
+                len - done,
                 (offset + done as u64) as libc::off_t,
             )
         };
@@ -136,47 +164,6 @@ pub fn pread_full(fd: BorrowedFd, buf: &mut [u8], offset: u64) -> Sys<usize> {
         }
     }
     Ok(done)
-}
-
-/// pread(2) of up to `len` bytes at `offset`, appended to `buf` (no bytes
-/// are zeroed first: the kernel writes them, and only what it wrote is
-/// kept); reads until `len` bytes or end of file, and returns the bytes
-/// appended. An error before any byte is returned; after some, the bytes read.
-pub fn pread_append(fd: BorrowedFd, buf: &mut Vec<u8>, len: usize, offset: u64) -> Sys<usize> {
-    buf.reserve(len);
-    let start = buf.len();
-    while buf.len() - start < len {
-        let done = buf.len() - start;
-        let rest = &mut buf.spare_capacity_mut()[..len - done];
-        // SAFETY: the pointer and length describe `rest`, spare capacity of
-        // `buf` that we borrow mutably; the kernel writes at most that many
-        // bytes into it.
-        let n = unsafe {
-            libc::pread(
-                fd.as_raw_fd(),
-                rest.as_mut_ptr().cast(),
-                rest.len(),
-                (offset + done as u64) as libc::off_t,
-            )
-        };
-        match n {
-            0 => break,
-            // SAFETY: the kernel initialised `n` bytes (n <= rest.len()) right
-            // after the current end, within the capacity reserved above.
-            n if n > 0 => unsafe { buf.set_len(buf.len() + n as usize) },
-            _ => {
-                let e = Errno::last();
-                if e.0 == libc::EINTR {
-                    continue;
-                }
-                if buf.len() == start {
-                    return Err(e);
-                }
-                break;
-            }
-        }
-    }
-    Ok(buf.len() - start)
 }
 
 /// pwrite(2) of all of `data`; a failure after some bytes returns the bytes
@@ -559,12 +546,20 @@ pub fn set_realtime(prio: i32) -> bool {
 mod tests {
     use super::*;
     use std::os::fd::AsFd;
+    use std::path::PathBuf;
+
+    /// A fresh directory for `tag` holding one file `f` of `data`:
+    /// (the directory, the file).
+    fn dir_with_file(tag: &str, data: &[u8]) -> (PathBuf, PathBuf) {
+        let dir = crate::workload::testing::temp_dir(tag);
+        let f = dir.join("f");
+        std::fs::write(&f, data).unwrap();
+        (dir, f)
+    }
 
     #[test]
     fn handles_reopen_a_file_until_it_is_gone() {
-        let dir = crate::workload::testing::temp_dir("sys");
-        let f = dir.join("f");
-        std::fs::write(&f, b"abc").unwrap();
+        let (dir, f) = dir_with_file("sys", b"abc");
         let root = open(dir.as_os_str().as_encoded_bytes(), libc::O_RDONLY, 0).unwrap();
         let fd = openat(root.as_fd(), b"f", libc::O_PATH, 0).unwrap();
         let h = name_to_handle(fd.as_fd()).unwrap();
@@ -583,9 +578,7 @@ mod tests {
 
     #[test]
     fn pread_append_keeps_what_was_there_and_only_the_bytes_read() {
-        let dir = crate::workload::testing::temp_dir("pread-append");
-        let f = dir.join("f");
-        std::fs::write(&f, b"0123456789").unwrap();
+        let (dir, f) = dir_with_file("pread-append", b"0123456789");
         let fd = open(f.as_os_str().as_encoded_bytes(), libc::O_RDONLY, 0).unwrap();
         let mut buf = b"hdr".to_vec();
         assert_eq!(pread_append(fd.as_fd(), &mut buf, 4, 2).unwrap(), 4);
