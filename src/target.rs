@@ -646,18 +646,17 @@ mod tests {
     #[test]
     fn parses_file_and_null() {
         assert_eq!(Target::parse("null:").unwrap(), Target::Null);
-        assert_eq!(
-            Target::parse("file:/tmp/x").unwrap(),
-            Target::File("/tmp/x".into())
-        );
-        assert_eq!(
-            Target::parse("file:///tmp/x").unwrap(),
-            Target::File("/tmp/x".into())
-        );
-        assert_eq!(
-            Target::parse("file:rel/dir").unwrap(),
-            Target::File("rel/dir".into())
-        );
+        for (url, path) in [
+            ("file:/tmp/x", "/tmp/x"),
+            ("file:///tmp/x", "/tmp/x"),
+            ("file:rel/dir", "rel/dir"),
+        ] {
+            assert_eq!(
+                Target::parse(url).unwrap(),
+                Target::File(path.into()),
+                "{url}"
+            );
+        }
     }
 
     #[test]
