@@ -366,24 +366,23 @@ pub(crate) fn probe_iopoll(fd: RawFd, len: usize) -> io::Result<u32> {
     }
 }
 
-/// `_IOR(0x12, 114, u64)`: the generic ioctl encoding (x86, arm, riscv, s390).
-#[cfg(not(any(
-    target_arch = "powerpc",
-    target_arch = "powerpc64",
-    target_arch = "mips",
-    target_arch = "mips64",
-    target_arch = "sparc64"
-)))]
-const BLKGETSIZE64: u64 = (2 << 30) | (8 << 16) | (0x12 << 8) | 114;
-/// `_IOR(0x12, 114, u64)` where the read direction is bit 30 and sizes have 13 bits.
-#[cfg(any(
-    target_arch = "powerpc",
-    target_arch = "powerpc64",
-    target_arch = "mips",
-    target_arch = "mips64",
-    target_arch = "sparc64"
-))]
-const BLKGETSIZE64: u64 = (2 << 29) | (8 << 16) | (0x12 << 8) | 114;
+/// `_IOR(0x12, 114, u64)`: the read direction (2) shifted left by 30 in the
+/// generic ioctl encoding (x86, arm, riscv, s390), by 29 where sizes have 13
+/// bits (powerpc, mips, sparc).
+const BLKGETSIZE64: u64 = {
+    let read = if cfg!(any(
+        target_arch = "powerpc",
+        target_arch = "powerpc64",
+        target_arch = "mips",
+        target_arch = "mips64",
+        target_arch = "sparc64"
+    )) {
+        2 << 29
+    } else {
+        2 << 30
+    };
+    read | (8 << 16) | (0x12 << 8) | 114
+};
 
 /// Size in bytes of the block device open as `fd` (ioctl BLKGETSIZE64).
 pub(crate) fn block_device_size(fd: RawFd) -> io::Result<u64> {
