@@ -74,30 +74,7 @@ pub enum Target {
         link: String,
     },
     /// A file on an NFS export.
-    Nfs {
-        /// Server host name or address.
-        host: String,
-        /// Server port (NFS; for v3 the MOUNT port is asked of the server's portmapper
-        /// unless `mount_port` is given).
-        port: u16,
-        /// MOUNT protocol port for v3 (`?mountport=N`), when no portmapper runs.
-        mount_port: Option<u16>,
-        /// Export path, e.g. "/export".
-        export: String,
-        /// File path inside the export, e.g. "data/disk0.img".
-        path: String,
-        /// 3 or 4.
-        version: u8,
-        /// The NFSv4 minor version: 0 or 1 (0 for v3).
-        minor: u8,
-        /// TCP connections the requests are spread over (`?nconnect=N`).
-        nconnect: u8,
-        /// Every WRITE asks for FILE_SYNC whatever the workload's sync mode
-        /// (`?stable=file`), as ESXi's NFS client writes to a datastore;
-        /// false (`?stable=unstable`, the default): UNSTABLE writes and a
-        /// COMMIT at the end unless the workload asks for sync.
-        file_sync: bool,
-    },
+    Nfs(NfsTarget),
     /// A LUN of an iSCSI target.
     Iscsi {
         /// Portal host.
@@ -122,6 +99,33 @@ pub enum Target {
         /// Connections the requests are spread over (`?nconnect=N`, multi-conn).
         nconnect: u8,
     },
+}
+
+/// An `nfs://` target's parts ([`Target::Nfs`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NfsTarget {
+    /// Server host name or address.
+    pub host: String,
+    /// Server port (NFS; for v3 the MOUNT port is asked of the server's portmapper
+    /// unless `mount_port` is given).
+    pub port: u16,
+    /// MOUNT protocol port for v3 (`?mountport=N`), when no portmapper runs.
+    pub mount_port: Option<u16>,
+    /// Export path, e.g. "/export".
+    pub export: String,
+    /// File path inside the export, e.g. "data/disk0.img".
+    pub path: String,
+    /// 3 or 4.
+    pub version: u8,
+    /// The NFSv4 minor version: 0 or 1 (0 for v3).
+    pub minor: u8,
+    /// TCP connections the requests are spread over (`?nconnect=N`).
+    pub nconnect: u8,
+    /// Every WRITE asks for FILE_SYNC whatever the workload's sync mode
+    /// (`?stable=file`), as ESXi's NFS client writes to a datastore;
+    /// false (`?stable=unstable`, the default): UNSTABLE writes and a
+    /// COMMIT at the end unless the workload asks for sync.
+    pub file_sync: bool,
 }
 
 /// The reply format an NBD client asks for in the handshake.
@@ -454,7 +458,7 @@ impl Target {
         if file.split('/').any(|c| c == ".." || c == ".") {
             return Err("the file path may not contain . or .. components".into());
         }
-        Ok(Target::Nfs {
+        Ok(Target::Nfs(NfsTarget {
             host,
             port,
             mount_port,
@@ -464,7 +468,7 @@ impl Target {
             minor,
             nconnect,
             file_sync,
-        })
+        }))
     }
 
     fn parse_iscsi(authority: &str, path: &str, query: &[(&str, &str)]) -> Result<Target, String> {
@@ -505,13 +509,9 @@ impl Target {
     pub fn storage(&self) -> Target {
         let mut t = self.clone();
         match &mut t {
-            Target::Nfs {
-                nconnect,
-                file_sync,
-                ..
-            } => {
-                *nconnect = 1;
-                *file_sync = false;
+            Target::Nfs(n) => {
+                n.nconnect = 1;
+                n.file_sync = false;
             }
             Target::Iscsi { nconnect, .. } => *nconnect = 1,
             Target::Nbd {
@@ -569,7 +569,7 @@ impl fmt::Display for Target {
             Target::Null => write!(f, "null:"),
             Target::File(p) => write!(f, "file:{}", p.display()),
             Target::Fc { path, link } => write!(f, "file:{}?fc={link}", path.display()),
-            Target::Nfs {
+            Target::Nfs(NfsTarget {
                 host,
                 port,
                 mount_port,
@@ -579,7 +579,7 @@ impl fmt::Display for Target {
                 minor,
                 nconnect,
                 file_sync,
-            } => {
+            }) => {
                 // A directory target (`parse_dir`) may name the export itself.
                 let sep = if path.is_empty() { "" } else { "/" };
                 write!(
@@ -646,30 +646,29 @@ mod tests {
     #[test]
     fn parses_file_and_null() {
         assert_eq!(Target::parse("null:").unwrap(), Target::Null);
-        assert_eq!(
-            Target::parse("file:/tmp/x").unwrap(),
-            Target::File("/tmp/x".into())
-        );
-        assert_eq!(
-            Target::parse("file:///tmp/x").unwrap(),
-            Target::File("/tmp/x".into())
-        );
-        assert_eq!(
-            Target::parse("file:rel/dir").unwrap(),
-            Target::File("rel/dir".into())
-        );
+        for (url, path) in [
+            ("file:/tmp/x", "/tmp/x"),
+            ("file:///tmp/x", "/tmp/x"),
+            ("file:rel/dir", "rel/dir"),
+        ] {
+            assert_eq!(
+                Target::parse(url).unwrap(),
+                Target::File(path.into()),
+                "{url}"
+            );
+        }
     }
 
     #[test]
     fn a_directory_url_may_end_at_the_export() {
         let t = Target::parse_dir("nfs://h:2049/storlab?version=4.1&mountport=7").unwrap();
-        let Target::Nfs {
+        let Target::Nfs(NfsTarget {
             export,
             path,
             minor,
             mount_port,
             ..
-        } = &t
+        }) = &t
         else {
             panic!("{t:?}")
         };
@@ -681,7 +680,7 @@ mod tests {
         assert_eq!(Target::parse_dir(&t.to_string()).unwrap(), t);
         let t = Target::parse_dir("nfs://h/storlab/runs/a/?version=3").unwrap();
         assert!(
-            matches!(&t, Target::Nfs { path, .. } if path == "runs/a"),
+            matches!(&t, Target::Nfs(NfsTarget { path, .. }) if path == "runs/a"),
             "{t:?}"
         );
         // A file URL still needs its file; a directory URL needs an export.
@@ -723,7 +722,7 @@ mod tests {
     fn parses_protocol_urls() {
         assert_eq!(
             Target::parse("nfs://127.0.0.1:12049/export/data/disk.img?version=4").unwrap(),
-            Target::Nfs {
+            Target::Nfs(NfsTarget {
                 host: "127.0.0.1".into(),
                 port: 12049,
                 mount_port: None,
@@ -733,11 +732,11 @@ mod tests {
                 minor: 0,
                 nconnect: 1,
                 file_sync: false,
-            }
+            })
         );
         let t = Target::parse("nfs://h/a/b/f?export=/a/b&mountport=20048").unwrap();
         assert!(
-            matches!(&t, Target::Nfs { export, path, mount_port: Some(20048), version: 3, port: 2049, .. }
+            matches!(&t, Target::Nfs(NfsTarget { export, path, mount_port: Some(20048), version: 3, port: 2049, .. })
             if export == "/a/b" && path == "f")
         );
         assert_eq!(
@@ -865,7 +864,7 @@ mod tests {
             "{e}"
         );
         let t = Target::parse("nfs://h/e/f?nconnect=16").unwrap();
-        assert!(matches!(t, Target::Nfs { nconnect: 16, .. }));
+        assert!(matches!(t, Target::Nfs(NfsTarget { nconnect: 16, .. })));
     }
 
     #[test]
@@ -873,7 +872,7 @@ mod tests {
         for (v, version, minor) in [("3", 3, 0), ("4", 4, 0), ("4.0", 4, 0), ("4.1", 4, 1)] {
             let t = Target::parse(&format!("nfs://h/e/f?version={v}")).unwrap();
             assert!(
-                matches!(t, Target::Nfs { version: a, minor: b, .. } if a == version && b == minor),
+                matches!(t, Target::Nfs(NfsTarget { version: a, minor: b, .. }) if a == version && b == minor),
                 "{v}: {t:?}"
             );
         }

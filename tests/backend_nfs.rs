@@ -13,7 +13,7 @@ use storlab::lab::netns::{self, Netns};
 use storlab::lab::tools::{self, Tools};
 use storlab::lab::{ganesha, ready, rpcbind};
 use storlab::process::{self, Proc};
-use storlab::target::Target;
+use storlab::target::{NfsTarget, Target};
 use storlab::workload::{Dir, SyncMode};
 
 /// A running ganesha and what it exports.
@@ -31,7 +31,7 @@ struct Server {
 
 impl Server {
     fn target(&self, file: &str, version: u8, minor: u8) -> Target {
-        Target::Nfs {
+        Target::Nfs(NfsTarget {
             host: self.host.clone(),
             port: self.port,
             mount_port: None,
@@ -41,7 +41,7 @@ impl Server {
             minor,
             nconnect: 1,
             file_sync: false,
-        }
+        })
     }
 
     /// Kill ganesha (SIGKILL) now.
@@ -391,12 +391,12 @@ fn scenario(s: &mut Server, version: u8, minor: u8) {
     );
 
     // A wrong export names the URL and the export.
-    let Target::Nfs { export, .. } = &t else {
+    let Target::Nfs(NfsTarget { export, .. }) = &t else {
         unreachable!()
     };
     let mut wrong = t.clone();
-    if let Target::Nfs { export, .. } = &mut wrong {
-        *export = "/nosuchexport".into();
+    if let Target::Nfs(n) = &mut wrong {
+        n.export = "/nosuchexport".into();
     }
     let msg = NfsBackend::open(std::slice::from_ref(&wrong), &opts(false, 4))
         .err()
@@ -410,8 +410,8 @@ fn scenario(s: &mut Server, version: u8, minor: u8) {
 
     // Nothing listens: connection refused, naming the URL.
     let mut refused = t.clone();
-    if let Target::Nfs { port, .. } = &mut refused {
-        *port = free_port();
+    if let Target::Nfs(n) = &mut refused {
+        n.port = free_port();
     }
     let msg = NfsBackend::open(std::slice::from_ref(&refused), &opts(false, 4))
         .err()

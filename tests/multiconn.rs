@@ -8,7 +8,7 @@ mod support;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
-use storlab::target::{NbdAddr, Target};
+use storlab::target::{NbdAddr, NfsTarget, Target};
 use support::TempDir;
 use support::lab::Lab;
 use support::run::{Run, total};
@@ -22,7 +22,7 @@ fn with_option(url: &str, opt: &str) -> String {
 /// The server port of an nfs://, iscsi:// or nbd:// URL.
 fn port_of(url: &str) -> u16 {
     match Target::parse(url).unwrap() {
-        Target::Nfs { port, .. } | Target::Iscsi { port, .. } => port,
+        Target::Nfs(NfsTarget { port, .. }) | Target::Iscsi { port, .. } => port,
         Target::Nbd {
             addr: NbdAddr::Tcp { port, .. },
             ..

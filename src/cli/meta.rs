@@ -119,8 +119,8 @@ fn lab_directory(name: &str, state_dir: &Path) -> Result<Target, CliError> {
             ))
         })?;
     let mut t = Target::parse(&url).map_err(|e| CliError::failed(e.to_string()))?;
-    if let Target::Nfs { path, .. } = &mut t {
-        path.clear();
+    if let Target::Nfs(n) = &mut t {
+        n.path.clear();
     }
     Ok(t)
 }

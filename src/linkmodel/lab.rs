@@ -5,7 +5,7 @@
 
 use super::{Dir, Estimate, Link, ModelError, Protocol, estimate};
 use crate::model::Network;
-use crate::target::{NbdAddr, NbdReplies, Target};
+use crate::target::{NbdAddr, NbdReplies, NfsTarget, Target};
 
 /// The protocol a target's I/O crosses a link in: `None` for `file:` and
 /// `null:` (no wire; a `file:` capped at an FC link crosses no lab link) and NBD over a Unix socket (no link). storlab's NFSv4
@@ -13,8 +13,8 @@ use crate::target::{NbdAddr, NbdReplies, Target};
 pub fn protocol_of(target: &Target) -> Option<Protocol> {
     match target {
         Target::Null | Target::File(_) | Target::Fc { .. } => None,
-        Target::Nfs { version: 3, .. } => Some(Protocol::Nfs3),
-        Target::Nfs { minor: 1, .. } => Some(Protocol::Nfs41),
+        Target::Nfs(NfsTarget { version: 3, .. }) => Some(Protocol::Nfs3),
+        Target::Nfs(NfsTarget { minor: 1, .. }) => Some(Protocol::Nfs41),
         Target::Nfs { .. } => Some(Protocol::Nfs4),
         Target::Iscsi { .. } => Some(Protocol::Iscsi),
         Target::Nbd {

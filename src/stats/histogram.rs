@@ -471,6 +471,15 @@ impl TryFrom<LatHistWire> for LatHist {
 mod tests {
     use super::*;
 
+    /// A histogram that recorded `values`.
+    fn recorded(values: impl IntoIterator<Item = u64>) -> Histogram {
+        let mut h = Histogram::new();
+        for v in values {
+            h.record(v);
+        }
+        h
+    }
+
     /// Deterministic spread of values over the whole tracked range.
     fn sample_values() -> Vec<u64> {
         let mut v: Vec<u64> = (0..5000).collect();
@@ -527,9 +536,7 @@ mod tests {
     fn small_values_are_exact() {
         for v in 0..256u64 {
             assert_eq!(bucket_bounds(bucket_index(v)), (v, v + 1));
-            let mut h = Histogram::new();
-            h.record(v);
-            let s = h.snapshot();
+            let s = recorded([v]).snapshot();
             for q in [0.0, 50.0, 99.9, 100.0] {
                 assert_eq!(s.percentile(q), v);
             }
@@ -538,9 +545,7 @@ mod tests {
 
     #[test]
     fn reset_and_take() {
-        let mut h = Histogram::new();
-        h.record(5);
-        h.record(1_000_000);
+        let mut h = recorded([5, 1_000_000]);
         let s = h.take();
         assert_eq!(s.count(), 2);
         assert!(h.is_empty());
@@ -553,10 +558,7 @@ mod tests {
 
     #[test]
     fn huge_values_clamp_but_stats_stay_exact() {
-        let mut h = Histogram::new();
-        h.record(u64::MAX / 4);
-        h.record(10);
-        let s = h.snapshot();
+        let s = recorded([u64::MAX / 4, 10]).snapshot();
         assert_eq!(s.max_ns(), u64::MAX / 4);
         assert_eq!(s.sum_ns(), (u64::MAX / 4) as u128 + 10);
         assert_eq!(s.percentile(100.0), u64::MAX / 4);
@@ -586,10 +588,7 @@ mod tests {
 
     #[test]
     fn merge_with_empty() {
-        let mut h = Histogram::new();
-        h.record(500);
-        h.record(900);
-        let s = h.snapshot();
+        let s = recorded([500, 900]).snapshot();
         assert_eq!(s.clone() + LatHist::default(), s);
         assert_eq!(LatHist::default() + s.clone(), s);
         assert_eq!((LatHist::default() + s.clone()).min_ns(), 500);
@@ -620,11 +619,7 @@ mod tests {
 
     #[test]
     fn percentiles_uniform() {
-        let mut h = Histogram::new();
-        for v in 1..=100_000u64 {
-            h.record(v);
-        }
-        let s = h.snapshot();
+        let s = recorded(1..=100_000u64).snapshot();
         assert!(
             within(s.percentile(50.0), 50_000.0, 0.005),
             "{}",
@@ -649,8 +644,7 @@ mod tests {
 
     #[test]
     fn percentiles_single_and_two_values() {
-        let mut h = Histogram::new();
-        h.record(123_456);
+        let mut h = recorded([123_456]);
         let s = h.snapshot();
         for q in [0.0, 1.0, 50.0, 99.99, 100.0] {
             assert_eq!(s.percentile(q), 123_456, "q={q}");
@@ -684,21 +678,14 @@ mod tests {
 
     #[test]
     fn cdf_points_end_at_one() {
-        let mut h = Histogram::new();
-        for v in [10u64, 20, 20, 1000] {
-            h.record(v);
-        }
-        let pts = h.snapshot().cdf_points();
+        let pts = recorded([10, 20, 20, 1000]).snapshot().cdf_points();
         assert_eq!(pts, vec![(10, 0.25), (20, 0.75), (1000, 1.0)]);
         assert!(LatHist::default().cdf_points().is_empty());
     }
 
     #[test]
     fn json_round_trip() {
-        let mut h = Histogram::new();
-        for v in sample_values().into_iter().step_by(97) {
-            h.record(v);
-        }
+        let mut h = recorded(sample_values().into_iter().step_by(97));
         h.record(u64::MAX);
         let s = h.snapshot();
         let json = serde_json::to_string(&s).unwrap();
@@ -718,10 +705,7 @@ mod tests {
 
     #[test]
     fn json_shows_lower_bounds() {
-        let mut h = Histogram::new();
-        h.record(90);
-        h.record(1000);
-        let json = serde_json::to_string(&h.snapshot()).unwrap();
+        let json = serde_json::to_string(&recorded([90, 1000]).snapshot()).unwrap();
         assert_eq!(
             json,
             r#"{"sub_bucket_bits":8,"count":2,"min_ns":90,"max_ns":1000,"sum_ns":1090,"buckets":[[90,1],[1000,1]]}"#

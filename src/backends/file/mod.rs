@@ -603,6 +603,11 @@ mod tests {
             f.set_len(len).unwrap();
             TempFile(p)
         }
+
+        /// A backend of this one file.
+        fn open(&self, o: &OpenOptions) -> Result<FileBackend, BackendError> {
+            FileBackend::open(std::slice::from_ref(&self.0), o)
+        }
     }
     impl Drop for TempFile {
         fn drop(&mut self) {
@@ -641,7 +646,7 @@ mod tests {
         const BS: usize = 64 * 1024;
         const SLOTS: usize = 8;
         let t = TempFile::new(0);
-        let b = FileBackend::open(std::slice::from_ref(&t.0), o).unwrap();
+        let b = t.open(o).unwrap();
         let pool = BufferPool::new(SLOTS, BS);
         let mut b = if register {
             Lane::new(Box::new(b), pool).unwrap()
@@ -712,14 +717,14 @@ mod tests {
         };
         write_then_read_back_with(true, &o);
         let t = TempFile::new(1 << 16);
-        let b = FileBackend::open(std::slice::from_ref(&t.0), &o).unwrap();
+        let b = t.open(&o).unwrap();
         let b = lane(b, 2, 4096);
         let f = b.backend().features();
         assert!(f.contains("sqpoll"), "{f}");
         // SQPOLL needs registered files on kernels before 5.11: still on.
         assert!(f.contains("registered files, registered buffers"), "{f}");
         assert!(!f.contains("iopoll"), "{f}");
-        let plain = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 2)).unwrap();
+        let plain = t.open(&opts(false, 2)).unwrap();
         assert!(!plain.features().contains("sqpoll"), "{}", plain.features());
     }
 
@@ -730,7 +735,7 @@ mod tests {
             sqpoll: true,
             ..opts(false, 2)
         };
-        let b = FileBackend::open(std::slice::from_ref(&t.0), &o).unwrap();
+        let b = t.open(&o).unwrap();
         let mut b = lane(b, 2, 4096);
         b.queue(0, 0, Dir::Read, 0, 4096).unwrap();
         b.commit().unwrap();
@@ -781,10 +786,7 @@ mod tests {
             hipri: true,
             ..opts(false, 2)
         };
-        let e = FileBackend::open(std::slice::from_ref(&t.0), &o)
-            .err()
-            .unwrap()
-            .to_string();
+        let e = t.open(&o).err().unwrap().to_string();
         assert!(
             e.starts_with(&format!("{}: hipri:", t.0.display()))
                 && e.contains("need O_DIRECT")
@@ -800,17 +802,12 @@ mod tests {
     #[test]
     fn direct_files_on_a_device_commit_each_request_and_the_rest_batch() {
         let t = TempFile::new(1 << 20);
-        let one = std::slice::from_ref(&t.0);
-        assert!(
-            !FileBackend::open(one, &opts(false, 4))
-                .unwrap()
-                .commit_each()
-        );
+        assert!(!t.open(&opts(false, 4)).unwrap().commit_each());
         let direct = OpenOptions {
             direct: true,
             ..opts(false, 4)
         };
-        let b = FileBackend::open(one, &direct).unwrap();
+        let b = t.open(&direct).unwrap();
         let on_device = on_a_device_queue(&b.files[0]);
         println!("{}: on a device queue: {on_device}", t.0.display());
         assert_eq!(b.commit_each(), on_device);
@@ -826,7 +823,7 @@ mod tests {
             sqpoll: true,
             ..direct
         };
-        assert!(!FileBackend::open(one, &sqpoll).unwrap().commit_each());
+        assert!(!t.open(&sqpoll).unwrap().commit_each());
         // tmpfs has no block device under it (O_DIRECT there: Linux 6.6+).
         if Path::new("/dev/shm").is_dir() {
             let shm = TempFile(PathBuf::from(format!(
@@ -835,7 +832,7 @@ mod tests {
                 N.fetch_add(1, Ordering::Relaxed)
             )));
             File::create(&shm.0).unwrap().set_len(1 << 20).unwrap();
-            match FileBackend::open(std::slice::from_ref(&shm.0), &direct) {
+            match shm.open(&direct) {
                 Ok(b) => assert!(!b.commit_each(), "tmpfs: {}", b.features()),
                 Err(e) => println!("tmpfs refuses O_DIRECT here: {e}"),
             }
@@ -866,7 +863,7 @@ mod tests {
                 hipri: true,
                 ..opts(false, 2)
             };
-            match FileBackend::open(std::slice::from_ref(&t.0), &o) {
+            match t.open(&o) {
                 Ok(b) => {
                     assert!(b.features().contains("iopoll"), "{}", b.features());
                     let mut b = lane(b, 1, 8192);
@@ -911,7 +908,7 @@ mod tests {
             write: true,
             ..opts(true, 2)
         };
-        let b = match FileBackend::open(std::slice::from_ref(&t.0), &o) {
+        let b = match t.open(&o) {
             Ok(b) => b,
             Err(e) => {
                 println!("the probe refused already: {e}");
@@ -957,7 +954,7 @@ mod tests {
     #[test]
     fn check_fails_once_the_file_is_unlinked() {
         let t = TempFile::new(1 << 20);
-        let mut b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 1)).unwrap();
+        let mut b = t.open(&opts(false, 1)).unwrap();
         b.check().unwrap();
         std::fs::remove_file(&t.0).unwrap();
         let e = b.check().unwrap_err().to_string();
@@ -973,7 +970,7 @@ mod tests {
     #[test]
     fn busy_past_depth_and_reap_timeouts() {
         let t = TempFile::new(1 << 20);
-        let b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 3)).unwrap();
+        let b = t.open(&opts(false, 3)).unwrap();
         let mut b = lane(b, 4, 4096);
         let mut out = Vec::new();
         // Nothing in flight: returns at once, whatever min and timeout.
@@ -1012,7 +1009,7 @@ mod tests {
     fn timed_reap_returns_after_timeout_with_fewer() {
         // A pipe stands in for slow storage: the read cannot finish.
         let t = TempFile::new(0);
-        let b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 2)).unwrap();
+        let b = t.open(&opts(false, 2)).unwrap();
         let mut b = lane(b, 1, 4096);
         let mut out = Vec::new();
         let start = Instant::now();
@@ -1042,7 +1039,7 @@ mod tests {
         use std::os::unix::net::UnixStream;
         // A socket stands in for storage that does not answer yet.
         let t = TempFile::new(0);
-        let mut b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 2)).unwrap();
+        let mut b = t.open(&opts(false, 2)).unwrap();
         let (rx, mut tx) = UnixStream::pair().unwrap();
         b.targets[0] = Target::Fd(rx.as_raw_fd());
         let mut b = lane(b, 1, 16);
@@ -1093,7 +1090,7 @@ mod tests {
     #[test]
     fn write_on_read_only_fd_is_an_error_completion() {
         let t = TempFile::new(8192);
-        let b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 2)).unwrap();
+        let b = t.open(&opts(false, 2)).unwrap();
         let mut b = lane(b, 2, 4096);
         b.queue(1, 0, Dir::Write, 0, 4096).unwrap();
         b.queue(0, 0, Dir::Read, 4096, 4096).unwrap();
@@ -1157,7 +1154,7 @@ mod tests {
             size_needed: 0,
             ..OpenOptions::default()
         };
-        match FileBackend::open(std::slice::from_ref(&t.0), &o) {
+        match t.open(&o) {
             Err(e) => {
                 println!(
                     "O_DIRECT not supported on {}: checking the error message instead",
@@ -1193,7 +1190,7 @@ mod tests {
     #[test]
     fn backend_moves_to_another_thread() {
         let t = TempFile::new(1 << 16);
-        let b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, 4)).unwrap();
+        let b = t.open(&opts(false, 4)).unwrap();
         let b = lane(b, 4, 4096);
         std::thread::spawn(move || {
             let mut b = b;
@@ -1227,7 +1224,7 @@ mod tests {
                 f.write_all_at(&data, i << 20).unwrap();
             }
         }
-        let b = FileBackend::open(std::slice::from_ref(&t.0), &opts(false, DEPTH as u32)).unwrap();
+        let b = t.open(&opts(false, DEPTH as u32)).unwrap();
         let mut b = lane(b, DEPTH, 4096);
         let mut rng = Rng::new(7);
         let mut out = Vec::with_capacity(DEPTH);

@@ -220,39 +220,25 @@ impl Ring {
     ) -> bool {
         let len = buf.len();
         let buf = buf.as_mut_ptr();
-        let entry = match (target, buf_index, write) {
-            (Target::Fixed(i), Some(bi), false) => {
-                opcode::ReadFixed::new(types::Fixed(i), buf, len, bi)
-                    .offset(offset)
-                    .build()
-            }
-            (Target::Fixed(i), Some(bi), true) => {
-                opcode::WriteFixed::new(types::Fixed(i), buf, len, bi)
-                    .offset(offset)
-                    .build()
-            }
-            (Target::Fixed(i), None, false) => opcode::Read::new(types::Fixed(i), buf, len)
-                .offset(offset)
-                .build(),
-            (Target::Fixed(i), None, true) => opcode::Write::new(types::Fixed(i), buf, len)
-                .offset(offset)
-                .build(),
-            (Target::Fd(fd), Some(bi), false) => {
-                opcode::ReadFixed::new(types::Fd(fd), buf, len, bi)
-                    .offset(offset)
-                    .build()
-            }
-            (Target::Fd(fd), Some(bi), true) => {
-                opcode::WriteFixed::new(types::Fd(fd), buf, len, bi)
-                    .offset(offset)
-                    .build()
-            }
-            (Target::Fd(fd), None, false) => opcode::Read::new(types::Fd(fd), buf, len)
-                .offset(offset)
-                .build(),
-            (Target::Fd(fd), None, true) => opcode::Write::new(types::Fd(fd), buf, len)
-                .offset(offset)
-                .build(),
+        // io-uring's bound for "a file or a registered file" is sealed, so a
+        // macro, not a generic fn, builds the same four opcodes for either.
+        macro_rules! rw {
+            ($file:expr) => {
+                match (buf_index, write) {
+                    (Some(bi), false) => opcode::ReadFixed::new($file, buf, len, bi)
+                        .offset(offset)
+                        .build(),
+                    (Some(bi), true) => opcode::WriteFixed::new($file, buf, len, bi)
+                        .offset(offset)
+                        .build(),
+                    (None, false) => opcode::Read::new($file, buf, len).offset(offset).build(),
+                    (None, true) => opcode::Write::new($file, buf, len).offset(offset).build(),
+                }
+            };
+        }
+        let entry = match target {
+            Target::Fixed(i) => rw!(types::Fixed(i)),
+            Target::Fd(fd) => rw!(types::Fd(fd)),
         }
         .user_data(user_data);
         // SAFETY: the entry names `len` bytes of the lease, which the caller
@@ -380,24 +366,23 @@ pub(crate) fn probe_iopoll(fd: RawFd, len: usize) -> io::Result<u32> {
     }
 }
 
-/// `_IOR(0x12, 114, u64)`: the generic ioctl encoding (x86, arm, riscv, s390).
-#[cfg(not(any(
-    target_arch = "powerpc",
-    target_arch = "powerpc64",
-    target_arch = "mips",
-    target_arch = "mips64",
-    target_arch = "sparc64"
-)))]
-const BLKGETSIZE64: u64 = (2 << 30) | (8 << 16) | (0x12 << 8) | 114;
-/// `_IOR(0x12, 114, u64)` where the read direction is bit 30 and sizes have 13 bits.
-#[cfg(any(
-    target_arch = "powerpc",
-    target_arch = "powerpc64",
-    target_arch = "mips",
-    target_arch = "mips64",
-    target_arch = "sparc64"
-))]
-const BLKGETSIZE64: u64 = (2 << 29) | (8 << 16) | (0x12 << 8) | 114;
+/// `_IOR(0x12, 114, u64)`: the read direction (2) shifted left by 30 in the
+/// generic ioctl encoding (x86, arm, riscv, s390), by 29 where sizes have 13
+/// bits (powerpc, mips, sparc).
+const BLKGETSIZE64: u64 = {
+    let read = if cfg!(any(
+        target_arch = "powerpc",
+        target_arch = "powerpc64",
+        target_arch = "mips",
+        target_arch = "mips64",
+        target_arch = "sparc64"
+    )) {
+        2 << 29
+    } else {
+        2 << 30
+    };
+    read | (8 << 16) | (0x12 << 8) | 114
+};
 
 /// Size in bytes of the block device open as `fd` (ioctl BLKGETSIZE64).
 pub(crate) fn block_device_size(fd: RawFd) -> io::Result<u64> {

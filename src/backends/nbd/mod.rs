@@ -686,6 +686,21 @@ mod tests {
         }
     }
 
+    /// A backend of `t` alone, which must open.
+    #[track_caller]
+    fn open_one(t: &Target, o: &OpenOptions) -> NbdBackend {
+        NbdBackend::open(std::slice::from_ref(t), o).unwrap()
+    }
+
+    /// Why a backend of `t` alone does not open.
+    #[track_caller]
+    fn open_err(t: &Target, o: &OpenOptions) -> String {
+        NbdBackend::open(std::slice::from_ref(t), o)
+            .err()
+            .unwrap()
+            .to_string()
+    }
+
     /// The byte at `i` of the block at `offset`.
     fn pattern(offset: u64, i: usize) -> u8 {
         (offset / 4096).wrapping_mul(31).wrapping_add(i as u64) as u8
@@ -743,7 +758,7 @@ mod tests {
     fn write_read_back_on(target: &Target, sync: Option<SyncMode>, want_feature: &str) {
         let mut o = opts(true, 16, 64 * MIB);
         o.sync = sync;
-        let b = NbdBackend::open(std::slice::from_ref(target), &o).unwrap();
+        let b = open_one(target, &o);
         assert_eq!(b.name(), "nbd");
         assert_eq!(b.depth(), 16);
         assert!(b.features().starts_with("libnbd 1."), "{}", b.features());
@@ -752,7 +767,7 @@ mod tests {
         let writes: Vec<_> = offs.iter().map(|&o| (Dir::Write, o)).collect();
         run(&mut lane(b, 4096), &writes, 4096);
         // A new connection sees the data: it reached the server.
-        let b = NbdBackend::open(std::slice::from_ref(target), &opts(false, 16, 0)).unwrap();
+        let b = open_one(target, &opts(false, 16, 0));
         let reads: Vec<_> = offs.iter().rev().map(|&o| (Dir::Read, o)).collect();
         run(&mut lane(b, 4096), &reads, 4096);
     }
@@ -793,7 +808,7 @@ mod tests {
         assert!(t.to_string().ends_with("/store?nconnect=4"), "{t}");
         write_read_back_on(&t, Some(SyncMode::Dsync), ", multi-conn 4 connections");
         // Round robin: 8 reads went 2 to each of the 4 connections.
-        let b = NbdBackend::open(std::slice::from_ref(&t), &opts(false, 8, 0)).unwrap();
+        let b = open_one(&t, &opts(false, 8, 0));
         assert_eq!(b.conns.len(), 4);
         let mut b = lane(b, 4096);
         let reads: Vec<_> = offsets()[..8].iter().map(|&o| (Dir::Read, o)).collect();
@@ -815,12 +830,9 @@ mod tests {
             "multi-conn-mode=disable",
         ];
         let srv = Nbdkit::start(true, &args);
-        NbdBackend::open(std::slice::from_ref(&srv.target), &opts(true, 4, 0)).unwrap();
+        open_one(&srv.target, &opts(true, 4, 0));
         let t = with_nconnect(&srv, 2);
-        let e = NbdBackend::open(std::slice::from_ref(&t), &opts(true, 4, 0))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = open_err(&t, &opts(true, 4, 0));
         assert!(
             e.starts_with(&format!("{t}: nconnect=2 needs a server")),
             "{e}"
@@ -843,7 +855,7 @@ mod tests {
     #[test]
     fn busy_past_depth_and_reap_polls() {
         let srv = Nbdkit::start(false, &["memory", "64M"]);
-        let b = NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 4, 0)).unwrap();
+        let b = open_one(&srv.target, &opts(false, 4, 0));
         let mut b = lane(b, 512);
         for s in 0..4 {
             b.queue(s, 0, Dir::Read, s as u64 * 512, 512).unwrap();
@@ -887,10 +899,7 @@ mod tests {
     #[test]
     fn export_smaller_than_needed_fails_at_open() {
         let srv = Nbdkit::start(false, &["memory", "64M"]);
-        let e = NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 1, 1 << 30))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = open_err(&srv.target, &opts(false, 1, 1 << 30));
         assert!(e.starts_with(&srv.target.to_string()), "{e}");
         assert!(
             e.contains(
@@ -910,28 +919,22 @@ mod tests {
         let t = vec![(srv.target.clone(), TargetKind::Single)];
         let need = plan::build(&spec, &t, 1).size_needed();
         assert_eq!(need, 128 * MIB);
-        let e = NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 1, need))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = open_err(&srv.target, &opts(false, 1, need));
         assert!(e.starts_with(&srv.target.to_string()), "{e}");
         assert!(e.contains("64 MiB (67108864 bytes)"), "{e}");
         assert!(e.contains("128 MiB (134217728 bytes"), "{e}");
         // Sharing one region, the same VMs fit.
         spec.disk_layout = crate::workload::DiskLayout::Shared;
         let need = plan::build(&spec, &t, 1).size_needed();
-        NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 1, need)).unwrap();
+        open_one(&srv.target, &opts(false, 1, need));
     }
 
     #[test]
     fn read_only_export_refuses_writes() {
         let srv = Nbdkit::start(false, &["-r", "memory", "64M"]);
-        let e = NbdBackend::open(std::slice::from_ref(&srv.target), &opts(true, 1, 0))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = open_err(&srv.target, &opts(true, 1, 0));
         assert!(e.contains("read-only"), "{e}");
-        NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 1, 0)).unwrap();
+        open_one(&srv.target, &opts(false, 1, 0));
     }
 
     #[test]
@@ -944,7 +947,7 @@ mod tests {
             "exportname-strict=true",
         ];
         let srv = Nbdkit::start(false, &args);
-        NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 1, 0)).unwrap();
+        open_one(&srv.target, &opts(false, 1, 0));
         let Target::Nbd { addr, .. } = &srv.target else {
             unreachable!()
         };
@@ -954,10 +957,7 @@ mod tests {
             replies: NbdReplies::Simple,
             nconnect: 1,
         };
-        let e = NbdBackend::open(&[other], &opts(false, 1, 0))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = open_err(&other, &opts(false, 1, 0));
         assert!(
             e.ends_with(
                 "/nbd.sock: the server has no export named \"nope\": check the export in the URL"
@@ -970,10 +970,7 @@ mod tests {
     fn connection_refused_names_the_url() {
         let port = free_port();
         let t = Target::parse(&format!("nbd://127.0.0.1:{port}/store")).unwrap();
-        let e = NbdBackend::open(&[t], &opts(false, 1, 0))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = open_err(&t, &opts(false, 1, 0));
         assert_eq!(
             e,
             format!(
@@ -987,10 +984,7 @@ mod tests {
             replies: NbdReplies::Simple,
             nconnect: 1,
         };
-        let e = NbdBackend::open(std::slice::from_ref(&t), &opts(false, 1, 0))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = open_err(&t, &opts(false, 1, 0));
         assert!(e.starts_with(&format!("{t}: ")), "{e}");
         assert!(e.contains("is the server running?"), "{e}");
         let _ = std::fs::remove_dir_all(dir);
@@ -1000,7 +994,7 @@ mod tests {
     fn server_death_mid_flight_fails_reap() {
         // Every read waits 2 s in the server, so all 16 are in flight at the kill.
         let mut srv = Nbdkit::start(true, &["--filter=delay", "memory", "64M", "rdelay=2"]);
-        let b = NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 16, 0)).unwrap();
+        let b = open_one(&srv.target, &opts(false, 16, 0));
         let mut b = lane(b, 4096);
         for s in 0..16u32 {
             b.queue(s, 0, Dir::Read, s as u64 * 4096, 4096).unwrap();
@@ -1029,8 +1023,7 @@ mod tests {
     fn iops_4k_random_read_qd32() {
         for tcp in [false, true] {
             let srv = Nbdkit::start(tcp, &["memory", "1G"]);
-            let b =
-                NbdBackend::open(std::slice::from_ref(&srv.target), &opts(false, 32, 0)).unwrap();
+            let b = open_one(&srv.target, &opts(false, 32, 0));
             let mut b = lane(b, 4096);
             let mut rng = 0x9e37_79b9_7f4a_7c15u64;
             let mut out = Vec::with_capacity(32);

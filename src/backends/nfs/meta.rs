@@ -120,10 +120,10 @@ impl NfsOps {
     pub fn open(t: &Target) -> Result<NfsOps, String> {
         let u = super::NfsUrl::of(t).ok_or_else(|| format!("{t}: not an nfs:// target"))?;
         let err = |m: String| format!("{}: {m}", u.url);
-        let (host, port, export) = (u.host, u.port, u.export);
+        let (host, port, export) = (&u.nfs.host, u.nfs.port, &u.nfs.export);
         let mut conn = u.connect().map_err(err)?;
         let mut chunk = CHUNK;
-        let (proto, root) = match (u.version, u.minor) {
+        let (proto, root) = match (u.nfs.version, u.nfs.minor) {
             (3, _) => (Proto::V3, u.mount3().map_err(err)?),
             (4, m @ (0 | 1)) => {
                 let (clientid, mut session) = if m == 0 {
@@ -178,7 +178,7 @@ impl NfsOps {
             next: 0,
             chunk,
         };
-        let dir = u.path.trim_matches('/').to_string();
+        let dir = u.nfs.path.trim_matches('/').to_string();
         if !dir.is_empty() {
             match ops.stat(&dir) {
                 Ok(a) if a.dir => {}

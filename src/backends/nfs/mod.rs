@@ -87,7 +87,7 @@ pub mod xdr;
 mod tests41;
 
 use crate::io::{Backend, BackendError, Completion, OpenOptions, QueueError, Request, Wait};
-use crate::target::Target;
+use crate::target::{NfsTarget, Target};
 use crate::workload::{Dir, SyncMode};
 use compound::{Seq, Session};
 use rpc::{Conn, NFS_PROG, RpcError, SYNC_TAG};
@@ -320,42 +320,16 @@ fn connect_error(host: &str, port: u16, e: &io::Error) -> String {
 /// [`meta::NfsOps`].
 struct NfsUrl<'a> {
     url: String,
-    host: &'a str,
-    port: u16,
-    mount_port: Option<u16>,
-    export: &'a str,
-    path: &'a str,
-    version: u8,
-    minor: u8,
-    nconnect: u8,
-    file_sync: bool,
+    nfs: &'a NfsTarget,
 }
 
 impl<'a> NfsUrl<'a> {
     /// `t`'s parts, if it is an `nfs://` target.
     fn of(t: &'a Target) -> Option<Self> {
         match t {
-            Target::Nfs {
-                host,
-                port,
-                mount_port,
-                export,
-                path,
-                version,
-                minor,
-                nconnect,
-                file_sync,
-            } => Some(NfsUrl {
+            Target::Nfs(nfs) => Some(NfsUrl {
                 url: t.to_string(),
-                host,
-                port: *port,
-                mount_port: *mount_port,
-                export,
-                path,
-                version: *version,
-                minor: *minor,
-                nconnect: *nconnect,
-                file_sync: *file_sync,
+                nfs,
             }),
             _ => None,
         }
@@ -363,18 +337,24 @@ impl<'a> NfsUrl<'a> {
 
     /// A new connection to the server; the error says what to check.
     fn connect(&self) -> Result<Conn, String> {
-        Conn::connect(self.host, self.port, SETUP_TIMEOUT)
-            .map_err(|e| connect_error(self.host, self.port, &e))
+        let NfsTarget { host, port, .. } = self.nfs;
+        Conn::connect(host, *port, SETUP_TIMEOUT).map_err(|e| connect_error(host, *port, &e))
     }
 
     /// NFSv3: the export's root file handle from MOUNT, at the URL's mount
     /// port or else the one the server's portmapper names.
     fn mount3(&self) -> Result<Vec<u8>, String> {
-        let mport = match self.mount_port {
-            Some(p) => p,
-            None => v3::mount_port(self.host)?,
+        let NfsTarget {
+            host,
+            mount_port,
+            export,
+            ..
+        } = self.nfs;
+        let mport = match mount_port {
+            Some(p) => *p,
+            None => v3::mount_port(host)?,
         };
-        v3::mount(self.host, mport, self.export)
+        v3::mount(host, mport, export)
     }
 }
 
@@ -383,10 +363,11 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
         return Err(BackendError::new(t.to_string(), "not an nfs:// target"));
     };
     let err = |m: String| BackendError::new(&u.url, m);
-    let (host, port, export, path) = (u.host, u.port, u.export, u.path);
+    let n = u.nfs;
+    let (host, port, export, path) = (&n.host, n.port, &n.export, &n.path);
     let mut conn = u.connect().map_err(err)?;
     let mut session = None;
-    let (proto, size, rsize, wsize) = match (u.version, u.minor) {
+    let (proto, size, rsize, wsize) = match (n.version, n.minor) {
         (3, _) => {
             let root = u.mount3().map_err(err)?;
             let f = v3::open(&mut conn, &root, export, path, opts.write).map_err(err)?;
@@ -427,7 +408,7 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
         (Proto::V4(_), Some(_)) => v4::read_head41,
     };
     let mut conns = vec![conn];
-    for _ in 1..u.nconnect {
+    for _ in 1..n.nconnect {
         let mut c = u.connect().map_err(err)?;
         c.set_read_head(head);
         if let Some(s) = &session {
@@ -448,7 +429,7 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
         verf_changed: false,
         sent: vec![None; session.as_ref().map_or(0, Session::slots)],
         session,
-        file_sync: u.file_sync,
+        file_sync: n.file_sync,
         waiting: VecDeque::new(),
     })
 }

@@ -571,6 +571,11 @@ mod tests {
         AgentRequest::Prepare(Box::new(req), targets)
     }
 
+    /// Prepare run `run` of `runtime_ms` on the null target; it must be accepted.
+    fn prepare_null(sh: &Arc<Shared>, run: u64, runtime_ms: u64) -> wire::PrepareReply {
+        reply(dispatch(sh, prepare_req(run, runtime_ms, "null:")))
+    }
+
     fn refusal(r: Reply) -> (u16, ErrorKind, String) {
         match r {
             Err(Refusal(status, kind, msg)) => (status, kind, msg),
@@ -618,7 +623,7 @@ mod tests {
     #[test]
     fn a_run_goes_prepare_start_intervals_result_and_back_to_idle() {
         let sh = shared(&["null:"], Duration::from_secs(60));
-        let p: wire::PrepareReply = reply(dispatch(&sh, prepare_req(7, 300, "null:")));
+        let p = prepare_null(&sh, 7, 300);
         assert_eq!((p.run, p.threads), (7, 1));
         assert_eq!(sh.state(), RunState::Prepared);
         let s = start_now(&sh, 7);
@@ -657,7 +662,7 @@ mod tests {
             msg.contains("unknown run 3") && msg.contains("run 0"),
             "{msg}"
         );
-        let _: wire::PrepareReply = reply(dispatch(&sh, prepare_req(4, 100, "null:")));
+        prepare_null(&sh, 4, 100);
         for req in [
             AgentRequest::Intervals(wire::IntervalsRequest {
                 run: 5,
@@ -689,7 +694,7 @@ mod tests {
     #[test]
     fn a_second_prepare_while_running_is_busy_and_stop_ends_the_run() {
         let sh = shared(&["null:"], Duration::from_secs(60));
-        let _: wire::PrepareReply = reply(dispatch(&sh, prepare_req(1, 60_000, "null:")));
+        prepare_null(&sh, 1, 60_000);
         start_now(&sh, 1);
         let (status, kind, msg) = refusal(dispatch(&sh, prepare_req(2, 100, "null:")));
         assert_eq!((status, kind), (409, ErrorKind::Busy));
@@ -742,13 +747,13 @@ mod tests {
     #[test]
     fn the_watchdog_releases_a_prepared_run_and_stops_a_running_one() {
         let sh = shared(&["null:"], Duration::from_millis(1));
-        let _: wire::PrepareReply = reply(dispatch(&sh, prepare_req(1, 60_000, "null:")));
+        prepare_null(&sh, 1, 60_000);
         std::thread::sleep(Duration::from_millis(5));
         watchdog_tick(&sh);
         assert_eq!(sh.state(), RunState::Idle);
         assert!(sh.lock().runner.is_none());
 
-        let _: wire::PrepareReply = reply(dispatch(&sh, prepare_req(2, 60_000, "null:")));
+        prepare_null(&sh, 2, 60_000);
         start_now(&sh, 2);
         std::thread::sleep(Duration::from_millis(5));
         watchdog_tick(&sh);
@@ -777,7 +782,7 @@ mod tests {
     #[test]
     fn start_is_for_a_prepared_run_only_and_result_stops_a_running_one() {
         let sh = shared(&["null:"], Duration::from_secs(60));
-        let _: wire::PrepareReply = reply(dispatch(&sh, prepare_req(1, 60_000, "null:")));
+        prepare_null(&sh, 1, 60_000);
         // Prepared, not started: intervals wait for nothing and say not done.
         let r: wire::IntervalsReply = reply(ask_intervals(&sh, 1, 0, 0));
         assert!(r.intervals.is_empty() && !r.done);
@@ -808,12 +813,12 @@ mod tests {
     #[test]
     fn a_finished_run_left_uncollected_gives_way_to_the_next_prepare() {
         let sh = shared(&["null:"], Duration::from_secs(60));
-        let _: wire::PrepareReply = reply(dispatch(&sh, prepare_req(1, 100, "null:")));
+        prepare_null(&sh, 1, 100);
         start_now(&sh, 1);
         let (intervals, _) = drain(&sh, 1);
         assert!(!intervals.is_empty());
         assert_eq!(sh.state(), RunState::Finished);
-        let p: wire::PrepareReply = reply(dispatch(&sh, prepare_req(2, 100, "null:")));
+        let p = prepare_null(&sh, 2, 100);
         assert_eq!(p.run, 2);
         assert_eq!(sh.state(), RunState::Prepared);
         // Run 1 is gone with its intervals.
