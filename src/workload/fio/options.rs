@@ -628,6 +628,16 @@ fn mode_option(one: &One, said: &mut Said, _: &mut Mapped) -> Read {
             said.hipri_line.get_or_insert(line);
             said.point.push(("hipri".into(), Value::Boolean(b), line));
         }),
+        // What storlab's io_uring engine does anyway, where the kernel allows
+        // (the run's backend line says "registered files, registered buffers").
+        "fixedbufs" | "registerfiles" => match one.flag() {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(one.unsupported(
+                "1 (storlab's io_uring engine always registers its files and buffers where the \
+                 kernel allows)",
+            )),
+            Err(e) => Err(e),
+        },
         "fsync" | "fdatasync" if text == "0" => Ok(()),
         "fsync" | "fdatasync" => Err(one.unsupported(
             "0 (storlab issues no fsync; sync=1 makes every write durable before it completes)",

@@ -284,10 +284,6 @@ const REFUSED: &[Refused] = &[
         ],
     },
     Refused {
-        why: "storlab's io_uring engine registers its files and buffers itself (on by default)",
-        names: &["fixedbufs", "registerfiles"],
-    },
-    Refused {
         why: "an option of a fio I/O engine that storlab's engines do not have",
         names: &[
             "nonvectored",

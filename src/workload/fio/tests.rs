@@ -91,6 +91,18 @@ fn sqthread_poll_and_hipri_map_and_round_trip() {
 }
 
 #[test]
+fn registered_files_and_buffers_are_what_storlab_does_and_cannot_be_turned_off() {
+    let plain = job("[d]\nioengine=io_uring\nfilename=/dev/sdx\nsize=1g\n");
+    let imp =
+        job("[d]\nioengine=io_uring\nfilename=/dev/sdx\nfixedbufs\nregisterfiles=1\nsize=1g\n");
+    assert_eq!(imp.job, plain.job);
+    let e = errors("[d]\nioengine=io_uring\nfilename=/dev/sdx\nfixedbufs=0\nsize=1g\n");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_starts(&e[0], "dir/x.fio, line 4: invalid fixedbufs = 0");
+    assert_has(&e[0], "always registers its files and buffers");
+}
+
+#[test]
 fn polling_options_of_another_engine_are_named() {
     let e = errors("[d]\nioengine=libaio\nfilename=/dev/sdx\nsqthread_poll=1\nhipri=1\nsize=1g\n");
     assert_eq!(e.len(), 2, "{e:?}");
