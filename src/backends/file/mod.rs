@@ -90,7 +90,7 @@ fn open_one(path: &Path, opts: &OpenOptions) -> Result<File, BackendError> {
             let text = errno_text(&e);
             let msg = match e.raw_os_error() {
                 Some(libc::EINVAL) if opts.direct => format!(
-                    "cannot open for O_DIRECT: {text} (the file system does not support direct I/O; drop --direct)"
+                    "cannot open for O_DIRECT: {text} (the file system does not support direct I/O; turn direct off: --direct 0)"
                 ),
                 Some(libc::ENOENT) => format!("cannot open for {mode}: {text}"),
                 Some(libc::EROFS) => {
@@ -1163,7 +1163,8 @@ mod tests {
                 let msg = e.to_string();
                 assert!(msg.starts_with(&t.0.display().to_string()), "{msg}");
                 assert!(
-                    msg.contains("cannot open for O_DIRECT") && msg.contains("drop --direct"),
+                    msg.contains("cannot open for O_DIRECT")
+                        && msg.contains("turn direct off: --direct 0"),
                     "{msg}"
                 );
             }
