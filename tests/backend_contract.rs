@@ -250,7 +250,7 @@ fn open_and_size(f: &Fixture) {
     let b = f.open(false, 4, None, SIZE).unwrap();
     assert_eq!(b.depth(), 4);
     assert!(!b.name().is_empty());
-    println!("{}: {}", f.url(), backends::describe(b.as_ref()));
+    println!("{}: {}", f.url(), backends::describe(b.as_ref(), None));
     if !f.row.knows_size {
         println!("{}: open and size: no size to check", f.row.target);
         return;

@@ -110,13 +110,18 @@ fn disk_targets(disks: &[&Disk]) -> Result<Vec<Target>, BackendError> {
         .collect()
 }
 
-/// The backend's name and features, for the run's record.
-pub fn describe(b: &dyn Backend) -> String {
-    let features = b.features();
+/// The backend's name and features, and `also` (what the engine adds: its
+/// submit rhythm), for the run's record.
+pub fn describe(b: &dyn Backend, also: Option<String>) -> String {
+    let features: Vec<String> = [b.features()]
+        .into_iter()
+        .chain(also)
+        .filter(|f| !f.is_empty())
+        .collect();
     if features.is_empty() {
         b.name().to_string()
     } else {
-        format!("{}: {features}", b.name())
+        format!("{}: {}", b.name(), features.join(", "))
     }
 }
 

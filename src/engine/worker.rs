@@ -170,6 +170,33 @@ pub fn make_pool(ctx: &ThreadCtx) -> BufferPool {
     pool
 }
 
+/// How many queued requests the engine commits at once on thread `plan`
+/// (it also commits at the end of each refill): the workers'
+/// `submit_batch` (the smallest set), else 1 where the backend asks for
+/// each request ([`crate::io::Backend::commit_each`]), else `usize::MAX`
+/// (one commit per refill).
+pub fn commit_every(plan: &ThreadPlan, backend_asks_each: bool) -> usize {
+    let asked = (plan.workers.iter())
+        .map(|w| w.access.submit_batch as usize)
+        .filter(|&n| n > 0)
+        .min();
+    match asked {
+        Some(n) => n,
+        None if backend_asks_each => 1,
+        None => usize::MAX,
+    }
+}
+
+/// [`commit_every`] in words, for the run's backend line; `None` for one
+/// commit per refill.
+pub fn submit_rhythm(every: usize) -> Option<String> {
+    match every {
+        1 => Some("each request submitted as queued".into()),
+        usize::MAX => None,
+        n => Some(format!("{n} requests per submit")),
+    }
+}
+
 /// Run the thread's share of the point until the end, `stop`, or an error.
 /// Returns `Err` with a message naming the disk and offset on an I/O error.
 pub fn run(ctx: &ThreadCtx, lane: &mut Lane, t0: Instant) -> Result<(), String> {
@@ -194,9 +221,12 @@ struct Engine<'c, 'a> {
     waiting: Vec<u32>,
     /// Slots queued since the last commit.
     batch: Vec<u32>,
-    /// Commit (and stamp) each request as it is queued rather than once per
-    /// refill ([`crate::io::Backend::commit_each`]; set from the lane).
-    commit_each: bool,
+    /// Commit (and stamp) the queued requests once this many are queued
+    /// (and at the end of each refill): the workers' `submit_batch` (the
+    /// smallest set), else 1 where the backend asks for each request
+    /// ([`crate::io::Backend::commit_each`]), else never before the refill's
+    /// end. Set from the lane at the start of the run.
+    commit_every: usize,
     done: Vec<Completion>,
     in_flight: usize,
     /// Completions to wait for before refilling (the smallest
@@ -264,7 +294,7 @@ impl<'c, 'a> Engine<'c, 'a> {
             free: (0..n as u32).rev().collect(),
             waiting: Vec::new(),
             batch: Vec::with_capacity(n),
-            commit_each: false,
+            commit_every: usize::MAX,
             done: Vec::with_capacity(n),
             in_flight: 0,
             batch_min: ctx
@@ -294,7 +324,7 @@ impl<'c, 'a> Engine<'c, 'a> {
     /// The main loop: issue, commit, wait, complete, until the end, `stop`,
     /// every worker's io_limit, or a failure. Returns the last clock reading.
     fn run_until_end(&mut self, lane: &mut Lane) -> u64 {
-        self.commit_each = lane.commit_each();
+        self.commit_every = commit_every(self.ctx.plan, lane.commit_each());
         let mut now = self.now_ns();
         loop {
             if self.ctx.stop.load(Ordering::Relaxed)
@@ -411,7 +441,7 @@ impl<'c, 'a> Engine<'c, 'a> {
                     w.issued_bytes += io.len as u64;
                     slot.sched_ns = w.pacer.issued(io.len, now);
                     self.batch.push(s);
-                    if self.commit_each {
+                    if self.batch.len() >= self.commit_every {
                         self.commit(lane);
                         if self.failure.is_some() {
                             break;

@@ -226,7 +226,8 @@ pub unsafe trait Backend: Send {
     /// it while the next is prepared (O_DIRECT files: the device sees each
     /// request a submission earlier, as fio's default `iodepth_batch_submit=1`
     /// gives it); no (the default) where a batch costs one system call or one
-    /// message instead of one per request.
+    /// message instead of one per request. A workload's `iodepth_batch_submit`
+    /// decides over this wish (`engine::worker::commit_every`).
     fn commit_each(&self) -> bool {
         false
     }

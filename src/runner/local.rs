@@ -233,7 +233,10 @@ impl EngineThread {
             Ok(l) => {
                 let _ = self.tx.send(Msg::Ready {
                     thread: i,
-                    result: Ok(backends::describe(l.backend())),
+                    result: Ok(backends::describe(
+                        l.backend(),
+                        worker::submit_rhythm(worker::commit_every(tp, l.commit_each())),
+                    )),
                 });
                 l
             }

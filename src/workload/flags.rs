@@ -34,6 +34,10 @@ pub struct Flags {
     /// Completions to wait for before refilling the queue (fio's; default 1, at most iodepth)
     #[arg(long = "iodepth_batch_complete_min", value_name = "N")]
     pub iodepth_batch_complete_min: Option<String>,
+    /// Requests queued before they are submitted together (fio's; 1: each as
+    /// queued; default: each on a device queue, else one submit per refill)
+    #[arg(long = "iodepth_batch_submit", value_name = "N")]
+    pub iodepth_batch_submit: Option<String>,
     /// Workers per VM
     #[arg(long = "numjobs", value_name = "N")]
     pub numjobs: Option<String>,
@@ -132,7 +136,7 @@ pub struct Flags {
 impl Flags {
     /// The flags that were given, as (job-file key, value).
     fn given(&self) -> Vec<(&'static str, &str)> {
-        let all: [(&'static str, &Option<String>); 34] = [
+        let all: [(&'static str, &Option<String>); 35] = [
             ("bs", &self.bs),
             ("bssplit", &self.bssplit),
             ("rw", &self.rw),
@@ -143,6 +147,7 @@ impl Flags {
                 "iodepth_batch_complete_min",
                 &self.iodepth_batch_complete_min,
             ),
+            ("iodepth_batch_submit", &self.iodepth_batch_submit),
             ("numjobs", &self.numjobs),
             ("ramp_time", &self.ramp_time),
             ("runtime", &self.runtime),
@@ -377,6 +382,16 @@ mod tests {
             .apply(Some(base.clone()))
             .unwrap();
         assert_eq!(batched.points[0].groups[0].access.batch_complete_min, 4);
+        assert_eq!(batched.points[0].groups[0].access.submit_batch, 0);
+        let submitted = flags(&["--iodepth", "8", "--iodepth_batch_submit", "2"])
+            .apply(Some(base.clone()))
+            .unwrap();
+        assert_eq!(submitted.points[0].groups[0].access.submit_batch, 2);
+        let e = flags(&["--iodepth", "8", "--iodepth_batch_submit", "0"])
+            .apply(Some(base.clone()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("iodepth_batch_submit"), "{e}");
         assert!(!job.points[0].sqpoll && !job.points[0].hipri);
         // Bare --sqpoll and --hipri mean 1; --sqpoll_cpu pins the thread.
         let polled = flags(&["--sqpoll", "--sqpoll_cpu", "1", "--direct", "1", "--hipri"])

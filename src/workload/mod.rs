@@ -108,6 +108,12 @@ pub struct Access {
     /// earlier completions are stamped when the batch is reaped.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub batch_complete_min: u32,
+    /// Requests the engine queues before it submits them together (fio's
+    /// `iodepth_batch_submit`; 1: each as it is queued). 0: the backend's
+    /// choice ([`crate::io::Backend::commit_each`]: each request on a device
+    /// queue, else one submit per refill).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub submit_batch: u32,
     /// Optional rate cap per worker.
     pub rate: Option<Rate>,
     /// How the rate cap paces I/O and where latency counts from: closed (from
@@ -119,6 +125,11 @@ pub struct Access {
 /// The default of [`Access::batch_complete_min`].
 fn one() -> u32 {
     1
+}
+
+/// Whether `n` is 0 (left out of the JSON: [`Access::submit_batch`] unset).
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Whether `b` is false (left out of the JSON, as before the setting existed).
@@ -406,6 +417,7 @@ pub fn default_group(name: &str) -> Group {
             align: None,
             iodepth: 1,
             batch_complete_min: 1,
+            submit_batch: 0,
             rate: None,
             rate_mode: RateMode::Closed,
         },

@@ -236,6 +236,7 @@ mod tests {
             align: None,
             iodepth: 1,
             batch_complete_min: 1,
+            submit_batch: 0,
             rate: None,
             rate_mode: Default::default(),
         }

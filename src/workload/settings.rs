@@ -28,6 +28,7 @@ pub const GROUP_KEYS: &[&str] = &[
     "percentage_random",
     "iodepth",
     "iodepth_batch_complete_min",
+    "iodepth_batch_submit",
     "rate_iops",
     "rate",
     "rate_mode",
@@ -288,6 +289,8 @@ pub struct Settings {
     pub iodepth: Option<u32>,
     /// `iodepth_batch_complete_min`.
     pub batch_complete_min: Option<u32>,
+    /// `iodepth_batch_submit`.
+    pub submit_batch: Option<u32>,
     /// `rate_iops` or `rate` (exclusive).
     pub rate: Option<Rate>,
     /// `rate_mode`: closed (fio-like) or open loop.
@@ -370,6 +373,10 @@ impl Settings {
                 key,
                 parse_u32(key, t, "1..=65536")?,
             ),
+            "iodepth_batch_submit" => match parse_u32(key, t, "1..=65536")? {
+                0 => Err(SpecError::invalid(key, t, "1..=65536")),
+                v => put(&mut self.submit_batch, key, v),
+            },
             "rate_iops" => put(
                 &mut self.rate,
                 "rate/rate_iops",
@@ -432,6 +439,7 @@ impl Settings {
             percentage_random,
             iodepth,
             batch_complete_min,
+            submit_batch,
             rate,
             rate_mode,
             blockalign,
@@ -519,6 +527,7 @@ impl Settings {
         set(&mut a.random_pct, self.percentage_random);
         set(&mut a.iodepth, self.iodepth);
         set(&mut a.batch_complete_min, self.batch_complete_min);
+        set(&mut a.submit_batch, self.submit_batch);
         if let Some(v) = self.rate {
             a.rate = Some(v);
         }

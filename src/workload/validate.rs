@@ -71,6 +71,14 @@ fn validate_group(g: &Group, spec: &Spec) -> Result<(), SpecError> {
         1,
         a.iodepth as u64,
     )?;
+    if a.submit_batch != 0 {
+        check_range(
+            "iodepth_batch_submit",
+            a.submit_batch as u64,
+            1,
+            a.iodepth as u64,
+        )?;
+    }
     if spec.size < a.bs.max() {
         return Err(SpecError::invalid(
             "size",

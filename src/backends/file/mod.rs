@@ -312,9 +312,6 @@ impl FileBackend {
         if setup.iopoll {
             s.push_str(", iopoll");
         }
-        if self.commit_each {
-            s.push_str(", each request submitted as queued");
-        }
         s
     }
 
@@ -811,7 +808,6 @@ mod tests {
         let on_device = on_a_device_queue(&b.files[0]);
         println!("{}: on a device queue: {on_device}", t.0.display());
         assert_eq!(b.commit_each(), on_device);
-        assert_eq!(b.features().contains("each request submitted"), on_device);
         let mut b = lane(b, 2, 4096);
         b.queue(0, 0, Dir::Read, 0, 4096).unwrap();
         b.commit().unwrap();

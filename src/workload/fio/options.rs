@@ -12,9 +12,11 @@ use toml::Value;
 /// Every option storlab reads, for the error on any other.
 pub const SUPPORTED: &str = "name, description, bs, blocksize, bsrange, blocksize_range, bssplit, \
      rw, readwrite, rwmixread, rwmixwrite, percentage_random, iodepth, \
-     iodepth_batch_complete_min (iodepth_batch_complete), numjobs, size, io_size, \
+     iodepth_batch_complete_min (iodepth_batch_complete), iodepth_batch_submit \
+     (iodepth_batch), numjobs, size, io_size, \
      offset, runtime, time_based, ramp_time, direct, buffered, sync, fsync (0), \
-     sqthread_poll, sqthread_poll_cpu (io_uring), hipri (io_uring, pvsync2), rate_iops, rate, \
+     sqthread_poll, sqthread_poll_cpu (io_uring), hipri (io_uring, pvsync2), fixedbufs (1), \
+     registerfiles (1), rate_iops, rate, \
      norandommap, randrepeat (1), randseed, random_distribution (random), invalidate (0), blockalign, filename, \
      directory, ioengine, uri (nbd), nfs_url (nfs), stonewall, wait_for_previous, new_group, \
      group_reporting, thread, steadystate (ss), steadystate_duration (ss_dur), \
@@ -229,8 +231,14 @@ fn lay_out(job: &JobOpts, said: &mut Said, e: &str, m: &mut Mapped) {
             ));
         }
         // One I/O in flight: completions come one at a time.
-        said.group
-            .retain(|(k, _)| k != "iodepth" && k != "iodepth_batch_complete_min");
+        said.group.retain(|(k, _)| {
+            ![
+                "iodepth",
+                "iodepth_batch_complete_min",
+                "iodepth_batch_submit",
+            ]
+            .contains(&k.as_str())
+        });
         said.group.push(("iodepth".into(), Value::Integer(1)));
     }
     let shared =
@@ -542,6 +550,11 @@ fn access_option(one: &One, said: &mut Said, _: &mut Mapped) -> Read {
         }
         "percentage_random" => set("percentage_random", text),
         "iodepth" => set("iodepth", text),
+        // fio's 0 means "the whole iodepth", which storlab spells as the number.
+        "iodepth_batch_submit" | "iodepth_batch" if text.trim() == "0" => {
+            Err(one.unsupported("1 or more (fio reads 0 as the iodepth: give that number)"))
+        }
+        "iodepth_batch_submit" | "iodepth_batch" => set("iodepth_batch_submit", text),
         "iodepth_batch_complete_min" | "iodepth_batch_complete" => {
             set("iodepth_batch_complete_min", text)
         }

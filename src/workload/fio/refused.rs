@@ -134,11 +134,10 @@ const REFUSED: &[Refused] = &[
     },
     Refused {
         why: "it changes how the queue is filled, and so what is measured; storlab keeps \
-              iodepth requests in flight, refills after iodepth_batch_complete_min completions \
-              and has no other submit or refill policy",
+              iodepth requests in flight, refills after iodepth_batch_complete_min completions, \
+              submits iodepth_batch_submit requests together and has no other submit or refill \
+              policy",
         names: &[
-            "iodepth_batch_submit",
-            "iodepth_batch",
             "iodepth_batch_complete_max",
             "iodepth_low",
             "serialize_overlap",

@@ -74,6 +74,30 @@ fn batch_completion_is_read_under_both_names_and_round_trips() {
 }
 
 #[test]
+fn batch_submission_is_read_under_both_names_and_round_trips() {
+    for key in ["iodepth_batch_submit", "iodepth_batch"] {
+        let imp = job(&format!(
+            "[d]\nioengine=io_uring\nfilename=/dev/sdx\niodepth=32\n{key}=8\nsize=1g\n"
+        ));
+        assert_eq!(imp.job.points[0].groups[0].access.submit_batch, 8, "{key}");
+        round_trips(&imp);
+    }
+    // Unset: the backend's choice.
+    let imp = job("[d]\nioengine=io_uring\nfilename=/dev/sdx\niodepth=32\nsize=1g\n");
+    assert_eq!(imp.job.points[0].groups[0].access.submit_batch, 0);
+    // fio's 0 (the whole iodepth) is asked for as the number; above iodepth
+    // is out of range.
+    let e =
+        errors("[d]\nioengine=io_uring\nfilename=/dev/sdx\niodepth=32\niodepth_batch=0\nsize=1g\n");
+    assert_starts(&e[0], "dir/x.fio, line 5: invalid iodepth_batch = 0");
+    assert_has(&e[0], "give that number");
+    let e = errors(
+        "[d]\nioengine=io_uring\nfilename=/dev/sdx\niodepth=4\niodepth_batch_submit=8\nsize=1g\n",
+    );
+    assert_has(&e[0], "invalid iodepth_batch_submit = 8 (allowed: 1..=4)");
+}
+
+#[test]
 fn sqthread_poll_and_hipri_map_and_round_trip() {
     let imp = job(
         "[d]\nioengine=io_uring\nfilename=/dev/sdx\ndirect=1\nsqthread_poll=1\n\
@@ -241,11 +265,11 @@ fn every_unsupported_option_is_one_line_naming_file_line_and_option() {
 #[test]
 fn fio_options_storlab_refuses_say_why_and_other_names_are_unknown() {
     let e = errors(
-        "[global]\nioengine=io_uring\nsize=1m\n[a]\niodepth=32\niodepth_batch_submit=8\n\
-         iodepth_batch=4\nverfy=md5\nthinktime=10\n",
+        "[global]\nioengine=io_uring\nsize=1m\n[a]\niodepth=32\niodepth_batch_complete_max=8\n\
+         iodepth_low=4\nverfy=md5\nthinktime=10\n",
     );
     assert_eq!(e.len(), 4, "{e:#?}");
-    for (line, option) in [(6, "iodepth_batch_submit"), (7, "iodepth_batch")] {
+    for (line, option) in [(6, "iodepth_batch_complete_max"), (7, "iodepth_low")] {
         assert_starts(
             &e[line - 6],
             &format!(
