@@ -12,6 +12,7 @@ CPU-second. Run from the repository root after ./setup.sh:
 
     python3 bench/vs_fio.py [--runtime 10] [--repeat 3] [--dir /var/tmp/storlab-bench] [--cases null,cache,direct]
                             [--batch N]   # iodepth_batch_complete_min N for both tools
+                            [--submit N]  # iodepth_batch_submit N for both tools (default: each tool's own)
                             [--sqpoll]    # file cases: SQPOLL for both (storlab --sqpoll, fio --sqthread_poll=1)
 """
 
@@ -59,6 +60,8 @@ def run_storlab(case, args, path, out):
             cmd += ["--direct", "1"]
     if args.batch > 1:
         cmd += ["--iodepth_batch_complete_min", str(args.batch)]
+    if args.submit:
+        cmd += ["--iodepth_batch_submit", str(args.submit)]
     if args.sqpoll and case != "null":
         cmd += ["--sqpoll"]
     _, cpu = timed(cmd)
@@ -80,6 +83,8 @@ def run_fio(case, args, path):
                 f"--size={args.size}", "--direct=" + ("1" if case == "direct" else "0")]
     if args.batch > 1:
         cmd += [f"--iodepth_batch_complete_min={args.batch}"]
+    if args.submit:
+        cmd += [f"--iodepth_batch_submit={args.submit}"]
     if args.sqpoll and case != "null":
         cmd += ["--sqthread_poll=1"]
     stdout, cpu = timed(cmd)
@@ -98,6 +103,9 @@ def main():
     ap.add_argument("--batch", type=int, default=1,
                     help="iodepth_batch_complete_min for both tools: completions gathered before refilling "
                          "(default 1, both tools' default)")
+    ap.add_argument("--submit", type=int, default=0,
+                    help="iodepth_batch_submit for both tools: requests submitted together (default: each "
+                         "tool's own, fio 1, storlab each request on a device queue, else one submit per refill)")
     ap.add_argument("--sqpoll", action="store_true",
                     help="file cases: a kernel thread polls the submission queue for both tools "
                          "(its CPU counts: it is a thread of the process)")
@@ -111,6 +119,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="storlab-bench-")
     fio_version = subprocess.run(["fio", "--version"], stdout=subprocess.PIPE, text=True).stdout.strip()
     print(f"storlab vs {fio_version}: 4k random read, QD32, iodepth_batch_complete_min {args.batch}, "
+          f"{f'iodepth_batch_submit {args.submit}, ' if args.submit else ''}"
           f"{'sqpoll, ' if args.sqpoll else ''}1 worker, "
           f"{args.runtime} s x {args.repeat} runs each "
           f"(median), {os.cpu_count()} CPUs, kernel {os.uname().release}")
