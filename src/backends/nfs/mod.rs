@@ -472,7 +472,8 @@ fn open41(
         let _ = v4::close(conn, &f, Some(&mut s), SETUP_TIMEOUT);
         let _ = v41::destroy(conn, clientid, &s, SETUP_TIMEOUT);
         return Err(format!(
-            "server {server} allows NFSv4.1 requests of {} bytes and replies of {} bytes;              storlab needs at least {} for 4 KiB transfers",
+            "server {server} allows NFSv4.1 requests of {} bytes and replies of {} bytes; \
+             storlab needs at least {} for 4 KiB transfers",
             s.max_request,
             s.max_response,
             4096 + v41::OVERHEAD

@@ -1,7 +1,8 @@
 //! An Iometer configuration as data: the test setup, the access
 //! specifications and the disk workers, read from the file's entries. Every
 //! key storlab does not know, a network worker's key (refused as Iometer's,
-//! not as unknown), or a value it cannot honour, is an error naming the line; keys that only steer Iometer's GUI or its cycling test types are
+//! not as unknown), or a value it cannot honour, is an error naming the
+//! line; keys that only steer Iometer's GUI or its cycling test types are
 //! skipped.
 
 use super::super::validate::SpecError;
@@ -254,7 +255,8 @@ fn oio(w: &mut Worker, e: &Entry, at: &str) -> Result<(), SpecError> {
         return Err(SpecError::unsupported(
             "Iometer setting",
             "test connection rate",
-            "Iometer then reopens the target every N transactions and counts the opens;              set it to DISABLED",
+            "Iometer then reopens the target every N transactions and counts the opens; \
+             set it to DISABLED",
         )
         .context(at));
     }
