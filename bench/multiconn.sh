@@ -14,7 +14,9 @@
 # bench/protocols_vs_fio.py --build-fio) to compare those rows too; without it
 # the NFS and iSCSI rows show storlab alone.
 #
-#   bench/multiconn.sh            # RUNTIME=5 CONNS="1 2 4 8" PROTOS="nbd nfs3 nfs4 iscsi"
+#   bench/multiconn.sh            # RUNTIME=5 CONNS="1 2 4 8" PROTOS="nbd nfs3 nfs4 iscsi" REPEAT=1
+# REPEAT=N runs each point N times, the three shapes alternating, and prints
+# each shape's median IOPS (and the CPU per I/O of that median run).
 # Needs root (the lab) and a release build (cargo build --release).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,6 +24,7 @@ STORLAB=$ROOT/target/release/storlab
 RUNTIME=${RUNTIME:-5}
 CONNS=${CONNS:-"1 2 4 8"}
 PROTOS=${PROTOS:-"nbd nfs3 nfs4 iscsi"}
+REPEAT=${REPEAT:-1}
 QD=16
 FIO_FULL=${FIO_FULL:-}
 
@@ -116,15 +119,28 @@ fio_point() {
         <(sed -n '/^{/,$p' "$TMP/f.json")
 }
 
-echo "4 KiB random read, QD $QD per connection, ${RUNTIME} s per point, lab on 127.0.0.1 (RAM)"
+# median LINES: of "IOPS CPU" lines, the one with the median IOPS (the lower
+# middle one for an even count); "- -" stays "- -".
+median() {
+    sort -n | awk '{ l[NR] = $0 } END { print l[int((NR + 1) / 2)] }'
+}
+
+echo "4 KiB random read, QD $QD per connection, ${RUNTIME} s per point, median of $REPEAT" \
+    "alternating run(s), lab on 127.0.0.1 (RAM)"
 echo "$("$STORLAB" --version 2>/dev/null || echo storlab); $(fio --version)"
 printf "%-6s %5s %13s %13s %10s %12s %12s %10s %8s\n" protocol conns "nconnect IOPS" \
     "threads IOPS" "fio IOPS" "nconnect µs" "threads µs" "fio µs" "best x"
 for p in $PROTOS; do
     for n in $CONNS; do
-        read -r si sc < <(storlab_point "$p" "$n" nconnect)
-        read -r ti tc < <(storlab_point "$p" "$n" threads)
-        read -r fi fc < <(fio_point "$p" "$n")
+        : >"$TMP/runs.s" && : >"$TMP/runs.t" && : >"$TMP/runs.f"
+        for _ in $(seq "$REPEAT"); do
+            storlab_point "$p" "$n" nconnect >>"$TMP/runs.s"
+            storlab_point "$p" "$n" threads >>"$TMP/runs.t"
+            fio_point "$p" "$n" >>"$TMP/runs.f"
+        done
+        read -r si sc < <(median <"$TMP/runs.s")
+        read -r ti tc < <(median <"$TMP/runs.t")
+        read -r fi fc < <(median <"$TMP/runs.f")
         ratio=$(awk -v a="$si" -v t="$ti" -v b="$fi" \
             'BEGIN { if (t > a) a = t; if (b + 0 > 0) printf "%.2f", a / b; else print "-" }')
         printf "%-6s %5s %13s %13s %10s %12s %12s %10s %8s\n" "$p" "$n" "$si" "$ti" "$fi" "$sc" \
