@@ -550,6 +550,12 @@ mod tests {
         Arc::new(Shared::new(test_config("t", None, allow, idle)))
     }
 
+    /// An agent that allows the null target and waits a minute for a silent
+    /// controller (longer than any of these tests).
+    fn null_agent() -> Arc<Shared> {
+        shared(&["null:"], Duration::from_secs(60))
+    }
+
     fn spec(runtime_ms: u64) -> crate::workload::Spec {
         let mut s = crate::workload::test_spec(2, 1, 1);
         s.interval = Duration::from_millis(50);
@@ -576,6 +582,13 @@ mod tests {
         reply(dispatch(sh, prepare_req(run, runtime_ms, "null:")))
     }
 
+    /// Prepare run `run` of `runtime_ms` on the null target and start it;
+    /// both must be accepted.
+    fn start_null(sh: &Arc<Shared>, run: u64, runtime_ms: u64) {
+        prepare_null(sh, run, runtime_ms);
+        start_now(sh, run);
+    }
+
     fn refusal(r: Reply) -> (u16, ErrorKind, String) {
         match r {
             Err(Refusal(status, kind, msg)) => (status, kind, msg),
@@ -597,6 +610,25 @@ mod tests {
                 run,
                 at_unix_ns: now_unix_ns() + 20_000_000,
             }),
+        ))
+    }
+
+    /// Stop run `run` for `reason`; the stop must be accepted.
+    fn stop_run(sh: &Arc<Shared>, run: u64, reason: &str) -> wire::StopReply {
+        reply(dispatch(
+            sh,
+            AgentRequest::Stop(wire::StopRequest {
+                run,
+                reason: reason.into(),
+            }),
+        ))
+    }
+
+    /// Ask for run `run`'s result; it must be given.
+    fn result_of(sh: &Arc<Shared>, run: u64) -> wire::ResultReply {
+        reply(dispatch(
+            sh,
+            AgentRequest::Result(wire::ResultRequest { run }),
         ))
     }
 
@@ -622,7 +654,7 @@ mod tests {
 
     #[test]
     fn a_run_goes_prepare_start_intervals_result_and_back_to_idle() {
-        let sh = shared(&["null:"], Duration::from_secs(60));
+        let sh = null_agent();
         let p = prepare_null(&sh, 7, 300);
         assert_eq!((p.run, p.threads), (7, 1));
         assert_eq!(sh.state(), RunState::Prepared);
@@ -638,10 +670,7 @@ mod tests {
         // Both VMs' workers come back once, with their totals, at the end.
         assert_eq!(last.workers.len(), 2);
         assert!(last.workers.iter().all(|w| w.stats.total_ios() > 0));
-        let r: wire::ResultReply = reply(dispatch(
-            &sh,
-            AgentRequest::Result(wire::ResultRequest { run: 7 }),
-        ));
+        let r = result_of(&sh, 7);
         assert!(r.done && r.error.is_none());
         assert_eq!(r.intervals as usize, intervals.len());
         assert_eq!(sh.state(), RunState::Idle);
@@ -649,7 +678,7 @@ mod tests {
 
     #[test]
     fn requests_for_another_run_are_refused_naming_both_runs() {
-        let sh = shared(&["null:"], Duration::from_secs(60));
+        let sh = null_agent();
         let (status, _, msg) = refusal(dispatch(
             &sh,
             AgentRequest::Start(wire::StartRequest {
@@ -684,41 +713,25 @@ mod tests {
         }
         // The prepared run is untouched and can be released by its result.
         assert_eq!(sh.state(), RunState::Prepared);
-        let _: wire::ResultReply = reply(dispatch(
-            &sh,
-            AgentRequest::Result(wire::ResultRequest { run: 4 }),
-        ));
+        result_of(&sh, 4);
         assert_eq!(sh.state(), RunState::Idle);
     }
 
     #[test]
     fn a_second_prepare_while_running_is_busy_and_stop_ends_the_run() {
-        let sh = shared(&["null:"], Duration::from_secs(60));
-        prepare_null(&sh, 1, 60_000);
-        start_now(&sh, 1);
+        let sh = null_agent();
+        start_null(&sh, 1, 60_000);
         let (status, kind, msg) = refusal(dispatch(&sh, prepare_req(2, 100, "null:")));
         assert_eq!((status, kind), (409, ErrorKind::Busy));
         assert!(msg.contains("run 1"), "{msg}");
-        let s: wire::StopReply = reply(dispatch(
-            &sh,
-            AgentRequest::Stop(wire::StopRequest {
-                run: 1,
-                reason: "test".into(),
-            }),
-        ));
+        let s = stop_run(&sh, 1, "test");
         assert!(s.stopping);
         // A minute-long run ends well before its time once stopped.
         let t0 = Instant::now();
         let (_, last) = drain(&sh, 1);
         assert!(last.done && t0.elapsed() < Duration::from_secs(20));
         // Stop again: idempotent, and it says nothing is stopping any more.
-        let s: wire::StopReply = reply(dispatch(
-            &sh,
-            AgentRequest::Stop(wire::StopRequest {
-                run: 1,
-                reason: "again".into(),
-            }),
-        ));
+        let s = stop_run(&sh, 1, "again");
         assert!(!s.stopping);
     }
 
@@ -753,8 +766,7 @@ mod tests {
         assert_eq!(sh.state(), RunState::Idle);
         assert!(sh.lock().runner.is_none());
 
-        prepare_null(&sh, 2, 60_000);
-        start_now(&sh, 2);
+        start_null(&sh, 2, 60_000);
         std::thread::sleep(Duration::from_millis(5));
         watchdog_tick(&sh);
         let err = sh.lock().error.clone().unwrap_or_default();
@@ -772,16 +784,9 @@ mod tests {
         }
     }
 
-    fn result_of(sh: &Arc<Shared>, run: u64) -> wire::ResultReply {
-        reply(dispatch(
-            sh,
-            AgentRequest::Result(wire::ResultRequest { run }),
-        ))
-    }
-
     #[test]
     fn start_is_for_a_prepared_run_only_and_result_stops_a_running_one() {
-        let sh = shared(&["null:"], Duration::from_secs(60));
+        let sh = null_agent();
         prepare_null(&sh, 1, 60_000);
         // Prepared, not started: intervals wait for nothing and say not done.
         let r: wire::IntervalsReply = reply(ask_intervals(&sh, 1, 0, 0));
@@ -812,9 +817,8 @@ mod tests {
 
     #[test]
     fn a_finished_run_left_uncollected_gives_way_to_the_next_prepare() {
-        let sh = shared(&["null:"], Duration::from_secs(60));
-        prepare_null(&sh, 1, 100);
-        start_now(&sh, 1);
+        let sh = null_agent();
+        start_null(&sh, 1, 100);
         let (intervals, _) = drain(&sh, 1);
         assert!(!intervals.is_empty());
         assert_eq!(sh.state(), RunState::Finished);
@@ -835,7 +839,7 @@ mod tests {
 
     #[test]
     fn a_journal_outside_the_allow_list_is_refused_before_any_state_changes() {
-        let sh = shared(&["null:"], Duration::from_secs(60));
+        let sh = null_agent();
         let AgentRequest::Prepare(mut req, targets) = prepare_req(1, 100, "null:") else {
             unreachable!()
         };
