@@ -590,15 +590,29 @@ mod tests {
     /// A unique temporary file path, removed on drop.
     struct TempFile(PathBuf);
     impl TempFile {
+        /// A file of `len` zero bytes in the temporary directory.
         fn new(len: u64) -> Self {
-            let p = std::env::temp_dir().join(format!(
-                "storlab-file-{}-{}.tst",
+            let t = TempFile::named_in(&std::env::temp_dir(), "file");
+            let f = File::create(&t.0).unwrap();
+            f.set_len(len).unwrap();
+            t
+        }
+
+        /// A unique path `storlab-STEM-PID-N.tst` in `dir`; nothing is created.
+        fn named_in(dir: &Path, stem: &str) -> Self {
+            TempFile(dir.join(format!(
+                "storlab-{stem}-{}-{}.tst",
                 std::process::id(),
                 N.fetch_add(1, Ordering::Relaxed)
-            ));
-            let f = File::create(&p).unwrap();
-            f.set_len(len).unwrap();
-            TempFile(p)
+            )))
+        }
+
+        /// Make the file `len` random bytes from `seed`; returns them.
+        fn write_random(&self, len: usize, seed: u64) -> Vec<u8> {
+            let mut data = vec![0u8; len];
+            content::fill(&mut data, Content::Random, seed, 0);
+            std::fs::write(&self.0, &data).unwrap();
+            data
         }
 
         /// A backend of this one file.
@@ -845,15 +859,8 @@ mod tests {
             dirs.push(PathBuf::from("/dev/shm"));
         }
         for dir in dirs {
-            let path = dir.join(format!(
-                "storlab-hipri-{}-{}.tst",
-                std::process::id(),
-                N.fetch_add(1, Ordering::Relaxed)
-            ));
-            let t = TempFile(path);
-            let mut data = vec![0u8; 8192];
-            content::fill(&mut data, Content::Random, 9, 0);
-            std::fs::write(&t.0, &data).unwrap();
+            let t = TempFile::named_in(&dir, "hipri");
+            let data = t.write_random(8192, 9);
             let o = OpenOptions {
                 direct: true,
                 hipri: true,
@@ -1139,9 +1146,7 @@ mod tests {
     #[test]
     fn direct_read_or_clear_error() {
         let t = TempFile::new(0);
-        let mut data = vec![0u8; 16384];
-        content::fill(&mut data, Content::Random, 8, 0);
-        std::fs::write(&t.0, &data).unwrap();
+        let data = t.write_random(16384, 8);
         let o = OpenOptions {
             direct: true,
             sync: None,
