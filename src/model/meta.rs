@@ -251,24 +251,23 @@ impl MetaResult {
         }
     }
 
-    /// What must match for two runs' figures to be comparable, as JSON: the
-    /// kind and the spec (not the target, the run directory or the client).
-    pub fn spec(&self) -> serde_json::Value {
+    /// What must match for two runs' figures to be comparable: the kind and
+    /// the spec (not the target, the run directory or the client). Stored as
+    /// JSON beside the run and read back from it as this same type.
+    pub fn spec(&self) -> MetaSpec {
         match self {
-            MetaResult::Meta(r) => serde_json::json!({
-                "kind": "meta",
-                "dirs": r.dirs,
-                "files_per_dir": r.files_per_dir,
-                "file_size": r.file_size,
-                "threads": r.threads,
-                "mix": r.mix,
-                "runtime_s": r.runtime_s,
-            }),
-            MetaResult::Copy(r) => serde_json::json!({
-                "kind": "copy",
-                "size": r.size,
-                "block_size": r.block_size,
-            }),
+            MetaResult::Meta(r) => MetaSpec::Meta {
+                dirs: r.dirs,
+                files_per_dir: r.files_per_dir,
+                file_size: r.file_size,
+                threads: r.threads,
+                mix: r.mix.clone(),
+                runtime_s: r.runtime_s,
+            },
+            MetaResult::Copy(r) => MetaSpec::Copy {
+                size: r.size,
+                block_size: r.block_size,
+            },
         }
     }
 
@@ -317,4 +316,33 @@ impl MetaResult {
                 .collect(),
         }
     }
+}
+
+/// The spec of a metadata or copy run: what [`MetaResult::spec`] gives, as
+/// the store keeps it (JSON tagged by `kind`) and reads it back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum MetaSpec {
+    /// The many-small-files mix.
+    Meta {
+        /// Directories.
+        dirs: u32,
+        /// Files in each directory.
+        files_per_dir: u32,
+        /// Bytes of each file.
+        file_size: u64,
+        /// Client threads.
+        threads: u32,
+        /// The operation mix, as given.
+        mix: String,
+        /// Measured seconds.
+        runtime_s: f64,
+    },
+    /// The single-large-file copy.
+    Copy {
+        /// Bytes of the file.
+        size: u64,
+        /// Bytes of each block.
+        block_size: u64,
+    },
 }

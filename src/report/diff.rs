@@ -330,7 +330,7 @@ impl Diff {
             .sources
             .iter()
             .chain(&new.sources)
-            .filter_map(|s| Some(s.run.meta.as_ref()?.spec()))
+            .filter_map(|s| serde_json::to_value(s.run.meta.as_ref()?.spec()).ok())
             .collect();
         if let Some(first) = specs.first() {
             for spec in &specs[1..] {

@@ -6,14 +6,13 @@
 use super::write::MixPhases;
 use super::{RunId, Store, StoreError};
 use crate::model::meta::{
-    CopyPhase, CopyReport, FORMAT_VERSION, Latency, MetaReport, MetaResult, OpResult,
+    CopyPhase, CopyReport, FORMAT_VERSION, Latency, MetaReport, MetaResult, MetaSpec, OpResult,
 };
 use crate::model::{IntervalRecord, Phase, PointResult, WorkerResult};
 use crate::model::{JobRecord, RunRecord};
 use crate::plan::WorkerId;
 use crate::stats::{LatHist, Snapshot, Summary};
 use rusqlite::Row;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 /// How a run ended, as the database records it.
@@ -262,9 +261,9 @@ impl Store {
                 Ok((o, h))
             })
             .collect::<Result<Vec<(StoredOp, LatHist)>, StoreError>>()?;
-        let spec: StoredSpec = self.decode("the meta spec", &spec)?;
+        let spec: MetaSpec = self.decode("the meta spec", &spec)?;
         Ok(Some(match spec {
-            StoredSpec::Meta {
+            MetaSpec::Meta {
                 dirs,
                 files_per_dir,
                 file_size,
@@ -313,7 +312,7 @@ impl Store {
                     error,
                 })
             }
-            StoredSpec::Copy { size, block_size } => {
+            MetaSpec::Copy { size, block_size } => {
                 let mut phase = |dir: &str| {
                     let i = ops.iter().position(|(o, _)| o.op == dir).ok_or_else(|| {
                         self.err(what, format!("the copy's {dir} row is missing"))
@@ -486,24 +485,6 @@ impl PointRow {
             steady: r.get(14)?,
         })
     }
-}
-
-/// `meta_runs.spec`: what a `storlab meta` run was asked to do.
-#[derive(Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-enum StoredSpec {
-    Meta {
-        dirs: u32,
-        files_per_dir: u32,
-        file_size: u64,
-        threads: u32,
-        mix: String,
-        runtime_s: f64,
-    },
-    Copy {
-        size: u64,
-        block_size: u64,
-    },
 }
 
 /// One row of the meta_ops table.
