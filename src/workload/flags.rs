@@ -10,177 +10,174 @@ use super::settings::{Settings, job_from_settings};
 use super::validate::{SpecError, validate_job};
 use toml::Value;
 
-/// Workload flags; each overrides one setting of every load point and group.
-#[derive(clap::Args, Clone, Debug, Default)]
-pub struct Flags {
-    /// Block size, e.g. 4k, 64KiB (binary units)
-    #[arg(long = "bs", value_name = "SIZE")]
-    pub bs: Option<String>,
-    /// Block size mix, fio syntax: 4k/50:8k/30:64k/20
-    #[arg(long = "bssplit", value_name = "MIX")]
-    pub bssplit: Option<String>,
-    /// read|write|randread|randwrite|rw|readwrite|randrw
-    #[arg(long = "rw", value_name = "MODE")]
-    pub rw: Option<String>,
-    /// Read share of a mixed workload, 0..=100
-    #[arg(long = "rwmixread", value_name = "PCT")]
-    pub rwmixread: Option<String>,
-    /// Share of I/Os at random offsets, 0..=100
-    #[arg(long = "percentage_random", value_name = "PCT")]
-    pub percentage_random: Option<String>,
-    /// Outstanding I/Os per worker
-    #[arg(long = "iodepth", value_name = "N")]
-    pub iodepth: Option<String>,
-    /// Completions to wait for before refilling the queue (fio's; default 1, at most iodepth)
-    #[arg(long = "iodepth_batch_complete_min", value_name = "N")]
-    pub iodepth_batch_complete_min: Option<String>,
-    /// Requests queued before they are submitted together (fio's; 1: each as
-    /// queued; default: each on a device queue, else one submit per refill)
-    #[arg(long = "iodepth_batch_submit", value_name = "N")]
-    pub iodepth_batch_submit: Option<String>,
-    /// Workers per VM
-    #[arg(long = "numjobs", value_name = "N")]
-    pub numjobs: Option<String>,
-    /// Warm-up excluded from the summary, e.g. 10s, 1m
-    #[arg(long = "ramp_time", value_name = "DURATION")]
-    pub ramp_time: Option<String>,
-    /// Measured time, e.g. 60 (seconds), 5m; 0 with --io_size = until done
-    #[arg(long = "runtime", value_name = "DURATION")]
-    pub runtime: Option<String>,
-    /// Region used on each disk (and created file size), e.g. 1GiB
-    #[arg(long = "size", value_name = "SIZE")]
-    pub size: Option<String>,
-    /// Start of the region on each disk
-    #[arg(long = "offset", value_name = "SIZE")]
-    pub offset: Option<String>,
-    /// Disks on one file/device/LUN/export: slice (disk k at offset + k*size) | shared
-    #[arg(
-        long = "disk_layout",
-        alias = "disk-layout",
-        value_name = "slice|shared"
-    )]
-    pub disk_layout: Option<String>,
-    /// Stop each worker after this many bytes
-    #[arg(long = "io_size", value_name = "SIZE")]
-    pub io_size: Option<String>,
-    /// End the run when an I/O is in flight this long, e.g. 30s (default); 0|none = no limit
-    #[arg(long = "io-timeout", alias = "io_timeout", value_name = "DURATION")]
-    pub io_timeout: Option<String>,
-    /// Bypass the page cache (O_DIRECT): 0|1
-    #[arg(long = "direct", value_name = "0|1")]
-    pub direct: Option<String>,
-    /// Synchronous writes: 0|1|dsync|sync
-    #[arg(long = "sync", value_name = "MODE")]
-    pub sync: Option<String>,
-    /// io_uring submission-queue polling thread (IORING_SETUP_SQPOLL; file: targets): 0|1
-    #[arg(long = "sqpoll", value_name = "0|1", num_args = 0..=1, default_missing_value = "1")]
-    pub sqpoll: Option<String>,
-    /// Pin the SQPOLL thread to this CPU (needs --sqpoll)
-    #[arg(long = "sqpoll_cpu", value_name = "CPU")]
-    pub sqpoll_cpu: Option<String>,
-    /// Polled completions (IORING_SETUP_IOPOLL; needs --direct 1 and a device with poll queues): 0|1
-    #[arg(long = "hipri", value_name = "0|1", num_args = 0..=1, default_missing_value = "1")]
-    pub hipri: Option<String>,
-    /// I/O rate cap per worker, I/Os per second
-    #[arg(long = "rate_iops", value_name = "N")]
-    pub rate_iops: Option<String>,
-    /// Bandwidth cap per worker, bytes per second, e.g. 10MiB
-    #[arg(long = "rate", value_name = "SIZE")]
-    pub rate: Option<String>,
-    /// How a rate cap paces I/O: closed (fio-like, latency from submission) | open (fixed schedule, latency from each I/O's scheduled time)
-    #[arg(long = "rate_mode", alias = "rate-mode", value_name = "closed|open")]
-    pub rate_mode: Option<String>,
-    /// Offset alignment, e.g. 4k (default: the smallest block size)
-    #[arg(long = "blockalign", value_name = "SIZE")]
-    pub blockalign: Option<String>,
-    /// Number of VMs (identical worker groups)
-    #[arg(long = "vms", value_name = "N")]
-    pub vms: Option<String>,
-    /// Disks (files or LUNs) per VM
-    #[arg(long = "disks", value_name = "N")]
-    pub disks: Option<String>,
-    /// Data written: random|zeros|compress=N,dedupe=M
-    #[arg(long = "content", value_name = "KIND")]
-    pub content: Option<String>,
-    /// Statistics interval, e.g. 1s, 500ms
-    #[arg(long = "interval", value_name = "DURATION")]
-    pub interval: Option<String>,
-    /// Seed of every pseudo-random choice (decimal or 0x hex)
-    #[arg(long = "seed", value_name = "N")]
-    pub seed: Option<String>,
-    /// Verify data: self-describing blocks, every read checked (docs/verify.md): 0|1
-    #[arg(long = "verify", value_name = "0|1", num_args = 0..=1, default_missing_value = "1")]
-    pub verify: Option<String>,
-    /// Journal acknowledged writes to FILE for `storlab verify --journal` (implies --verify)
-    #[arg(long = "journal", value_name = "FILE")]
-    pub journal: Option<String>,
-    /// End the ramp once the fleet's figure settles: iops|bw|lat[_slope]:P%, e.g. iops:5% (--ramp_time is then the longest ramp)
-    #[arg(long = "steadystate", alias = "ss", value_name = "METRIC:P%")]
-    pub steadystate: Option<String>,
-    /// The steady-state window, e.g. 10s (default: 5 intervals)
-    #[arg(
-        long = "steadystate_duration",
-        alias = "ss_dur",
-        value_name = "DURATION"
-    )]
-    pub steadystate_duration: Option<String>,
-    /// How long into the ramp the steady-state gate starts watching, e.g. 30s (default 0)
-    #[arg(
-        long = "steadystate_ramp_time",
-        alias = "ss_ramp",
-        value_name = "DURATION"
-    )]
-    pub steadystate_ramp_time: Option<String>,
+/// Declares the workload flags from one list, so a flag is written once: the
+/// [`Flags`] struct (a `pub key: Option<String>` field per flag, parsed by clap
+/// as `--key`) and the job-file key of each flag ([`Flags::KEYS`], which
+/// [`Flags::given`] reads the fields by).
+///
+/// An entry is the flag's help (doc comment, shown by `--help`), its `#[arg]`
+/// settings (at least `value_name`; also `alias`, `num_args`, ... as in clap),
+/// and its job-file key, which is also the field's name and the flag's name:
+///
+/// ```text
+/// /// Block size, e.g. 4k, 64KiB (binary units)
+/// #[arg(value_name = "SIZE")]
+/// bs,
+/// ```
+///
+/// `key as "io-timeout"` spells the flag differently from its key. The key must
+/// be one [`Settings::set`] accepts (a test checks every one); entries appear in
+/// `--help` in their order here.
+macro_rules! workload_flags {
+    (
+        $(#[$struct_attr:meta])*
+        pub struct Flags {
+            $(
+                $(#[$attr:meta])*
+                $key:ident $(as $long:literal)?,
+            )+
+        }
+    ) => {
+        $(#[$struct_attr])*
+        #[derive(clap::Args, Clone, Debug, Default)]
+        pub struct Flags {
+            $(
+                $(#[$attr])*
+                #[arg(long = workload_flags!(@long $key $($long)?))]
+                pub $key: Option<String>,
+            )+
+        }
+
+        impl Flags {
+            /// The job-file key of every flag, in `--help` order.
+            pub const KEYS: &[&str] = &[$(stringify!($key)),+];
+
+            /// The flags that were given, as (job-file key, value).
+            fn given(&self) -> Vec<(&'static str, &str)> {
+                [$((stringify!($key), &self.$key)),+]
+                    .into_iter()
+                    .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
+                    .collect()
+            }
+        }
+    };
+    (@long $key:ident) => { stringify!($key) };
+    (@long $key:ident $long:literal) => { $long };
+}
+
+workload_flags! {
+    /// Workload flags; each overrides one setting of every load point and group.
+    pub struct Flags {
+        /// Block size, e.g. 4k, 64KiB (binary units)
+        #[arg(value_name = "SIZE")]
+        bs,
+        /// Block size mix, fio syntax: 4k/50:8k/30:64k/20
+        #[arg(value_name = "MIX")]
+        bssplit,
+        /// read|write|randread|randwrite|rw|readwrite|randrw
+        #[arg(value_name = "MODE")]
+        rw,
+        /// Read share of a mixed workload, 0..=100
+        #[arg(value_name = "PCT")]
+        rwmixread,
+        /// Share of I/Os at random offsets, 0..=100
+        #[arg(value_name = "PCT")]
+        percentage_random,
+        /// Outstanding I/Os per worker
+        #[arg(value_name = "N")]
+        iodepth,
+        /// Completions to wait for before refilling the queue (fio's; default 1, at most iodepth)
+        #[arg(value_name = "N")]
+        iodepth_batch_complete_min,
+        /// Requests queued before they are submitted together (fio's; 1: each as
+        /// queued; default: each on a device queue, else one submit per refill)
+        #[arg(value_name = "N")]
+        iodepth_batch_submit,
+        /// Workers per VM
+        #[arg(value_name = "N")]
+        numjobs,
+        /// Warm-up excluded from the summary, e.g. 10s, 1m
+        #[arg(value_name = "DURATION")]
+        ramp_time,
+        /// Measured time, e.g. 60 (seconds), 5m; 0 with --io_size = until done
+        #[arg(value_name = "DURATION")]
+        runtime,
+        /// Region used on each disk (and created file size), e.g. 1GiB
+        #[arg(value_name = "SIZE")]
+        size,
+        /// Start of the region on each disk
+        #[arg(value_name = "SIZE")]
+        offset,
+        /// Disks on one file/device/LUN/export: slice (disk k at offset + k*size) | shared
+        #[arg(alias = "disk-layout", value_name = "slice|shared")]
+        disk_layout,
+        /// Stop each worker after this many bytes
+        #[arg(value_name = "SIZE")]
+        io_size,
+        /// End the run when an I/O is in flight this long, e.g. 30s (default); 0|none = no limit
+        #[arg(alias = "io_timeout", value_name = "DURATION")]
+        io_timeout as "io-timeout",
+        /// Bypass the page cache (O_DIRECT): 0|1
+        #[arg(value_name = "0|1")]
+        direct,
+        /// Synchronous writes: 0|1|dsync|sync
+        #[arg(value_name = "MODE")]
+        sync,
+        /// io_uring submission-queue polling thread (IORING_SETUP_SQPOLL; file: targets): 0|1
+        #[arg(value_name = "0|1", num_args = 0..=1, default_missing_value = "1")]
+        sqpoll,
+        /// Pin the SQPOLL thread to this CPU (needs --sqpoll)
+        #[arg(value_name = "CPU")]
+        sqpoll_cpu,
+        /// Polled completions (IORING_SETUP_IOPOLL; needs --direct 1 and a device with poll queues): 0|1
+        #[arg(value_name = "0|1", num_args = 0..=1, default_missing_value = "1")]
+        hipri,
+        /// I/O rate cap per worker, I/Os per second
+        #[arg(value_name = "N")]
+        rate_iops,
+        /// Bandwidth cap per worker, bytes per second, e.g. 10MiB
+        #[arg(value_name = "SIZE")]
+        rate,
+        /// How a rate cap paces I/O: closed (fio-like, latency from submission) | open (fixed schedule, latency from each I/O's scheduled time)
+        #[arg(alias = "rate-mode", value_name = "closed|open")]
+        rate_mode,
+        /// Offset alignment, e.g. 4k (default: the smallest block size)
+        #[arg(value_name = "SIZE")]
+        blockalign,
+        /// Number of VMs (identical worker groups)
+        #[arg(value_name = "N")]
+        vms,
+        /// Disks (files or LUNs) per VM
+        #[arg(value_name = "N")]
+        disks,
+        /// Data written: random|zeros|compress=N,dedupe=M
+        #[arg(value_name = "KIND")]
+        content,
+        /// Statistics interval, e.g. 1s, 500ms
+        #[arg(value_name = "DURATION")]
+        interval,
+        /// Seed of every pseudo-random choice (decimal or 0x hex)
+        #[arg(value_name = "N")]
+        seed,
+        /// Verify data: self-describing blocks, every read checked (docs/verify.md): 0|1
+        #[arg(value_name = "0|1", num_args = 0..=1, default_missing_value = "1")]
+        verify,
+        /// Journal acknowledged writes to FILE for `storlab verify --journal` (implies --verify)
+        #[arg(value_name = "FILE")]
+        journal,
+        /// End the ramp once the fleet's figure settles: iops|bw|lat[_slope]:P%, e.g. iops:5% (--ramp_time is then the longest ramp)
+        #[arg(alias = "ss", value_name = "METRIC:P%")]
+        steadystate,
+        /// The steady-state window, e.g. 10s (default: 5 intervals)
+        #[arg(alias = "ss_dur", value_name = "DURATION")]
+        steadystate_duration,
+        /// How long into the ramp the steady-state gate starts watching, e.g. 30s (default 0)
+        #[arg(alias = "ss_ramp", value_name = "DURATION")]
+        steadystate_ramp_time,
+    }
 }
 
 impl Flags {
-    /// The flags that were given, as (job-file key, value).
-    fn given(&self) -> Vec<(&'static str, &str)> {
-        let all: [(&'static str, &Option<String>); 35] = [
-            ("bs", &self.bs),
-            ("bssplit", &self.bssplit),
-            ("rw", &self.rw),
-            ("rwmixread", &self.rwmixread),
-            ("percentage_random", &self.percentage_random),
-            ("iodepth", &self.iodepth),
-            (
-                "iodepth_batch_complete_min",
-                &self.iodepth_batch_complete_min,
-            ),
-            ("iodepth_batch_submit", &self.iodepth_batch_submit),
-            ("numjobs", &self.numjobs),
-            ("ramp_time", &self.ramp_time),
-            ("runtime", &self.runtime),
-            ("size", &self.size),
-            ("offset", &self.offset),
-            ("disk_layout", &self.disk_layout),
-            ("io_size", &self.io_size),
-            ("io_timeout", &self.io_timeout),
-            ("direct", &self.direct),
-            ("sync", &self.sync),
-            ("sqpoll", &self.sqpoll),
-            ("sqpoll_cpu", &self.sqpoll_cpu),
-            ("hipri", &self.hipri),
-            ("rate_iops", &self.rate_iops),
-            ("rate", &self.rate),
-            ("rate_mode", &self.rate_mode),
-            ("blockalign", &self.blockalign),
-            ("vms", &self.vms),
-            ("disks", &self.disks),
-            ("content", &self.content),
-            ("interval", &self.interval),
-            ("steadystate", &self.steadystate),
-            ("steadystate_duration", &self.steadystate_duration),
-            ("steadystate_ramp_time", &self.steadystate_ramp_time),
-            ("seed", &self.seed),
-            ("verify", &self.verify),
-            ("journal", &self.journal),
-        ];
-        all.into_iter()
-            .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
-            .collect()
-    }
-
     /// Whether any flag was given.
     pub fn is_empty(&self) -> bool {
         self.given().is_empty()
@@ -254,6 +251,21 @@ mod tests {
         Cli::try_parse_from(std::iter::once("storlab").chain(args.iter().copied()))
             .unwrap()
             .flags
+    }
+
+    #[test]
+    fn every_flag_is_a_job_file_key() {
+        use super::super::settings::{GROUP_KEYS, SPEC_KEYS};
+        for &key in Flags::KEYS {
+            assert!(
+                GROUP_KEYS.contains(&key) || SPEC_KEYS.contains(&key),
+                "--{key} is not a job-file key (settings::GROUP_KEYS or SPEC_KEYS)"
+            );
+            // Any error is about the value: Settings::set knows the key.
+            if let Err(e) = Settings::default().set(key, &Value::String("?".into())) {
+                assert!(!e.field.starts_with("unknown"), "--{key}: {e}");
+            }
+        }
     }
 
     #[test]
