@@ -253,6 +253,11 @@ mod tests {
             .flags
     }
 
+    /// The error applying `args` to `job` (`None`: the flags alone) gives.
+    fn error(args: &[&str], job: Option<Job>) -> String {
+        flags(args).apply(job).unwrap_err().to_string()
+    }
+
     #[test]
     fn every_flag_is_a_job_file_key() {
         use super::super::settings::{GROUP_KEYS, SPEC_KEYS};
@@ -265,6 +270,25 @@ mod tests {
             if let Err(e) = Settings::default().set(key, &Value::String("?".into())) {
                 assert!(!e.field.starts_with("unknown"), "--{key}: {e}");
             }
+        }
+    }
+
+    #[test]
+    fn flags_spelled_otherwise_and_aliases_give_their_key() {
+        // Each key once by its flag, once by an alias (io_timeout's flag is --io-timeout).
+        for line in [
+            "--io-timeout 5s --disk_layout shared --ss iops:5%",
+            "--io_timeout 5s --disk-layout shared --steadystate iops:5%",
+        ] {
+            let args: Vec<&str> = line.split(' ').collect();
+            assert_eq!(
+                flags(&args).given(),
+                [
+                    ("disk_layout", "shared"),
+                    ("io_timeout", "5s"),
+                    ("steadystate", "iops:5%")
+                ]
+            );
         }
     }
 
@@ -399,10 +423,10 @@ mod tests {
             .apply(Some(base.clone()))
             .unwrap();
         assert_eq!(submitted.points[0].groups[0].access.submit_batch, 2);
-        let e = flags(&["--iodepth", "8", "--iodepth_batch_submit", "0"])
-            .apply(Some(base.clone()))
-            .unwrap_err()
-            .to_string();
+        let e = error(
+            &["--iodepth", "8", "--iodepth_batch_submit", "0"],
+            Some(base.clone()),
+        );
         assert!(e.contains("iodepth_batch_submit"), "{e}");
         assert!(!job.points[0].sqpoll && !job.points[0].hipri);
         // Bare --sqpoll and --hipri mean 1; --sqpoll_cpu pins the thread.
@@ -413,10 +437,7 @@ mod tests {
         assert_eq!((p.sqpoll, p.sqpoll_cpu, p.hipri), (true, Some(1), true));
         let off = flags(&["--sqpoll", "0"]).apply(Some(base.clone())).unwrap();
         assert!(!off.points[0].sqpoll);
-        let e = flags(&["--sqpoll_cpu", "x"])
-            .apply(Some(base.clone()))
-            .unwrap_err()
-            .to_string();
+        let e = error(&["--sqpoll_cpu", "x"], Some(base.clone()));
         assert_eq!(
             e,
             "invalid --sqpoll_cpu = x (allowed: a CPU number, e.g. 0)"
@@ -432,31 +453,16 @@ mod tests {
 
     #[test]
     fn errors_name_the_flag() {
-        let e = flags(&["--rwmixread", "150"])
-            .apply(None)
-            .unwrap_err()
-            .to_string();
+        let e = error(&["--rwmixread", "150"], None);
         assert_eq!(e, "invalid --rwmixread = 150 (allowed: 0..=100)");
-        let e = flags(&["--direct", "yes"])
-            .apply(None)
-            .unwrap_err()
-            .to_string();
+        let e = error(&["--direct", "yes"], None);
         assert_has(&e, "--direct = yes");
-        let e = flags(&["--bs", "4k", "--bssplit", "4k/100"])
-            .apply(None)
-            .unwrap_err()
-            .to_string();
+        let e = error(&["--bs", "4k", "--bssplit", "4k/100"], None);
         assert_has(&e, "bs/bssplit");
         // Range errors come from validation, with the field's name.
-        let e = flags(&["--iodepth", "0"])
-            .apply(None)
-            .unwrap_err()
-            .to_string();
+        let e = error(&["--iodepth", "0"], None);
         assert_has(&e, "invalid iodepth = 0");
-        let e = flags(&["--direct", "1", "--bs", "1000"])
-            .apply(None)
-            .unwrap_err()
-            .to_string();
+        let e = error(&["--direct", "1", "--bs", "1000"], None);
         assert_has(&e, "invalid bs = 1000");
     }
 }
