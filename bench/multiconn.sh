@@ -17,6 +17,7 @@
 #   bench/multiconn.sh            # RUNTIME=5 CONNS="1 2 4 8" PROTOS="nbd nfs3 nfs4 iscsi" REPEAT=1
 # REPEAT=N runs each point N times, the three shapes alternating, and prints
 # each shape's median IOPS (and the CPU per I/O of that median run).
+# RAW=1 also prints every run (nconnect, threads, fio: IOPS and CPU per I/O) to stderr.
 # Needs root (the lab) and a release build (cargo build --release).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -138,6 +139,7 @@ for p in $PROTOS; do
             storlab_point "$p" "$n" threads >>"$TMP/runs.t"
             fio_point "$p" "$n" >>"$TMP/runs.f"
         done
+        [ -n "${RAW:-}" ] && paste "$TMP/runs.s" "$TMP/runs.t" "$TMP/runs.f" >&2
         read -r si sc < <(median <"$TMP/runs.s")
         read -r ti tc < <(median <"$TMP/runs.t")
         read -r fi fc < <(median <"$TMP/runs.f")

@@ -27,6 +27,10 @@ fn study_list_lists_the_five_studies() {
             "{number} {name} missing:\n{out}"
         );
     }
+    // `storlab study` alone lists them too, the same text.
+    let bare = storlab().arg("study").output().unwrap();
+    assert!(bare.status.success(), "{}", text(&bare));
+    assert_eq!(String::from_utf8_lossy(&bare.stdout), out);
 }
 
 #[test]

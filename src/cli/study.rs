@@ -19,7 +19,8 @@ use std::sync::atomic::Ordering;
 /// Arguments of `storlab study`.
 #[derive(clap::Args, Debug)]
 pub struct StudyArgs {
-    /// The study: its name or number (`storlab study list` lists them), or `list`.
+    /// The study: its name or number, or `list` (the default: lists them).
+    #[arg(default_value = "list")]
     pub name: String,
     /// The study's own durations and sizes (full) or the same shape in seconds (quick).
     #[arg(long, value_enum, default_value = "quick")]
