@@ -127,6 +127,46 @@ fn spindles_pay_seek_and_rotation_only_when_random() {
 }
 
 #[test]
+fn a_stream_a_few_requests_out_of_order_is_still_sequential() {
+    let mut p = params("raidz-sata");
+    p.read_cache = 0;
+    let m = Model::new("t", p.clone());
+    let read = |offset: u64, now| {
+        let op = MediaOp {
+            kind: OpKind::Read,
+            offset,
+            len: 32 * 1024,
+            sync: false,
+        };
+        m.schedule(&op, now) - now
+    };
+    let kib: u64 = 1024;
+    let transfer = (32.0 * 1024.0 / p.transfer) as u64;
+    // Position the head (a random first read), then the rest of that stripe
+    // unit in 32 KiB reads arriving as a server's threads deliver a stream:
+    // +64K, +32K, +96K from the unit's start, each within a stripe unit of
+    // where the last one ended.
+    let first = read(10 * p.stripe, 0);
+    assert!(
+        first > 1_000_000,
+        "the first read took {first} ns: it seeks"
+    );
+    let mut now = 1_000_000_000;
+    let base = 10 * p.stripe + 32 * kib;
+    for off in [32, 0, 64] {
+        let t = read(base + off * kib, now);
+        assert!(
+            t <= transfer + 1,
+            "out-of-order stream read at +{off}K took {t} ns"
+        );
+        now += 1_000_000_000;
+    }
+    // Far from the head it seeks again.
+    let far = read(base + 1000 * p.stripe * p.count as u64, now);
+    assert!(far > 1_000_000, "a far read took {far} ns");
+}
+
+#[test]
 fn read_cache_hits_follow_cache_over_region_touched() {
     let p = params("array-15k");
     let m = Model::new("t", p.clone());
