@@ -162,6 +162,7 @@ const COMMON: &[&str] = &[
     "nvram",
     "log_us",
     "log_mb_s",
+    "pool_log",
 ];
 const SPINDLE: &[&str] = &["seek_ms", "rpm"];
 const FLASH: &[&str] = &["read_us", "write_us"];
@@ -270,6 +271,20 @@ impl Keys<'_> {
             Some(v) => return Err(self.err("nvram", &format!(" = {v}: allowed true, false"))),
             None => return Err(self.err("nvram", " missing (allowed true, false)")),
         };
+        let pool_log = match self.t.get("pool_log") {
+            None | Some(toml::Value::Boolean(false)) => false,
+            Some(toml::Value::Boolean(true)) if log.is_some() => {
+                return Err(self.err(
+                    "pool_log",
+                    " = true: this preset has a log device (log_us, log_mb_s), which takes the \
+                     log; leave pool_log out or set it to false",
+                ));
+            }
+            Some(toml::Value::Boolean(true)) => true,
+            Some(v) => {
+                return Err(self.err("pool_log", &format!(" = {v}: allowed true, false")));
+            }
+        };
         let mib = |key| {
             self.num(key, 0.0, 1e7, "MiB")
                 .map(|v| (v * 1048576.0) as u64)
@@ -288,6 +303,7 @@ impl Keys<'_> {
             destage: mb_s("destage_mb_s")?,
             nvram,
             log,
+            pool_log,
         })
     }
 }

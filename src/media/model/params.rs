@@ -61,6 +61,11 @@ pub struct Params {
     pub nvram: bool,
     /// A separate log device for synchronous writes.
     pub log: Option<LogDevice>,
+    /// With no separate log device, a flush writes the log records of the
+    /// data written since the last one to the devices themselves (ZFS's
+    /// intent log on the pool's own disks) instead of waiting for the
+    /// write-back cache to drain (a drive's volatile cache).
+    pub pool_log: bool,
 }
 
 impl Params {

@@ -23,8 +23,14 @@ pub struct State {
     log_busy: f64,
     /// Every byte accepted into the write-back cache is destaged by then.
     drained_at: f64,
-    /// Bytes written since the last flush that the log device does not hold.
+    /// Bytes written since the last flush that the log does not hold.
     unlogged: u64,
+    /// The device the next commit of the log on the pool goes to.
+    log_next: usize,
+    /// The device, start and end of the last commit of the log on the pool.
+    log_dev: usize,
+    log_start: f64,
+    log_done: f64,
     /// The region touched so far, `[lo, hi)`.
     lo: u64,
     hi: u64,
@@ -49,6 +55,10 @@ impl State {
             log_busy: 0.0,
             drained_at: 0.0,
             unlogged: 0,
+            log_next: 0,
+            log_dev: 0,
+            log_start: 0.0,
+            log_done: 0.0,
             lo: u64::MAX,
             hi: 0,
         }
@@ -83,7 +93,7 @@ impl State {
             return self.devices(p, true, op.offset, len, t);
         }
         if p.nvram || !op.sync {
-            if p.log.is_some() && !p.nvram {
+            if (p.log.is_some() || p.pool_log) && !p.nvram {
                 self.unlogged += len;
             }
             return self.admit(p, len, t) + p.cache_ns;
@@ -106,7 +116,43 @@ impl State {
             let bytes = std::mem::take(&mut self.unlogged);
             return self.log(p, bytes, now);
         }
+        if p.pool_log {
+            return self.pool_log(p, now);
+        }
         (now + p.cache_ns).max(self.drained_at)
+    }
+
+    /// A flush arriving at `now` on a pool that keeps its log on its own
+    /// devices (ZFS with no separate log device). One commit runs at a time:
+    /// the bytes written since the last flush go as one write to the next
+    /// device in turn once the commit before it is done, paying a seek and a
+    /// rotation (the log's blocks are away from where the head last was). A
+    /// flush that arrives before the last commit has begun rides it (ZFS
+    /// gathers the writers waiting for a commit into the next one); a flush
+    /// that finds nothing new waits for the commit holding its data.
+    fn pool_log(&mut self, p: &Params, now: f64) -> f64 {
+        let bytes = std::mem::take(&mut self.unlogged);
+        if bytes == 0 {
+            return (now + p.cache_ns).max(self.log_done);
+        }
+        if now < self.log_start {
+            let more = bytes as f64 / p.transfer;
+            self.busy[self.log_dev] += more;
+            self.log_done += more;
+            return self.log_done;
+        }
+        let d = self.log_next % p.count;
+        self.log_next = (d + 1) % p.count;
+        let begin = self.busy[d].max(now).max(self.log_done);
+        let mut seed = bytes ^ (self.served[d] << 40) ^ ((d as u64) << 20) ^ 0x106;
+        let svc = p.device_ns(true, bytes, false, splitmix64(&mut seed));
+        self.busy[d] = begin + svc;
+        self.last_end[d] = u64::MAX;
+        self.served[d] += 1;
+        self.log_dev = d;
+        self.log_start = begin;
+        self.log_done = self.busy[d];
+        self.log_done
     }
 
     /// Cross the host interface (FIFO) with `len` bytes from `t`.

@@ -146,6 +146,18 @@ fn bad_values_name_the_file_preset_key_and_range() {
             "nvram = true\nseek_ms = 3",
             "seek_ms: unknown key for kind flash",
         ),
+        (
+            "pool_log_type",
+            "nvram",
+            "nvram = false\npool_log = \"yes\"",
+            "pool_log = \"yes\": allowed true, false",
+        ),
+        (
+            "pool_log_with_log",
+            "nvram",
+            "nvram = false\npool_log = true\nlog_us = 50\nlog_mb_s = 250",
+            "pool_log = true: this preset has a log device",
+        ),
     ];
     for (tag, key, line, want) in cases {
         let f = user_file(tag, &flash_with(key, line));
