@@ -10,53 +10,12 @@ use super::{
     BlockSizes, Content, DiskLayout, Group, Job, Rate, RateMode, Spec, SyncMode, default_group,
     default_spec,
 };
+use std::path::PathBuf;
 use std::time::Duration;
 use toml::Value;
 
 /// The steady-state gate's default window, in intervals.
 pub const DEFAULT_STEADY_INTERVALS: u32 = 5;
-
-/// Keys describing a group's VMs and access pattern.
-pub const GROUP_KEYS: &[&str] = &[
-    "vms",
-    "numjobs",
-    "disks",
-    "bs",
-    "bssplit",
-    "rw",
-    "rwmixread",
-    "percentage_random",
-    "iodepth",
-    "iodepth_batch_complete_min",
-    "iodepth_batch_submit",
-    "rate_iops",
-    "rate",
-    "rate_mode",
-    "blockalign",
-];
-/// Keys describing a load point as a whole.
-pub const SPEC_KEYS: &[&str] = &[
-    "size",
-    "offset",
-    "disk_layout",
-    "runtime",
-    "ramp_time",
-    "interval",
-    "io_size",
-    "io_timeout",
-    "direct",
-    "sync",
-    "sqpoll",
-    "sqpoll_cpu",
-    "hipri",
-    "content",
-    "seed",
-    "verify",
-    "journal",
-    "steadystate",
-    "steadystate_duration",
-    "steadystate_ramp_time",
-];
 
 /// fio's `rw` modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -267,76 +226,111 @@ fn value_text(key: &str, v: &Value) -> Result<String, SpecError> {
     })
 }
 
-/// Optional overrides for a spec and its groups, by key. Both job files and
-/// CLI flags fill one of these and apply it, so a key means the same everywhere.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Settings {
-    /// `vms`.
-    pub vms: Option<u32>,
-    /// `numjobs`: workers per VM.
-    pub numjobs: Option<u32>,
-    /// `disks`: disks per VM.
-    pub disks: Option<u32>,
-    /// `bs` or `bssplit`.
-    pub bs: Option<BlockSizes>,
-    /// `rw`.
-    pub rw: Option<RwMode>,
-    /// `rwmixread`.
-    pub rwmixread: Option<u8>,
-    /// `percentage_random`.
-    pub percentage_random: Option<u8>,
-    /// `iodepth`.
-    pub iodepth: Option<u32>,
-    /// `iodepth_batch_complete_min`.
-    pub batch_complete_min: Option<u32>,
-    /// `iodepth_batch_submit`.
-    pub submit_batch: Option<u32>,
-    /// `rate_iops` or `rate` (exclusive).
-    pub rate: Option<Rate>,
-    /// `rate_mode`: closed (fio-like) or open loop.
-    pub rate_mode: Option<RateMode>,
-    /// `blockalign`.
-    pub blockalign: Option<u64>,
-    /// `size`.
-    pub size: Option<u64>,
-    /// `offset`.
-    pub offset: Option<u64>,
-    /// `disk_layout`.
-    pub disk_layout: Option<DiskLayout>,
-    /// `runtime`.
-    pub runtime: Option<Duration>,
-    /// `ramp_time`.
-    pub ramp_time: Option<Duration>,
-    /// `interval`.
-    pub interval: Option<Duration>,
-    /// `io_size`.
-    pub io_size: Option<u64>,
-    /// `io_timeout` (zero: no limit).
-    pub io_timeout: Option<Duration>,
-    /// `direct`.
-    pub direct: Option<bool>,
-    /// `sync`.
-    pub sync: Option<SyncMode>,
-    /// `sqpoll`.
-    pub sqpoll: Option<bool>,
-    /// `sqpoll_cpu`.
-    pub sqpoll_cpu: Option<u32>,
-    /// `hipri`.
-    pub hipri: Option<bool>,
-    /// `content`.
-    pub content: Option<Content>,
-    /// `seed`.
-    pub seed: Option<u64>,
-    /// `verify`.
-    pub verify: Option<bool>,
-    /// `journal`.
-    pub journal: Option<std::path::PathBuf>,
-    /// `steadystate`: the figure and criterion of the steady-state gate.
-    pub steadystate: Option<(SteadyMetric, SteadyCriterion)>,
-    /// `steadystate_duration`: the gate's window.
-    pub steadystate_duration: Option<Duration>,
-    /// `steadystate_ramp_time`: how long into the ramp the gate starts watching.
-    pub steadystate_ramp_time: Option<Duration>,
+/// Declares [`Settings`], [`GROUP_KEYS`], [`SPEC_KEYS`] and [`Settings::over`]
+/// from one table: a setting is one entry (its doc, field, value type and the
+/// keys that set it), plus its parser in [`Settings::set`] and where it lands
+/// in `apply_spec` or `apply_group`.
+macro_rules! settings {
+    (
+        group { $($(#[$gdoc:meta])* $gfield:ident: $gty:ty = $($gkey:literal)|+,)* }
+        spec { $($(#[$sdoc:meta])* $sfield:ident: $sty:ty = $($skey:literal)|+,)* }
+    ) => {
+        /// Keys describing a group's VMs and access pattern.
+        pub const GROUP_KEYS: &[&str] = &[$($($gkey,)+)*];
+        /// Keys describing a load point as a whole.
+        pub const SPEC_KEYS: &[&str] = &[$($($skey,)+)*];
+
+        /// Optional overrides for a spec and its groups, by key. Both job files and
+        /// CLI flags fill one of these and apply it, so a key means the same everywhere.
+        #[derive(Clone, Debug, Default, PartialEq)]
+        pub struct Settings {
+            $($(#[$gdoc])* pub $gfield: Option<$gty>,)*
+            $($(#[$sdoc])* pub $sfield: Option<$sty>,)*
+        }
+
+        impl Settings {
+            /// `self` layered over `under`: every field `self` sets wins.
+            pub fn over(&self, under: &Settings) -> Settings {
+                Settings {
+                    $($gfield: self.$gfield.clone().or_else(|| under.$gfield.clone()),)*
+                    $($sfield: self.$sfield.clone().or_else(|| under.$sfield.clone()),)*
+                }
+            }
+        }
+    };
+}
+
+settings! {
+    group {
+        /// `vms`.
+        vms: u32 = "vms",
+        /// `numjobs`: workers per VM.
+        numjobs: u32 = "numjobs",
+        /// `disks`: disks per VM.
+        disks: u32 = "disks",
+        /// `bs` or `bssplit`.
+        bs: BlockSizes = "bs" | "bssplit",
+        /// `rw`.
+        rw: RwMode = "rw",
+        /// `rwmixread`.
+        rwmixread: u8 = "rwmixread",
+        /// `percentage_random`.
+        percentage_random: u8 = "percentage_random",
+        /// `iodepth`.
+        iodepth: u32 = "iodepth",
+        /// `iodepth_batch_complete_min`.
+        batch_complete_min: u32 = "iodepth_batch_complete_min",
+        /// `iodepth_batch_submit`.
+        submit_batch: u32 = "iodepth_batch_submit",
+        /// `rate_iops` or `rate` (exclusive).
+        rate: Rate = "rate_iops" | "rate",
+        /// `rate_mode`: closed (fio-like) or open loop.
+        rate_mode: RateMode = "rate_mode",
+        /// `blockalign`.
+        blockalign: u64 = "blockalign",
+    }
+    spec {
+        /// `size`.
+        size: u64 = "size",
+        /// `offset`.
+        offset: u64 = "offset",
+        /// `disk_layout`.
+        disk_layout: DiskLayout = "disk_layout",
+        /// `runtime`.
+        runtime: Duration = "runtime",
+        /// `ramp_time`.
+        ramp_time: Duration = "ramp_time",
+        /// `interval`.
+        interval: Duration = "interval",
+        /// `io_size`.
+        io_size: u64 = "io_size",
+        /// `io_timeout` (zero: no limit).
+        io_timeout: Duration = "io_timeout",
+        /// `direct`.
+        direct: bool = "direct",
+        /// `sync`.
+        sync: SyncMode = "sync",
+        /// `sqpoll`.
+        sqpoll: bool = "sqpoll",
+        /// `sqpoll_cpu`.
+        sqpoll_cpu: u32 = "sqpoll_cpu",
+        /// `hipri`.
+        hipri: bool = "hipri",
+        /// `content`.
+        content: Content = "content",
+        /// `seed`.
+        seed: u64 = "seed",
+        /// `verify`.
+        verify: bool = "verify",
+        /// `journal`.
+        journal: PathBuf = "journal",
+        /// `steadystate`: the figure and criterion of the steady-state gate.
+        steadystate: (SteadyMetric, SteadyCriterion) = "steadystate",
+        /// `steadystate_duration`: the gate's window.
+        steadystate_duration: Duration = "steadystate_duration",
+        /// `steadystate_ramp_time`: how long into the ramp the gate starts watching.
+        steadystate_ramp_time: Duration = "steadystate_ramp_time",
+    }
 }
 
 impl Settings {
@@ -412,7 +406,7 @@ impl Settings {
             "seed" => put(&mut self.seed, key, parse_seed(t)?),
             "verify" => put(&mut self.verify, key, parse_bool(key, t)?),
             "journal" if t.trim().is_empty() => Err(SpecError::invalid(key, t, "a file path")),
-            "journal" => put(&mut self.journal, key, std::path::PathBuf::from(t)),
+            "journal" => put(&mut self.journal, key, PathBuf::from(t)),
             "steadystate" => put(&mut self.steadystate, key, parse_steady(key, t)?),
             "steadystate_duration" => put(&mut self.steadystate_duration, key, dur(t)?),
             "steadystate_ramp_time" => put(&mut self.steadystate_ramp_time, key, dur(t)?),
@@ -422,48 +416,6 @@ impl Settings {
                 Err(SpecError::unknown("key", key, all.join(", ")))
             }
         }
-    }
-
-    /// `self` layered over `under`: every field `self` sets wins.
-    pub fn over(&self, under: &Settings) -> Settings {
-        macro_rules! pick {
-            ($($f:ident),*) => { Settings { $($f: self.$f.clone().or_else(|| under.$f.clone()),)* } };
-        }
-        pick!(
-            vms,
-            numjobs,
-            disks,
-            bs,
-            rw,
-            rwmixread,
-            percentage_random,
-            iodepth,
-            batch_complete_min,
-            submit_batch,
-            rate,
-            rate_mode,
-            blockalign,
-            size,
-            offset,
-            disk_layout,
-            runtime,
-            ramp_time,
-            interval,
-            io_size,
-            io_timeout,
-            direct,
-            sync,
-            sqpoll,
-            sqpoll_cpu,
-            hipri,
-            content,
-            seed,
-            verify,
-            journal,
-            steadystate,
-            steadystate_duration,
-            steadystate_ramp_time
-        )
     }
 
     /// Apply the per-point settings to `spec` (not its groups). `io_size` without
@@ -572,6 +524,83 @@ pub fn job_from_settings(name: &str, settings: &Settings) -> Job {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every key of the table: a valid value for it.
+    const EVERY_KEY: &[(&str, &str)] = &[
+        ("vms", "2"),
+        ("numjobs", "3"),
+        ("disks", "2"),
+        ("bs", "8k"),
+        ("rw", "randrw"),
+        ("rwmixread", "70"),
+        ("percentage_random", "40"),
+        ("iodepth", "4"),
+        ("iodepth_batch_complete_min", "2"),
+        ("iodepth_batch_submit", "2"),
+        ("rate_iops", "100"),
+        ("rate_mode", "open"),
+        ("blockalign", "4k"),
+        ("size", "1g"),
+        ("offset", "4k"),
+        ("disk_layout", "shared"),
+        ("runtime", "5s"),
+        ("ramp_time", "1s"),
+        ("interval", "1s"),
+        ("io_size", "1m"),
+        ("io_timeout", "5s"),
+        ("direct", "1"),
+        ("sync", "dsync"),
+        ("sqpoll", "1"),
+        ("sqpoll_cpu", "0"),
+        ("hipri", "1"),
+        ("content", "zeros"),
+        ("seed", "7"),
+        ("verify", "1"),
+        ("journal", "/tmp/j"),
+        ("steadystate", "iops:5%"),
+        ("steadystate_duration", "10s"),
+        ("steadystate_ramp_time", "2s"),
+    ];
+
+    fn every_setting() -> Settings {
+        let mut s = Settings::default();
+        for &(k, v) in EVERY_KEY {
+            s.set(k, &Value::String(v.into())).unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn every_table_key_is_one_set_knows() {
+        for &key in GROUP_KEYS.iter().chain(SPEC_KEYS) {
+            // Any error is about the value, not the key.
+            if let Err(e) = Settings::default().set(key, &Value::String("?".into())) {
+                assert!(!e.field.starts_with("unknown"), "{key}: {e}");
+            }
+        }
+        let e = Settings::default()
+            .set("nokey", &Value::String("1".into()))
+            .unwrap_err();
+        assert!(e.field.starts_with("unknown"), "{e}");
+    }
+
+    #[test]
+    fn over_takes_every_field_from_the_top_then_from_under() {
+        let all = every_setting();
+        // Every field is set, so each one below is checked.
+        assert!(!format!("{all:?}").contains("None"), "{all:?}");
+        assert_eq!(Settings::default().over(&all), all);
+        assert_eq!(all.over(&Settings::default()), all);
+        let mut top = Settings::default();
+        top.set("vms", &Value::Integer(9)).unwrap();
+        top.set("journal", &Value::String("/tmp/k".into())).unwrap();
+        let want = Settings {
+            vms: Some(9),
+            journal: Some(PathBuf::from("/tmp/k")),
+            ..all.clone()
+        };
+        assert_eq!(top.over(&all), want);
+    }
 
     #[test]
     fn shared_parsers() {
