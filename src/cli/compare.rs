@@ -25,7 +25,7 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             cfg.media = m.clone();
         }
         cfg.media_file = args.media_file.clone();
-        Some(TemporaryLab::up(&cfg, args.out.quiet)?)
+        Some(TemporaryLab::up(&cfg, args.out.exec.quiet)?)
     } else {
         None
     };
@@ -147,7 +147,7 @@ impl<'s> Bench<'s> {
             s,
             opts,
             info,
-            repeat: out.repeat,
+            repeat: out.exec.repeat,
             media: lab_state.and_then(|l| l.media.clone()),
         })
     }

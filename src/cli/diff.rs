@@ -165,7 +165,7 @@ pub fn run_compare(args: &super::CompareArgs) -> Result<ExitCode, CliError> {
             args.runs.len()
         )));
     };
-    let d = build(old, new, args.out.record.db.as_deref(), false)?;
+    let d = build(old, new, args.out.record.db.path.as_deref(), false)?;
     emit(None, diff::text(&d).as_bytes())?;
     Ok(ExitCode::Ok)
 }

@@ -186,9 +186,9 @@ pub struct JobArgs {
 /// `study` and `meta`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct RecordArgs {
-    /// Results database (default: $STORLAB_DB, else ~/.local/share/storlab/results.db).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// Which results database.
+    #[command(flatten)]
+    pub db: DbArg,
     /// Do not record the run in the results database.
     #[arg(long)]
     pub no_db: bool,
@@ -200,9 +200,17 @@ impl RecordArgs {
         if self.no_db {
             Ok(None)
         } else {
-            output::open_store(self.db.as_deref()).map(Some)
+            output::open_store(self.db.path.as_deref()).map(Some)
         }
     }
+}
+
+/// `--db`, for every command that reads or records runs (`results` makes it global).
+#[derive(clap::Args, Clone, Debug)]
+pub struct DbArg {
+    /// Results database (default: $STORLAB_DB, else ~/.local/share/storlab/results.db).
+    #[arg(long = "db", id = "db", value_name = "PATH")]
+    pub path: Option<PathBuf>,
 }
 
 /// Where results go and how the run behaves, for `run` and `compare`.
@@ -217,15 +225,24 @@ pub struct OutArgs {
     /// The results database.
     #[command(flatten)]
     pub record: RecordArgs,
-    /// Most engine threads (default: online CPUs).
-    #[arg(long)]
-    pub threads: Option<usize>,
     /// Let storlab write into files, devices or exports it did not create (destroys their data).
     #[arg(long)]
     pub allow_overwrite: bool,
     /// Print the SQLIO-style 1 ms latency histogram of every load point.
     #[arg(long)]
     pub histogram: bool,
+    /// Threads, progress lines and repeats.
+    #[command(flatten)]
+    pub exec: ExecArgs,
+}
+
+/// How a command that measures runs its load points: `run`, `compare` and
+/// `study` (which words `--repeat`'s help for its tables).
+#[derive(clap::Args, Clone, Debug)]
+pub struct ExecArgs {
+    /// Most engine threads (default: online CPUs).
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// No progress lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -29,9 +29,9 @@ pub struct ReportArgs {
     /// Latency bound of "max IOPS with p99 under X" (e.g. 5ms, 500us, 0.02s).
     #[arg(long, value_name = "TIME", default_value = "5ms")]
     pub p99_under: String,
-    /// Results database (default: $STORLAB_DB, else ~/.local/share/storlab/results.db).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// Which results database.
+    #[command(flatten)]
+    pub db: super::DbArg,
 }
 
 /// Formats of `storlab report`.
@@ -127,7 +127,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, CliError> {
     let sources = args
         .runs
         .iter()
-        .map(|r| load(r, args.db.as_deref(), &mut store))
+        .map(|r| load(r, args.db.path.as_deref(), &mut store))
         .collect::<Result<Vec<_>, _>>()?;
     let c = Comparison::new(sources, args.baseline.as_deref()).map_err(CliError::input)?;
     let text = match format {

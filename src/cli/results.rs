@@ -12,10 +12,11 @@ use std::path::PathBuf;
 
 /// Arguments of `storlab results`.
 #[derive(clap::Args, Debug)]
+#[command(mut_arg("db", |a| a.global(true)))]
 pub struct ResultsArgs {
-    /// Results database (default: $STORLAB_DB, else ~/.local/share/storlab/results.db).
-    #[arg(long, value_name = "PATH", global = true)]
-    pub db: Option<PathBuf>,
+    /// Which results database (global: given before or after the subcommand).
+    #[command(flatten)]
+    pub db: super::DbArg,
     /// What to do.
     #[command(subcommand)]
     pub sub: ResultsCmd,
@@ -59,10 +60,10 @@ pub enum ExportFormat {
 /// Run `storlab results`.
 pub fn run(args: ResultsArgs) -> Result<ExitCode, CliError> {
     let sub = match args.sub {
-        ResultsCmd::Diff(d) => return super::diff::run(&d, args.db.as_deref()),
+        ResultsCmd::Diff(d) => return super::diff::run(&d, args.db.path.as_deref()),
         other => other,
     };
-    let store = open_store(args.db.as_deref())?;
+    let store = open_store(args.db.path.as_deref())?;
     let fail = |e: store::StoreError| CliError::failed(e.to_string());
     let mut out = String::new();
     match sub {

@@ -58,7 +58,7 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             .map_err(CliError::input)?,
             vms_per_host: args.vms_per_host,
             on_loss: args.on_host_loss,
-            threads: args.out.threads,
+            threads: args.out.exec.threads,
             allow_overwrite: args.out.allow_overwrite,
             tls: args
                 .tls_ca
@@ -74,7 +74,7 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     }
     if let Some(f) = &fleet {
         match controller::check_fleet(f, &targets) {
-            Ok(note) if !args.out.quiet => eprintln!("{note}"),
+            Ok(note) if !args.out.exec.quiet => eprintln!("{note}"),
             Ok(_) => {}
             Err(e) => {
                 return Err(CliError {
@@ -91,11 +91,11 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         .as_ref()
         .and_then(session::lab_probe);
     let mut s = Session::new(&args.out, store.as_ref(), argv, names)?;
-    let mut fleet_progress = FleetProgress::new("", args.out.quiet);
+    let mut fleet_progress = FleetProgress::new("", args.out.exec.quiet);
     'jobs: for job in &jobs {
         s.begin_job(job, &job.name)?;
         fleet_progress.set_job(&job.name);
-        let mut points = curve::Points::new(job, args.out.repeat);
+        let mut points = curve::Points::new(job, args.out.exec.repeat);
         loop {
             let next = match points.step(&mut s) {
                 curve::Step::Run(n) => n,

@@ -83,7 +83,7 @@ fn apply_curve(args: &JobArgs, jobs: &mut [Job]) -> Result<(), CliError> {
 
 /// Check the options that can be checked before anything runs.
 pub fn check_outputs(out: &OutArgs) -> Result<(), CliError> {
-    if out.threads == Some(0) {
+    if out.exec.threads == Some(0) {
         return Err(CliError::input(
             "invalid --threads = 0 (allowed: 1 or more)",
         ));
@@ -161,7 +161,7 @@ pub fn check_protocol_writes(
 
 /// The engine options of `out` (threads default to the CPUs).
 pub fn run_options(out: &OutArgs) -> RunOptions<'static> {
-    let threads = out.threads.unwrap_or_else(|| {
+    let threads = out.exec.threads.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
@@ -230,7 +230,7 @@ impl<'s> Session<'s> {
             out,
             record,
             writer,
-            progress: Progress::new("", out.quiet),
+            progress: Progress::new("", out.exec.quiet),
             code: ExitCode::Ok,
             failed_point: None,
         })
@@ -365,7 +365,7 @@ impl<'s> Session<'s> {
         if let Some(w) = self.writer.take() {
             let id = w.finish(&self.record).map_err(store_err)?;
             let measured = self.record.jobs.iter().any(|j| !j.points.is_empty());
-            if !self.out.quiet && measured {
+            if !self.out.exec.quiet && measured {
                 eprintln!("storlab: saved as run {id} (storlab results show {id})");
             }
         }

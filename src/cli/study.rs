@@ -7,7 +7,7 @@
 
 use super::compare::{Bench, TemporaryLab, check_baseline};
 use super::lab::LabUpArgs;
-use super::{CliError, ExitCode, OutArgs, ProfileArg, RecordArgs, session, signals};
+use super::{CliError, ExecArgs, ExitCode, OutArgs, ProfileArg, RecordArgs, session, signals};
 use crate::compare::{self, LAB_TARGETS};
 use crate::lab::{self, LabConfig};
 use crate::study::{self, LabRun, Results, STUDIES, Study};
@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering;
 
 /// Arguments of `storlab study`.
 #[derive(clap::Args, Debug)]
+#[command(mut_arg("repeat", |a| a.help("Run every load point N times; tables show the means")))]
 pub struct StudyArgs {
     /// The study: its name or number, or `list` (the default: lists them).
     #[arg(default_value = "list")]
@@ -43,15 +44,9 @@ pub struct StudyArgs {
     /// The results database.
     #[command(flatten)]
     pub record: RecordArgs,
-    /// Most engine threads (default: online CPUs).
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// No progress lines.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// Run every load point N times; tables show the means.
-    #[arg(long, default_value = "1", value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub repeat: u32,
+    /// Threads, progress lines and repeats.
+    #[command(flatten)]
+    pub exec: ExecArgs,
 }
 
 /// One part of the study, its jobs resolved.
@@ -93,11 +88,9 @@ pub fn run(a: StudyArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         ),
         csv: None,
         record: a.record.clone(),
-        threads: a.threads,
         allow_overwrite: false,
         histogram: false,
-        quiet: a.quiet,
-        repeat: a.repeat,
+        exec: a.exec.clone(),
     };
     let store = a.record.open()?;
     signals::install();
@@ -119,7 +112,7 @@ pub fn run(a: StudyArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             break;
         }
     }
-    report(&plan, &compare::label(&plan.baseline), runs, a.quiet)?;
+    report(&plan, &compare::label(&plan.baseline), runs, a.exec.quiet)?;
     outcome
 }
 
@@ -285,7 +278,7 @@ fn on_lab(
     let up = || -> Result<(TemporaryLab, lab::LabState), CliError> {
         let cfg = a.lab.config(TemporaryLab::temp_dir(&format!("study{i}")))?;
         let cfg = on_medium(cfg, medium.as_deref())?;
-        let lab = TemporaryLab::up(&cfg, a.quiet)?;
+        let lab = TemporaryLab::up(&cfg, a.exec.quiet)?;
         let state = lab::status(&lab.dir)
             .filter(|s| s.targets.is_some())
             .ok_or_else(|| CliError::failed("the study's lab came up without targets"))?;
