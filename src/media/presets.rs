@@ -163,6 +163,7 @@ const COMMON: &[&str] = &[
     "log_us",
     "log_mb_s",
     "pool_log",
+    "txg_s",
 ];
 const SPINDLE: &[&str] = &["seek_ms", "rpm"];
 const FLASH: &[&str] = &["read_us", "write_us"];
@@ -285,6 +286,16 @@ impl Keys<'_> {
                 return Err(self.err("pool_log", &format!(" = {v}: allowed true, false")));
             }
         };
+        let txg_ns = match self.opt("txg_s", 0.1, 3600.0, "s")? {
+            Some(_) if !pool_log => {
+                return Err(self.err(
+                    "txg_s",
+                    ": only with pool_log = true (transaction groups stall the log's commits \
+                     on the pool)",
+                ));
+            }
+            v => v.map(|s| s * 1e9),
+        };
         let mib = |key| {
             self.num(key, 0.0, 1e7, "MiB")
                 .map(|v| (v * 1048576.0) as u64)
@@ -304,6 +315,7 @@ impl Keys<'_> {
             nvram,
             log,
             pool_log,
+            txg_ns,
         })
     }
 }

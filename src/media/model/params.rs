@@ -66,6 +66,10 @@ pub struct Params {
     /// intent log on the pool's own disks) instead of waiting for the
     /// write-back cache to drain (a drive's volatile cache).
     pub pool_log: bool,
+    /// With `pool_log`: every this many ns the data written since the last
+    /// interval (a ZFS transaction group) is written out at the destage
+    /// rate, and the log's commits wait while it is; `None`: never.
+    pub txg_ns: Option<f64>,
 }
 
 impl Params {

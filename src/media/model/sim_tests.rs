@@ -277,8 +277,9 @@ fn sync_writes_cost_the_cache_the_log_or_the_devices() {
 /// Drive `m` with `qd` clients each writing 8 KiB at a random offset of
 /// `span` and then flushing (a synchronous write as the lab's servers make
 /// it: write, then fsync), for `warm` then `ops` completions; returns (IOPS,
-/// mean latency ns) of the write-and-flush pairs over the measured part.
-fn write_flush(m: &Model, qd: u32, span: u64, warm: usize, ops: usize) -> (f64, f64) {
+/// mean latency ns, max latency ns) of the write-and-flush pairs over the
+/// measured part.
+fn write_flush(m: &Model, qd: u32, span: u64, warm: usize, ops: usize) -> (f64, f64, f64) {
     let mut rng = Rng::new(7);
     let flush = MediaOp {
         kind: OpKind::Flush,
@@ -300,7 +301,7 @@ fn write_flush(m: &Model, qd: u32, span: u64, warm: usize, ops: usize) -> (f64, 
     for _ in 0..qd {
         events.push(write(0, &mut rng));
     }
-    let (mut start, mut lat_sum, mut done, mut now) = (0, 0u64, 0, 0);
+    let (mut start, mut lat_sum, mut done, mut now, mut max) = (0, 0u64, 0, 0, 0);
     while done < warm + ops {
         let Reverse((t, issued, flushing)) = events.pop().unwrap();
         now = t;
@@ -313,13 +314,12 @@ fn write_flush(m: &Model, qd: u32, span: u64, warm: usize, ops: usize) -> (f64, 
             start = now;
         } else if done > warm {
             lat_sum += t - issued;
+            max = max.max(t - issued);
         }
         events.push(write(now, &mut rng));
     }
-    (
-        (ops as f64) / ((now - start) as f64 / 1e9),
-        lat_sum as f64 / ops as f64,
-    )
+    let secs = (now - start) as f64 / 1e9;
+    (ops as f64 / secs, lat_sum as f64 / ops as f64, max as f64)
 }
 
 #[test]
@@ -327,11 +327,15 @@ fn a_pool_without_a_log_device_writes_its_log_to_the_disks() {
     // Study 002's SQLIO: 2 threads x 4 outstanding 8 KiB writes, each
     // committed (here: write, then flush), past the write-back cache's fill.
     let run = |p: Params| write_flush(&Model::new("t", p), 8, 1 << 30, 40_000, 20_000);
-    let pool = params("raidz-sata");
+    // Transaction groups apart (the next test).
+    let pool = Params {
+        txg_ns: None,
+        ..params("raidz-sata")
+    };
     assert!(pool.pool_log);
-    let (iops, lat) = run(pool.clone());
-    let (slog_iops, slog_lat) = run(params("raidz-sata-slog"));
-    let (drain_iops, _) = run(Params {
+    let (iops, lat, _) = run(pool.clone());
+    let (slog_iops, slog_lat, _) = run(params("raidz-sata-slog"));
+    let (drain_iops, _, _) = run(Params {
         pool_log: false,
         ..pool.clone()
     });
@@ -354,4 +358,38 @@ fn a_pool_without_a_log_device_writes_its_log_to_the_disks() {
     // The log device's gain (study 002: 3.8x; see docs/studies.md for what
     // the model leaves out).
     assert!(slog_iops > 1.2 * iops, "{slog_iops} vs {iops}");
+}
+
+#[test]
+fn transaction_groups_stall_the_pools_commits_while_they_are_written() {
+    let run = |p: Params| write_flush(&Model::new("t", p), 8, 1 << 30, 4_000, 6_000);
+    let with = params("raidz-sata");
+    let interval = with.txg_ns.expect("raidz-sata has transaction groups");
+    let (iops, lat, max) = run(with.clone());
+    let (free_iops, free_lat, free_max) = run(Params {
+        txg_ns: None,
+        ..with.clone()
+    });
+    eprintln!(
+        "txg: {iops:.0} IOPS, mean {:.1} ms, max {:.0} ms; without: {free_iops:.0} IOPS, \
+         mean {:.1} ms, max {:.0} ms",
+        lat / 1e6,
+        max / 1e6,
+        free_lat / 1e6,
+        free_max / 1e6
+    );
+    // A group of `interval` at the free rate, written at the destage rate,
+    // stalls the commits behind it: some wait far longer than any commit...
+    let group_write = free_iops * interval / 1e9 * 8192.0 / with.destage;
+    assert!(
+        max > 0.5 * group_write,
+        "max {max} ns, a group takes {group_write} ns"
+    );
+    assert!(max > 20.0 * free_max.max(1.0) / 2.0, "{max} vs {free_max}");
+    // ...and the rate falls by about the time the pool spends writing them.
+    let expect = free_iops * interval / (interval + group_write);
+    assert!(
+        (0.7..1.3).contains(&(iops / expect)),
+        "{iops} IOPS, expected about {expect}"
+    );
 }

@@ -31,6 +31,13 @@ pub struct State {
     log_dev: usize,
     log_start: f64,
     log_done: f64,
+    /// Bytes the write-back cache accepted since the open transaction group
+    /// began (with `txg_ns`).
+    txg_dirty: u64,
+    /// When the open transaction group closes (0: none opened yet).
+    txg_next: f64,
+    /// The transaction groups closed so far are written out by then.
+    synced_at: f64,
     /// The region touched so far, `[lo, hi)`.
     lo: u64,
     hi: u64,
@@ -59,6 +66,9 @@ impl State {
             log_dev: 0,
             log_start: 0.0,
             log_done: 0.0,
+            txg_dirty: 0,
+            txg_next: 0.0,
+            synced_at: 0.0,
             lo: u64::MAX,
             hi: 0,
         }
@@ -68,6 +78,9 @@ impl State {
     pub fn schedule(&mut self, p: &Params, op: &MediaOp, now: u64) -> u64 {
         let now = now as f64;
         let len = u64::from(op.len);
+        if let Some(interval) = p.txg_ns {
+            self.close_txgs(p, interval, now);
+        }
         let done = match op.kind {
             OpKind::Read => {
                 let t = self.bus(p, now, len);
@@ -96,6 +109,7 @@ impl State {
             if (p.log.is_some() || p.pool_log) && !p.nvram {
                 self.unlogged += len;
             }
+            self.txg_dirty += len;
             return self.admit(p, len, t) + p.cache_ns;
         }
         match p.log {
@@ -143,7 +157,7 @@ impl State {
         }
         let d = self.log_next % p.count;
         self.log_next = (d + 1) % p.count;
-        let begin = self.busy[d].max(now).max(self.log_done);
+        let begin = self.busy[d].max(now).max(self.log_done).max(self.synced_at);
         let mut seed = bytes ^ (self.served[d] << 40) ^ ((d as u64) << 20) ^ 0x106;
         let svc = p.device_ns(true, bytes, false, splitmix64(&mut seed));
         self.busy[d] = begin + svc;
@@ -153,6 +167,28 @@ impl State {
         self.log_start = begin;
         self.log_done = self.busy[d];
         self.log_done
+    }
+
+    /// Close every transaction group whose interval ended by `now`: its
+    /// data is written out at the destage rate after the groups before it,
+    /// and until then the log's commits wait ([`State::pool_log`]).
+    fn close_txgs(&mut self, p: &Params, interval: f64, now: f64) {
+        if self.txg_next == 0.0 {
+            self.txg_next = now + interval;
+        }
+        if now < self.txg_next {
+            return;
+        }
+        let bytes = std::mem::take(&mut self.txg_dirty);
+        if bytes > 0 {
+            self.synced_at = self.synced_at.max(self.txg_next) + bytes as f64 / p.destage;
+        }
+        // After an idle stretch the next group opens now.
+        self.txg_next = if self.txg_next + interval > now {
+            self.txg_next + interval
+        } else {
+            now + interval
+        };
     }
 
     /// Cross the host interface (FIFO) with `len` bytes from `t`.

@@ -158,6 +158,18 @@ fn bad_values_name_the_file_preset_key_and_range() {
             "nvram = false\npool_log = true\nlog_us = 50\nlog_mb_s = 250",
             "pool_log = true: this preset has a log device",
         ),
+        (
+            "txg_without_pool_log",
+            "nvram",
+            "nvram = false\ntxg_s = 5",
+            "txg_s: only with pool_log = true",
+        ),
+        (
+            "txg_range",
+            "nvram",
+            "nvram = false\npool_log = true\ntxg_s = 0",
+            "txg_s = 0: out of range (allowed 0.1 to 3600 s)",
+        ),
     ];
     for (tag, key, line, want) in cases {
         let f = user_file(tag, &flash_with(key, line));
