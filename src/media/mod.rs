@@ -90,6 +90,7 @@ impl Medium for Ram {
     }
 }
 
+pub mod dirty;
 pub mod fixed;
 pub mod fuse;
 pub mod model;

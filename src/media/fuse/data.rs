@@ -23,7 +23,10 @@ impl Fs {
     /// OPEN.
     pub(super) fn open(&self, n: u64, flags: i32, chan: &OwnedFd) -> Sys<Reply> {
         let node = self.nodes.live_fd(n)?;
-        let fd = sys::reopen(node.as_fd(), flags & !DROPPED)?;
+        let old = self.size_before_trunc(flags, || sys::fstat(node.as_fd()));
+        let fd = sys::reopen(node.as_fd(), flags & !DROPPED);
+        self.truncated(old);
+        let fd = fd?;
         Ok(Reply::of(&self.opened(n, fd, flags, chan)))
     }
 
@@ -38,7 +41,13 @@ impl Fs {
         let dir = self.nodes.fd(h.nodeid)?;
         // The client's O_EXCL stays: the backing file system decides.
         let flags = (c.flags as i32 & !DROPPED) | libc::O_CREAT | (c.flags as i32 & libc::O_EXCL);
-        let fd = sys::openat(dir.as_fd(), name, flags, c.mode)?;
+        let old = self.size_before_trunc(flags, || {
+            sys::openat(dir.as_fd(), name, libc::O_PATH | libc::O_NOFOLLOW, 0)
+                .and_then(|f| sys::fstat(f.as_fd()))
+        });
+        let fd = sys::openat(dir.as_fd(), name, flags, c.mode);
+        self.truncated(old);
+        let fd = fd?;
         self.own(h, &fd)?;
         let (id, st) = self
             .nodes
@@ -48,6 +57,31 @@ impl Fs {
         let mut r = Reply::of(&entry);
         r.payload().extend_from_slice(abi::Pod::bytes(&open));
         Ok(r)
+    }
+
+    /// An open with O_TRUNC (the kernel sends it so, having negotiated
+    /// atomic O_TRUNC) empties the file: its size before (0 for a file not
+    /// there yet, `None` for one that cannot be read: marked whole), read by
+    /// `stat` before the open.
+    fn size_before_trunc(&self, flags: i32, stat: impl FnOnce() -> Sys<libc::stat>) -> Option<u64> {
+        if flags & libc::O_TRUNC == 0 {
+            return Some(0);
+        }
+        match stat() {
+            Ok(st) => Some(st.st_size as u64),
+            Err(Errno(libc::ENOENT)) => Some(0),
+            Err(_) => None,
+        }
+    }
+
+    /// Mark what a truncating open emptied (after it did).
+    fn truncated(&self, old: Option<u64>) {
+        match old {
+            Some(size) => self.dirty.mark(0, size),
+            None => self
+                .dirty
+                .mark_all("a truncating open of a file of unknown size"),
+        }
     }
 
     /// Keep an opened backing file and say how the kernel is to use it.
@@ -167,7 +201,10 @@ impl Fs {
         };
         let sync = f.sync || w.flags as i32 & libc::O_DSYNC != 0;
         let due = self.due(OpKind::Write, w.offset, w.size, sync, arrival_ns);
-        let reply = match sys::pwrite_full(f.fd.as_fd(), data, w.offset) {
+        let written = sys::pwrite_full(f.fd.as_fd(), data, w.offset);
+        // After the data changed (a failed write may have done part).
+        self.dirty.mark(w.offset, data.len() as u64);
+        let reply = match written {
             Ok(n) => Reply::of(&abi::WriteOut {
                 size: n as u32,
                 padding: 0,

@@ -8,6 +8,7 @@ use super::nodes::{Handles, Nodes};
 use super::reply::Reply;
 use super::sys::{self, Errno, Sys};
 use crate::media::Medium;
+use crate::media::dirty::{self, DirtyMap};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -112,6 +113,9 @@ pub struct Fs {
     /// While the server measures that round trip: the thread whose reads are
     /// probes (held for a fixed time, the medium not asked); 0 otherwise.
     pub probe_tid: AtomicU32,
+    /// The chunks written since the lab last took them (every operation
+    /// that can change file data marks it, after the change).
+    pub dirty: DirtyMap,
 }
 
 /// Attributes as FUSE carries them.
@@ -166,6 +170,7 @@ impl Fs {
             backings: Mutex::default(),
             overhead_ns: AtomicU64::new(0),
             probe_tid: AtomicU32::new(0),
+            dirty: DirtyMap::new(dirty::COVERS),
         })
     }
 
@@ -217,7 +222,13 @@ impl Fs {
                 self.nodes
                     .fd(n)
                     .and_then(|d| sys::unlinkat(d.as_fd(), name, flags))
-                    .map(|()| Reply::ok())
+                    .map(|()| {
+                        if flags == 0 {
+                            // The store may be gone, or come back as another file.
+                            self.dirty.mark_all("an unlink");
+                        }
+                        Reply::ok()
+                    })
                     .into()
             }
             op::RENAME | op::RENAME2 => {
@@ -272,11 +283,20 @@ impl Fs {
             }
             op::FALLOCATE => {
                 let f = arg!(a, abi::FallocateIn);
-                self.files
+                let r = self
+                    .files
                     .get(f.fh)
-                    .and_then(|o| sys::fallocate(o.fd.as_fd(), f.mode as i32, f.offset, f.length))
-                    .map(|()| Reply::ok())
-                    .into()
+                    .and_then(|o| sys::fallocate(o.fd.as_fd(), f.mode as i32, f.offset, f.length));
+                // Marked even when it failed: it may have done part.
+                if f.mode as i32 & (libc::FALLOC_FL_COLLAPSE_RANGE | libc::FALLOC_FL_INSERT_RANGE)
+                    != 0
+                {
+                    self.dirty
+                        .mark_all("a fallocate that moves data (collapse or insert range)");
+                } else {
+                    self.dirty.mark(f.offset, f.length);
+                }
+                r.map(|()| Reply::ok()).into()
             }
             op::LSEEK => {
                 let l = arg!(a, abi::LseekIn);
@@ -413,10 +433,19 @@ impl Fs {
             sys::fchown(fd.as_fd(), uid, gid)?;
         }
         if s.valid & fattr::SIZE != 0 {
-            match &file {
-                Some(f) => sys::ftruncate(f.fd.as_fd(), s.size)?,
-                None => sys::truncate(&path, s.size)?,
+            // What the truncate changes: from the shorter size to the longer.
+            let old = sys::fstat(fd.as_fd()).map(|st| st.st_size as u64);
+            let r = match &file {
+                Some(f) => sys::ftruncate(f.fd.as_fd(), s.size),
+                None => sys::truncate(&path, s.size),
+            };
+            match old {
+                Ok(old) => self
+                    .dirty
+                    .mark(old.min(s.size), old.max(s.size) - old.min(s.size)),
+                Err(_) => self.dirty.mark_all("a truncate of a file of unknown size"),
             }
+            r?;
         }
         if s.valid & (fattr::ATIME | fattr::MTIME | fattr::ATIME_NOW | fattr::MTIME_NOW) != 0 {
             let time = |set: u32, now: u32, sec: u64, nsec: u32| libc::timespec {
@@ -449,6 +478,8 @@ impl Fs {
     fn rename(&self, olddir: u64, old: &[u8], newdir: u64, new: &[u8], flags: u32) -> Sys<Reply> {
         let (o, n) = (self.nodes.fd(olddir)?, self.nodes.fd(newdir)?);
         sys::renameat2(o.as_fd(), old, n.as_fd(), new, flags)?;
+        // It may have replaced the store, or moved it away.
+        self.dirty.mark_all("a rename");
         Ok(Reply::ok())
     }
 

@@ -9,6 +9,7 @@ use super::mount;
 use super::reply::{Lateness, Reply, Timer};
 use super::sys::{self, Errno};
 use crate::media::Medium;
+use crate::media::dirty::Written;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -333,6 +334,19 @@ impl Server {
                 ""
             }
         )
+    }
+
+    /// What was written through the mount since the last take (see
+    /// [`crate::media::dirty`]), and clear it. Unknown in passthrough mode:
+    /// the kernel then writes the backing files itself, unseen.
+    pub fn take_written(&self) -> Written {
+        let written = self.fs.dirty.take();
+        if self.mode() == CacheMode::Passthrough {
+            return Written::Unknown(
+                "passthrough mode: the kernel writes the store itself, unseen by the server".into(),
+            );
+        }
+        written
     }
 
     /// Open files and directories (for tests and status).

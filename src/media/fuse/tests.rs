@@ -1,7 +1,7 @@
 //! The file system mounted for real (root, /dev/fuse), in this process: every
 //! operation in each cache mode, backing errors passed through, NFS-style file
 //! handles, the medium's times kept with many requests in flight, and a loop
-//! device with direct I/O on the FUSE file.
+//! device with direct I/O on the FUSE file, and the map of what was written.
 
 use super::sys;
 use super::{CacheMode, Options, Server};
@@ -639,4 +639,96 @@ fn a_loop_device_with_direct_io_reads_and_writes_the_store() {
             assert!(!rec.kinds(OpKind::Flush).is_empty(), "its flush too");
         }
     }
+}
+
+/// The chunk indexes of `Written::Ranges`, or a panic naming what it got.
+fn chunks_of(w: crate::media::dirty::Written) -> Vec<u64> {
+    use crate::media::dirty::{CHUNK, Written};
+    match w {
+        Written::Ranges(r) => r
+            .iter()
+            .flat_map(|&(f, t)| (f / CHUNK..t / CHUNK).collect::<Vec<_>>())
+            .collect(),
+        Written::Unknown(why) => panic!("unknown: {why}"),
+    }
+}
+
+#[test]
+fn every_change_through_the_mount_is_in_the_written_map_and_a_take_clears_it() {
+    use crate::media::dirty::{CHUNK, Written};
+    for mode in [CacheMode::Direct, CacheMode::PageCache] {
+        let m = Mounted::new(&format!("dirty-{}", mode.name()), Arc::new(Ram), Some(mode));
+        let size = 64 * CHUNK;
+        let f = File::create(m.back("disk.img")).unwrap();
+        f.set_len(size).unwrap();
+        drop(f);
+        assert_eq!(chunks_of(m.server.take_written()), Vec::<u64>::new());
+        let rw = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(m.mnt("disk.img"))
+            .unwrap();
+        // Writes at random offsets, some across a chunk boundary.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut want = std::collections::BTreeSet::new();
+        for _ in 0..20 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let off = x % (size - 8192);
+            rw.write_all_at(&pattern(8192, 3), off).unwrap();
+            want.extend(off / CHUNK..=(off + 8191) / CHUNK);
+        }
+        rw.sync_all().unwrap();
+        let got = chunks_of(m.server.take_written());
+        assert_eq!(got, want.into_iter().collect::<Vec<_>>(), "{}", mode.name());
+        assert_eq!(chunks_of(m.server.take_written()), Vec::<u64>::new());
+        // A punched hole and a shrinking truncate are bounded changes.
+        // SAFETY: fallocate(2) on an open descriptor we own.
+        let r = unsafe {
+            libc::fallocate(
+                std::os::fd::AsRawFd::as_raw_fd(&rw),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                (10 * CHUNK + 4096) as libc::off_t,
+                4096,
+            )
+        };
+        assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
+        rw.set_len(62 * CHUNK + 1).unwrap();
+        assert_eq!(chunks_of(m.server.take_written()), vec![10, 62, 63]);
+        drop(rw);
+        // A truncating open empties what the file held.
+        drop(File::create(m.mnt("disk.img")).unwrap());
+        assert_eq!(
+            chunks_of(m.server.take_written()),
+            (0..=62).collect::<Vec<_>>()
+        );
+        // A new file's writes mark their offsets; a rename (that may replace
+        // the store) cannot be bounded.
+        fs::write(m.mnt("other"), b"x").unwrap();
+        assert_eq!(chunks_of(m.server.take_written()), vec![0]);
+        fs::rename(m.mnt("other"), m.mnt("disk.img")).unwrap();
+        match m.server.take_written() {
+            Written::Unknown(why) => assert!(why.contains("rename"), "{why}"),
+            w => panic!("{}: a rename gave {w:?}", mode.name()),
+        }
+        assert_eq!(chunks_of(m.server.take_written()), Vec::<u64>::new());
+        fs::remove_file(m.mnt("disk.img")).unwrap();
+        assert!(
+            matches!(m.server.take_written(), Written::Unknown(w) if w.contains("unlink")),
+            "{}: an unlink cannot be bounded",
+            mode.name()
+        );
+    }
+    // Passthrough: the kernel writes the backing file, unseen.
+    let m = Mounted::new(
+        "dirty-passthrough",
+        Arc::new(Ram),
+        Some(CacheMode::Passthrough),
+    );
+    fs::write(m.mnt("disk.img"), b"x").unwrap();
+    assert!(
+        matches!(m.server.take_written(), Written::Unknown(w) if w.contains("passthrough")),
+        "passthrough cannot tell"
+    );
 }

@@ -10,11 +10,31 @@
 //!    (or fails naming the step, with nothing left mounted or running).
 //! 2. The servers (ganesha, tgt, nbdkit) and the loop device use
 //!    `MOUNTPOINT/disk.img`.
-//! 3. `MediaServer::stop()` after them: SIGTERM, then SIGKILL, then
+//! 3. Between tests, `MediaServer::reset()` returns the medium to its
+//!    initial state, and `MediaServer::reset_taking_written()` does too and
+//!    says which byte ranges were written through the mount since the last
+//!    such take (see below), so the lab restores only those.
+//! 4. `MediaServer::stop()` after them: SIGTERM, then SIGKILL, then
 //!    [`cleanup`]; a record of the server (pid, start time) is enough, so
 //!    `lab down` in another process can do it with [`MediaServer::from_proc`].
+//!
+//! The ready-file protocol (`LOG` is the server's log file):
+//! * `LOG.ready` (with `.log` replaced): the server writes `PID\nresets 0\n`
+//!   into it once the file system answers, and `PID\nresets N\n` after the
+//!   Nth [`RESET_SIGNAL`], each time by renaming a whole file over it. The
+//!   lab removes it before it signals and waits for it to appear again.
+//! * `LOG.dirty`, the written ranges: to ask for them, the lab writes
+//!   [`dirty::REQUEST`] (`take`) into it before the signal. A server that
+//!   finds the request takes its map of written chunks (clearing it) and
+//!   renames its answer over the request before it writes the ready file:
+//!   `storlab-dirty 1`, then `range FROM TO` per written byte range or one
+//!   `unknown WHY` line, then `end` ([`dirty::Written::to_text`]). Without
+//!   the request the map is kept (a plain reset). A server that leaves the
+//!   request unanswered (one older than the map) cannot tell: the lab then
+//!   restores the whole store, as it does on `unknown`.
 
 use super::Medium;
+use super::dirty::{self, Written};
 use super::fuse::{self, CacheMode, Options, Server};
 use crate::process::{self, Proc};
 use std::path::{Path, PathBuf};
@@ -78,12 +98,19 @@ fn ready_text(resets: u64) -> String {
     format!("{}\nresets {resets}\n", std::process::id())
 }
 
-/// Write `text` into the ready file `f` at once (rename over it).
+/// Write `text` into `f` (the ready or the written-ranges file) at once:
+/// rename a whole file over it.
 fn write_ready(f: &Path, text: &str) -> Result<(), String> {
-    let tmp = f.with_extension("tmp");
+    let mut tmp = f.as_os_str().to_owned();
+    tmp.push(".tmp");
     std::fs::write(&tmp, text)
         .and_then(|()| std::fs::rename(&tmp, f))
-        .map_err(|e| format!("cannot write ready file {}: {e}", f.display()))
+        .map_err(|e| format!("cannot write {}: {e}", f.display()))
+}
+
+/// The written-ranges file beside the ready file `ready`.
+fn dirty_file(ready: &Path) -> PathBuf {
+    ready.with_extension("dirty")
 }
 
 /// Serve in the foreground until SIGTERM, SIGINT or SIGHUP (resetting the
@@ -113,6 +140,16 @@ pub fn run(cfg: ServeConfig) -> Result<(), String> {
         let sig = wait_signal(&signals);
         if sig != RESET_SIGNAL {
             break sig;
+        }
+        if let Some(f) = &cfg.ready_file {
+            let d = dirty_file(f);
+            if std::fs::read_to_string(&d).is_ok_and(|t| t == dirty::REQUEST) {
+                // Not fatal: the request left unanswered, the lab restores
+                // everything (which covers what this take cleared).
+                if let Err(e) = write_ready(&d, &server.take_written().to_text()) {
+                    eprintln!("storlab media: the written ranges not reported: {e}");
+                }
+            }
         }
         medium.reset();
         resets += 1;
@@ -187,6 +224,7 @@ impl MediaServer {
         }
         let ready = log.with_extension("ready");
         let _ = std::fs::remove_file(&ready);
+        let _ = std::fs::remove_file(dirty_file(&ready));
         let mut args = vec![
             "media-serve".to_string(),
             "--backing".into(),
@@ -259,9 +297,56 @@ impl MediaServer {
     }
 
     /// Return its medium to the initial state ([`RESET_SIGNAL`]) and wait
-    /// until the server says it has (it writes its ready file again).
+    /// until the server says it has (it writes its ready file again). The
+    /// server keeps its map of what was written.
     pub fn reset(&self) -> Result<(), String> {
-        let ready = self.proc.log.with_extension("ready");
+        let _ = std::fs::remove_file(dirty_file(&self.ready_file()));
+        self.signal_reset()
+    }
+
+    /// [`MediaServer::reset`], and take what was written through the mount
+    /// since the last take (the server clears its map). `Unknown` when the
+    /// server cannot tell (passthrough mode, a change it cannot bound, a
+    /// server that does not answer the request, an unreadable answer); an
+    /// error only when the reset itself fails.
+    pub fn reset_taking_written(&self) -> Result<Written, String> {
+        let d = dirty_file(&self.ready_file());
+        if let Err(e) = std::fs::write(&d, dirty::REQUEST) {
+            self.signal_reset()?;
+            return Ok(Written::Unknown(format!(
+                "cannot ask the media server for the written ranges: {}: {e}",
+                d.display()
+            )));
+        }
+        self.signal_reset()?;
+        let answer = std::fs::read_to_string(&d);
+        let _ = std::fs::remove_file(&d);
+        Ok(match answer {
+            Ok(t) if t == dirty::REQUEST => Written::Unknown(format!(
+                "media server pid {} did not report the written ranges (started by an older storlab, or see its log)",
+                self.proc.pid
+            )),
+            Ok(t) => Written::parse(&t).unwrap_or_else(|e| {
+                Written::Unknown(format!(
+                    "the media server's answer {} is unreadable: {e}",
+                    d.display()
+                ))
+            }),
+            Err(e) => Written::Unknown(format!(
+                "no answer from the media server in {}: {e}",
+                d.display()
+            )),
+        })
+    }
+
+    /// Its ready file.
+    fn ready_file(&self) -> PathBuf {
+        self.proc.log.with_extension("ready")
+    }
+
+    /// Send [`RESET_SIGNAL`] and wait for the ready file.
+    fn signal_reset(&self) -> Result<(), String> {
+        let ready = self.ready_file();
         let _ = std::fs::remove_file(&ready);
         if !self.proc.signal(RESET_SIGNAL) {
             return Err(format!("media server pid {} is not running", self.proc.pid));
