@@ -284,6 +284,20 @@ fn fill_range(
     content: Content,
     seed: u64,
 ) -> Result<u64, PrepareError> {
+    let n = write_range(file, path, from, to, content, seed)?;
+    file.sync_all().map_err(io_err(path, "fsync"))?;
+    Ok(n)
+}
+
+/// [`fill_range`] without the fsync.
+fn write_range(
+    file: &File,
+    path: &Path,
+    from: u64,
+    to: u64,
+    content: Content,
+    seed: u64,
+) -> Result<u64, PrepareError> {
     let mut off = from / CHUNK * CHUNK;
     let start = off;
     let mut buf = vec![0u8; CHUNK.min(to.saturating_sub(off)).max(1) as usize];
@@ -298,7 +312,6 @@ fn fill_range(
             .map_err(io_err(path, "write"))?;
         off += n as u64;
     }
-    file.sync_all().map_err(io_err(path, "fsync"))?;
     Ok(to.saturating_sub(start))
 }
 
@@ -307,6 +320,43 @@ fn fill_range(
 /// seed and offset, so no copy of the file is kept. Refuses files storlab did
 /// not create. Returns bytes written.
 pub fn restore(path: &Path) -> Result<u64, PrepareError> {
+    let (file, marker) = open_to_restore(path)?;
+    fill_range(&file, path, 0, marker.size, marker.content, marker.seed)
+}
+
+/// [`restore`] only the byte ranges `[from, to)` of `ranges` (the parts of
+/// the file written since its last restore; any order, overlaps allowed),
+/// each widened to whole [`CHUNK`]s and cut at the prepared size, then one
+/// fsync. Refuses files storlab did not create. Returns bytes written.
+pub fn restore_ranges(path: &Path, ranges: &[(u64, u64)]) -> Result<u64, PrepareError> {
+    let (file, marker) = open_to_restore(path)?;
+    let mut chunks: Vec<(u64, u64)> = ranges
+        .iter()
+        .map(|&(from, to)| {
+            let end = to.div_ceil(CHUNK).saturating_mul(CHUNK);
+            (from / CHUNK * CHUNK, end.min(marker.size))
+        })
+        .filter(|(from, to)| from < to)
+        .collect();
+    chunks.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(chunks.len());
+    for (from, to) in chunks {
+        match merged.last_mut() {
+            Some(last) if from <= last.1 => last.1 = last.1.max(to),
+            _ => merged.push((from, to)),
+        }
+    }
+    let mut written = 0;
+    for (from, to) in merged {
+        written += write_range(&file, path, from, to, marker.content, marker.seed)?;
+    }
+    file.sync_all().map_err(io_err(path, "fsync"))?;
+    Ok(written)
+}
+
+/// The file storlab prepared at `path` (its fill complete), opened for
+/// writing, with its marker; refused otherwise.
+fn open_to_restore(path: &Path) -> Result<(File, Marker), PrepareError> {
     let marker = match ownership(path).map_err(io_err(path, "inspect"))? {
         Ownership::Ours(m) if m.complete => m,
         _ => {
@@ -319,7 +369,7 @@ pub fn restore(path: &Path) -> Result<u64, PrepareError> {
         .write(true)
         .open(path)
         .map_err(io_err(path, "open"))?;
-    fill_range(&file, path, 0, marker.size, marker.content, marker.seed)
+    Ok((file, marker))
 }
 
 fn size_of(file: &File, path: &Path, block: bool) -> Result<u64, PrepareError> {
@@ -841,5 +891,66 @@ mod tests {
         assert!(!refused.is_environment());
         let missing = prepare(&req(&d.path("nope/f"), 4096, true)).unwrap_err();
         assert!(!missing.is_environment(), "{missing}");
+    }
+
+    /// Scribble `len` bytes of 0xEE at each offset of `at` in `p`.
+    fn scribble(p: &Path, at: &[u64], len: usize) {
+        let f = fs::OpenOptions::new().write(true).open(p).unwrap();
+        for &o in at {
+            f.write_all_at(&vec![0xEE; len], o).unwrap();
+        }
+    }
+
+    #[test]
+    fn restoring_the_written_ranges_brings_back_every_byte_and_writes_only_their_chunks() {
+        let d = TempDir::new();
+        let p = d.path("store");
+        let size = 8 * CHUNK + 12345;
+        prepare(&req(&p, size, true)).unwrap();
+        let want = fs::read(&p).unwrap();
+        let at = [10, 3 * CHUNK - 2, 8 * CHUNK + 100];
+        scribble(&p, &at, 4);
+        assert_ne!(fs::read(&p).unwrap(), want);
+        // Chunk 0, chunks 2 and 3, the short last one; given unordered, with
+        // an overlap, one range empty and one past the end.
+        let ranges = [
+            (8 * CHUNK + 100, 8 * CHUNK + 104),
+            (3 * CHUNK - 2, 3 * CHUNK + 2),
+            (10, 14),
+            (2 * CHUNK, 3 * CHUNK),
+            (5 * CHUNK, 5 * CHUNK),
+            (size + CHUNK, size + 2 * CHUNK),
+        ];
+        let n = restore_ranges(&p, &ranges).unwrap();
+        assert_eq!(n, 3 * CHUNK + 12345, "chunks 0, 2, 3 and the last part");
+        assert!(fs::read(&p).unwrap() == want, "every byte back");
+        assert_eq!(restore_ranges(&p, &[]).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_range_left_out_stays_written_and_the_whole_restore_fixes_it() {
+        let d = TempDir::new();
+        let p = d.path("store");
+        let size = 4 * CHUNK;
+        prepare(&req(&p, size, true)).unwrap();
+        let want = fs::read(&p).unwrap();
+        scribble(&p, &[0, 2 * CHUNK], 1);
+        restore_ranges(&p, &[(0, 1)]).unwrap();
+        let now = fs::read(&p).unwrap();
+        assert_eq!(now[..CHUNK as usize], want[..CHUNK as usize]);
+        assert_eq!(now[2 * CHUNK as usize], 0xEE, "not asked: not restored");
+        assert_eq!(restore(&p).unwrap(), size);
+        assert!(fs::read(&p).unwrap() == want);
+    }
+
+    #[test]
+    fn neither_restore_writes_a_file_storlab_did_not_create() {
+        let d = TempDir::new();
+        let p = d.path("store");
+        fs::write(&p, vec![7u8; 2 * CHUNK as usize]).unwrap();
+        for r in [restore_ranges(&p, &[(0, CHUNK)]), restore(&p)] {
+            assert!(matches!(r, Err(PrepareError::Refused { .. })), "{r:?}");
+        }
+        assert_eq!(fs::read(&p).unwrap(), vec![7u8; 2 * CHUNK as usize]);
     }
 }

@@ -1,7 +1,9 @@
 //! `storlab lab up --media`: the store served through storlab's FUSE media
 //! server, every server and the block baseline's loop device on its mount;
 //! `lab down` leaving no mount, loop device or process; a media layer that
-//! cannot start naming its step and leaving nothing behind; Ctrl-C during
+//! cannot start naming its step and leaving nothing behind; `compare`
+//! restoring only the ranges written through the layer (the whole store
+//! without one); Ctrl-C during
 //! `lab up` taking down what it made. Needs root,
 //! /dev/fuse, loop devices and ./setup.sh's packages. Every lab here serves on
 //! ports free at that moment (`--net loopback`).
@@ -170,6 +172,72 @@ fn a_media_lab_serves_fc8_and_nfs3_through_the_mount_and_down_leaves_nothing() {
     assert!(!mp.exists(), "mount point {} left", mp.display());
 }
 
+/// Whether every chunk of the lab's backing file `path` holds its initial
+/// content; the first chunk that does not, if any.
+fn first_changed_chunk(path: &Path) -> Option<u64> {
+    let disk = std::fs::read(path).unwrap();
+    let mut want = vec![0u8; 1 << 20];
+    disk.chunks(1 << 20).enumerate().find_map(|(i, got)| {
+        let want = &mut want[..got.len()];
+        storlab::workload::content::fill(
+            want,
+            storlab::workload::Content::Random,
+            storlab::lab::backing::SEED,
+            i as u64,
+        );
+        (got != want).then_some(i as u64)
+    })
+}
+
+/// `compare` on the lab with a random-write workload of 8 MiB; its output.
+fn compare_writes(lab: &Lab, targets: &str) -> String {
+    let o = lab
+        .storlab()
+        .args(["compare", "--no-db", "--state-dir"])
+        .arg(lab.dir.as_os_str())
+        .args(["--targets", targets, "--rw", "randwrite", "--bs", "4k"])
+        .args(["--size", "8m", "--ramp_time", "0", "--runtime", "1"])
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert!(o.status.success(), "compare: {out}");
+    out
+}
+
+#[test]
+fn compare_restores_only_what_was_written_through_the_media_layer() {
+    let lab = Lab::builder("labdirty", "64m")
+        .loopback()
+        .args(&["--media", "fixed:50"])
+        .up();
+    let backing = PathBuf::from(lab.state["backing"]["path"].as_str().unwrap());
+    assert_eq!(first_changed_chunk(&backing), None, "lab up filled it");
+    let out = compare_writes(&lab, "fc8,nfs3");
+    let notes: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("restored the backing store"))
+        .collect();
+    // Before nfs3, and at the end.
+    assert_eq!(notes.len(), 2, "{out}");
+    for n in notes {
+        assert!(
+            n.contains("of 64 MiB rewritten, the ranges written since the last restore"),
+            "{n}"
+        );
+        // The writes stayed in the first 8 MiB: at most that was rewritten.
+        let mib: f64 = n
+            .split("store: ")
+            .nth(1)
+            .and_then(|t| t.split(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no figure in {n:?}"));
+        assert!(n.contains(" MiB of ") && mib > 0.0 && mib <= 8.0, "{n}");
+    }
+    assert_eq!(first_changed_chunk(&backing), None, "every byte restored");
+    let o = lab.cmd(&["down"]);
+    assert!(o.status.success(), "lab down: {}", text(&o));
+}
+
 #[test]
 fn media_none_serves_the_backing_file_itself_and_down_keeps_nothing() {
     let lab = Lab::builder("labnone", "16m")
@@ -201,6 +269,13 @@ fn media_none_serves_the_backing_file_itself_and_down_keeps_nothing() {
         assert_eq!(total["errors"].as_u64(), Some(0), "{url}: {total}");
         assert!(total["ios"].as_u64().unwrap() > 0, "{url}: {total}");
     }
+    // Nothing records the writes: compare restores the whole store.
+    let out = compare_writes(&lab, "block,nbd");
+    assert!(
+        out.contains("restored the backing store: all 16 MiB rewritten (the written ranges are not known: no media layer"),
+        "{out}"
+    );
+    assert_eq!(first_changed_chunk(&backing), None, "every byte restored");
     let o = lab.cmd(&["down"]);
     assert!(o.status.success(), "lab down: {}", text(&o));
     assert!(!backing.exists(), "{} left", backing.display());

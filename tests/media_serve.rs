@@ -1,17 +1,21 @@
 //! The media server as the lab runs it: `storlab media-serve` started by
 //! `MediaServer`, stopped by SIGTERM, killed by SIGKILL or stopped by SIGSTOP
-//! with `cleanup` leaving nothing mounted, a start that fails saying why, and
-//! nfs-ganesha exporting the FUSE mount to storlab's own NFS client. Needs
+//! with `cleanup` leaving nothing mounted, a start that fails saying why, the
+//! ranges written through the mount taken at a reset and restored (or the
+//! whole store when the server cannot tell), and nfs-ganesha exporting the FUSE mount to storlab's own NFS client. Needs
 //! root, /dev/fuse and ./setup.sh's packages (nfs-ganesha).
 
 mod support;
 
 use std::fs;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use storlab::media::dirty::Written;
 use storlab::media::fuse::mount::mounted;
 use storlab::media::serve::{MediaServer, cleanup};
+use storlab::prepare;
 use support::media::Dirs;
 use support::{alive, text};
 
@@ -132,6 +136,140 @@ fn a_start_that_fails_says_why_and_leaves_nothing() {
     assert!(e.contains("already has storlab's media file system"), "{e}");
     assert_eq!(mounted(&d.mnt()).len(), 1, "the first server's mount stays");
     s.stop().unwrap();
+}
+
+/// Replace the Dirs' store with one storlab prepares (its marker beside
+/// it, so the restores accept it) of `mib` MiB; its content.
+fn prepared_store(d: &Dirs, mib: u64) -> (PathBuf, Vec<u8>) {
+    let path = d.back().join("disk.img");
+    fs::remove_file(&path).unwrap();
+    prepare::prepare(&prepare::PrepareRequest {
+        path: &path,
+        size: mib << 20,
+        content: storlab::workload::Content::Random,
+        seed: 7,
+        writes: true,
+        allow_foreign_writes: false,
+    })
+    .unwrap();
+    let initial = fs::read(&path).unwrap();
+    (path, initial)
+}
+
+/// `n` offsets in `[0, size - len)`, from a fixed xorshift.
+fn random_offsets(n: usize, size: u64, len: u64) -> Vec<u64> {
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % (size - len)
+        })
+        .collect()
+}
+
+#[test]
+fn only_the_ranges_written_through_the_mount_are_restored_and_every_byte_comes_back() {
+    const MIB: u64 = 1 << 20;
+    let d = Dirs::new("dirty");
+    let (path, initial) = prepared_store(&d, 64);
+    let size = initial.len() as u64;
+    let s = d.start("fixed:20");
+    let f = fs::OpenOptions::new()
+        .write(true)
+        .open(d.mnt().join("disk.img"))
+        .unwrap();
+    let len = 12288;
+    let offsets = random_offsets(24, size, len);
+    for &o in &offsets {
+        f.write_all_at(&vec![0xA5; len as usize], o).unwrap();
+    }
+    f.sync_all().unwrap();
+    drop(f);
+    assert!(
+        fs::read(&path).unwrap() != initial,
+        "the writes reached the store"
+    );
+    // A plain reset (each target's start) keeps the map for the restore.
+    s.reset().unwrap();
+    let ranges = match s.reset_taking_written().unwrap() {
+        Written::Ranges(r) => r,
+        Written::Unknown(why) => panic!("a direct mount cannot tell: {why}"),
+    };
+    for &o in &offsets {
+        assert!(
+            ranges.iter().any(|&(f, t)| f <= o && o + len <= t),
+            "write at {o} not in {ranges:?}"
+        );
+    }
+    let rewritten = prepare::restore_ranges(&path, &ranges).unwrap();
+    assert!(
+        rewritten <= offsets.len() as u64 * 2 * MIB && rewritten < size / 2,
+        "{rewritten} bytes rewritten for {} writes of {len}",
+        offsets.len()
+    );
+    assert!(
+        fs::read(&path).unwrap() == initial,
+        "every byte of the store back"
+    );
+    assert!(
+        fs::read(d.mnt().join("disk.img")).unwrap() == initial,
+        "and so through the mount"
+    );
+    // Taken: the next take has nothing, and its restore writes nothing.
+    assert_eq!(s.reset_taking_written().unwrap(), Written::Ranges(vec![]));
+    assert_eq!(prepare::restore_ranges(&path, &[]).unwrap(), 0);
+    s.stop().unwrap();
+}
+
+/// Stops a process by PID when dropped.
+struct Stop(storlab::process::Proc);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        self.0.stop(Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn a_server_that_cannot_tell_what_was_written_leaves_the_whole_restore() {
+    let d = Dirs::new("nodirty");
+    let (path, initial) = prepared_store(&d, 16);
+    // ram: passthrough, the kernel writes the backing file unseen.
+    let s = d.start("ram");
+    fs::OpenOptions::new()
+        .write(true)
+        .open(d.mnt().join("disk.img"))
+        .unwrap()
+        .write_all_at(b"scribble", 5 << 20)
+        .unwrap();
+    match s.reset_taking_written().unwrap() {
+        Written::Unknown(why) => assert!(why.contains("passthrough"), "{why}"),
+        w => panic!("passthrough reported {w:?}"),
+    }
+    s.stop().unwrap();
+    assert_eq!(prepare::restore(&path).unwrap(), initial.len() as u64);
+    assert!(fs::read(&path).unwrap() == initial);
+    // A server older than the map resets but leaves the request unanswered.
+    let log = d.0.join("old.log");
+    let script = format!(
+        "trap 'echo $$ > {}' USR1; while :; do sleep 0.05; done",
+        log.with_extension("ready").display()
+    );
+    let old = Stop(
+        storlab::process::spawn(Path::new("/bin/bash"), &["-c".into(), script], &log).unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(200)); // its trap is set
+    let server = MediaServer::from_proc(old.0.clone(), &d.mnt());
+    match server.reset_taking_written().unwrap() {
+        Written::Unknown(why) => assert!(why.contains("older storlab"), "{why}"),
+        w => panic!("an old server reported {w:?}"),
+    }
+    assert!(
+        !log.with_extension("dirty").exists(),
+        "the request is removed"
+    );
 }
 
 /// A port free on 127.0.0.1 a moment ago.

@@ -293,27 +293,48 @@ impl Drop for TemporaryLab {
 }
 
 /// Reset the lab's backing store to its initial content (the studies' snapshot
-/// restore), and its medium to its initial state.
+/// restore), and its medium to its initial state. The media server says
+/// which ranges were written through it since the last restore and only
+/// those are rewritten; when it cannot tell (no media layer, passthrough
+/// mode, an older server, a change it cannot bound), the whole file is.
 fn restore(
     c: &Contender,
     s: &mut Session,
     media: Option<&lab::media::MediaInfo>,
 ) -> Result<(), CliError> {
-    if let Some(path) = &c.backing {
-        let bytes = prepare::restore(path)
-            .map_err(|e| CliError::failed(format!("restoring the backing store: {e}")))?;
-        if let Some(m) = media {
-            m.reset()
-                .map_err(|e| CliError::failed(format!("resetting the lab's medium: {e}")))?;
+    use crate::media::dirty::Written;
+    use crate::workload::units::format_size;
+    let Some(path) = &c.backing else {
+        return Ok(());
+    };
+    // The medium first: the restore writes the backing file itself, beside
+    // the media, so the medium's state does not see it.
+    let written = match media {
+        Some(m) => m
+            .reset_taking_written()
+            .map_err(|e| CliError::failed(format!("resetting the lab's medium: {e}")))?,
+        None => Written::Unknown("no media layer: nothing records the writes".into()),
+    };
+    let failed = |e| CliError::failed(format!("restoring the backing store: {e}"));
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    let note = match written {
+        Written::Ranges(ranges) => {
+            let bytes = prepare::restore_ranges(path, &ranges).map_err(failed)?;
+            format!(
+                "restored the backing store: {} of {} rewritten, the ranges written since the last restore",
+                format_size(bytes),
+                format_size(size)
+            )
         }
-        crate::runner::Observer::note(
-            &mut s.progress,
-            &format!(
-                "restored the backing store ({} written)",
-                crate::workload::units::format_size(bytes)
-            ),
-        );
-    }
+        Written::Unknown(why) => {
+            let bytes = prepare::restore(path).map_err(failed)?;
+            format!(
+                "restored the backing store: all {} rewritten (the written ranges are not known: {why})",
+                format_size(bytes)
+            )
+        }
+    };
+    crate::runner::Observer::note(&mut s.progress, &note);
     Ok(())
 }
 

@@ -6,6 +6,7 @@ use super::hosts::Host;
 use super::link::Link;
 use super::net::NetMode;
 use super::netns::Netns;
+use crate::media::dirty::Written;
 use crate::process::Proc;
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
@@ -294,6 +295,21 @@ impl MediaInfo {
                 crate::media::serve::MediaServer::from_proc(p.clone(), &self.mountpoint).reset()
             }
             None => Ok(()),
+        }
+    }
+
+    /// [`MediaInfo::reset`], and take what was written to the store through
+    /// the media layer since the last take
+    /// ([`crate::media::serve::MediaServer::reset_taking_written`]);
+    /// `Unknown` without a media server (nothing sees the writes).
+    pub fn reset_taking_written(&self) -> Result<Written, String> {
+        match &self.server {
+            Some(p) => crate::media::serve::MediaServer::from_proc(p.clone(), &self.mountpoint)
+                .reset_taking_written(),
+            None => Ok(Written::Unknown(format!(
+                "no media layer (--media {}): nothing records the writes",
+                self.spec
+            ))),
         }
     }
 }
