@@ -234,6 +234,30 @@ fn compare_restores_only_what_was_written_through_the_media_layer() {
         assert!(n.contains(" MiB of ") && mib > 0.0 && mib <= 8.0, "{n}");
     }
     assert_eq!(first_changed_chunk(&backing), None, "every byte restored");
+    let mut marker = backing.clone().into_os_string();
+    marker.push(".restoring");
+    assert!(
+        !Path::new(&marker).exists(),
+        "a finished restore leaves no marker"
+    );
+    // A restore that stopped after taking the ranges (its marker left
+    // behind): the next one cannot trust the map and rewrites everything.
+    std::fs::write(&marker, "interrupted\n").unwrap();
+    let out = compare_writes(&lab, "fc8,nfs3");
+    let first = out
+        .lines()
+        .find(|l| l.contains("restored the backing store"))
+        .unwrap_or_else(|| panic!("no restore note in {out}"));
+    assert!(
+        first.contains("all 64 MiB rewritten")
+            && first.contains("an earlier restore did not finish"),
+        "{first}"
+    );
+    assert!(
+        !Path::new(&marker).exists(),
+        "the marker is removed once restored"
+    );
+    assert_eq!(first_changed_chunk(&backing), None, "every byte restored");
     let o = lab.cmd(&["down"]);
     assert!(o.status.success(), "lab down: {}", text(&o));
 }

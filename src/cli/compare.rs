@@ -307,6 +307,14 @@ fn restore(
     let Some(path) = &c.backing else {
         return Ok(());
     };
+    // A take clears the server's map: until this restore is done, a marker
+    // says so, and a restore that finds it (the last one failed or was
+    // interrupted after its take) rewrites the whole store.
+    let mut marker = path.as_os_str().to_owned();
+    marker.push(".restoring");
+    let marker = std::path::PathBuf::from(marker);
+    let unfinished = marker.exists();
+    let marked = std::fs::write(&marker, b"a restore of the backing store is in progress\n");
     // The medium first: the restore writes the backing file itself, beside
     // the media, so the medium's state does not see it.
     let written = match media {
@@ -314,6 +322,17 @@ fn restore(
             .reset_taking_written()
             .map_err(|e| CliError::failed(format!("resetting the lab's medium: {e}")))?,
         None => Written::Unknown("no media layer: nothing records the writes".into()),
+    };
+    let written = match (written, marked) {
+        (Written::Ranges(_), Err(e)) => Written::Unknown(format!(
+            "cannot mark the restore in progress in {}: {e}",
+            marker.display()
+        )),
+        (Written::Ranges(_), Ok(())) if unfinished => Written::Unknown(format!(
+            "an earlier restore did not finish ({} was left behind)",
+            marker.display()
+        )),
+        (w, _) => w,
     };
     let failed = |e| CliError::failed(format!("restoring the backing store: {e}"));
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
@@ -334,6 +353,7 @@ fn restore(
             )
         }
     };
+    let _ = std::fs::remove_file(&marker);
     crate::runner::Observer::note(&mut s.progress, &note);
     Ok(())
 }

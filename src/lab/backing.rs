@@ -116,12 +116,6 @@ pub fn create(
 /// Seed of the backing store's content.
 pub const SEED: u64 = crate::workload::jobfile::DEFAULT_SEED;
 
-/// Reset the backing store to its initial content, in place (the servers keep
-/// their open files). Returns bytes written.
-pub fn restore(info: &BackingInfo) -> Result<u64, String> {
-    prepare::restore(&info.path).map_err(|e| format!("cannot restore the backing store: {e}"))
-}
-
 /// Remove the file and its directory; what is already gone is fine.
 pub fn remove(info: &BackingInfo) -> Result<(), String> {
     match std::fs::remove_dir_all(&info.dir) {
