@@ -320,8 +320,7 @@ fn write_range(
 /// seed and offset, so no copy of the file is kept. Refuses files storlab did
 /// not create. Returns bytes written.
 pub fn restore(path: &Path) -> Result<u64, PrepareError> {
-    let (file, marker) = open_to_restore(path)?;
-    fill_range(&file, path, 0, marker.size, marker.content, marker.seed)
+    restore_ranges(path, &[(0, u64::MAX)])
 }
 
 /// [`restore`] only the byte ranges `[from, to)` of `ranges` (the parts of
@@ -329,7 +328,18 @@ pub fn restore(path: &Path) -> Result<u64, PrepareError> {
 /// each widened to whole [`CHUNK`]s and cut at the prepared size, then one
 /// fsync. Refuses files storlab did not create. Returns bytes written.
 pub fn restore_ranges(path: &Path, ranges: &[(u64, u64)]) -> Result<u64, PrepareError> {
-    let (file, marker) = open_to_restore(path)?;
+    let marker = match ownership(path).map_err(io_err(path, "inspect"))? {
+        Ownership::Ours(m) if m.complete => m,
+        _ => {
+            return Err(PrepareError::Refused {
+                path: path.to_path_buf(),
+            });
+        }
+    };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(io_err(path, "open"))?;
     let mut chunks: Vec<(u64, u64)> = ranges
         .iter()
         .map(|&(from, to)| {
@@ -352,24 +362,6 @@ pub fn restore_ranges(path: &Path, ranges: &[(u64, u64)]) -> Result<u64, Prepare
     }
     file.sync_all().map_err(io_err(path, "fsync"))?;
     Ok(written)
-}
-
-/// The file storlab prepared at `path` (its fill complete), opened for
-/// writing, with its marker; refused otherwise.
-fn open_to_restore(path: &Path) -> Result<(File, Marker), PrepareError> {
-    let marker = match ownership(path).map_err(io_err(path, "inspect"))? {
-        Ownership::Ours(m) if m.complete => m,
-        _ => {
-            return Err(PrepareError::Refused {
-                path: path.to_path_buf(),
-            });
-        }
-    };
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(io_err(path, "open"))?;
-    Ok((file, marker))
 }
 
 fn size_of(file: &File, path: &Path, block: bool) -> Result<u64, PrepareError> {

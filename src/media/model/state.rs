@@ -25,9 +25,8 @@ pub struct State {
     drained_at: f64,
     /// Bytes written since the last flush that the log does not hold.
     unlogged: u64,
-    /// The device the next commit of the log on the pool goes to.
-    log_next: usize,
-    /// The device, start and end of the last commit of the log on the pool.
+    /// The device, start and end of the last commit of the log on the pool
+    /// (the next goes to the device after it).
     log_dev: usize,
     log_start: f64,
     log_done: f64,
@@ -62,8 +61,7 @@ impl State {
             log_busy: 0.0,
             drained_at: 0.0,
             unlogged: 0,
-            log_next: 0,
-            log_dev: 0,
+            log_dev: p.count - 1,
             log_start: 0.0,
             log_done: 0.0,
             txg_dirty: 0,
@@ -155,8 +153,7 @@ impl State {
             self.log_done += more;
             return self.log_done;
         }
-        let d = self.log_next % p.count;
-        self.log_next = (d + 1) % p.count;
+        let d = (self.log_dev + 1) % p.count;
         let begin = self.busy[d].max(now).max(self.log_done).max(self.synced_at);
         let mut seed = bytes ^ (self.served[d] << 40) ^ ((d as u64) << 20) ^ 0x106;
         let svc = p.device_ns(true, bytes, false, splitmix64(&mut seed));
