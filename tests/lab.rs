@@ -460,6 +460,9 @@ fn the_default_lab_serves_on_loopback_with_rpcbind_contained() {
     let me = std::process::id() as u64;
     let anchor = server("rpcbind")["pid"].as_u64().unwrap();
     let mnt = ns_of(anchor, "mnt");
+    // Held open to the end: the kernel gives a freed namespace's number to the
+    // next one made (another test's lab), and `in_mount_ns` goes by number.
+    let _mnt_held = std::fs::File::open(format!("/proc/{anchor}/ns/mnt")).unwrap();
     assert_ne!(
         ns_of(anchor, "net"),
         ns_of(me, "net"),

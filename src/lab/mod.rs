@@ -665,9 +665,9 @@ pub fn down(state_dir: &Path) -> Result<(), LabError> {
         let mount_ns = st
             .server("rpcbind")
             .filter(|r| st.net == NetMode::Loopback && st.running(r))
-            .and_then(|r| net::mount_ns(r.proc.pid))
+            .and_then(|r| net::MountNs::of(r.proc.pid))
             // Never the mount namespace `down` itself runs in.
-            .filter(|&m| Some(m) != net::mount_ns(std::process::id()));
+            .filter(|m| !net::MountNs::of(std::process::id()).is_some_and(|own| m.same_as(&own)));
         if st.this_boot() {
             for s in st.servers.iter().rev() {
                 let gone = if s.name == "tgtd" {
@@ -681,9 +681,10 @@ pub fn down(state_dir: &Path) -> Result<(), LabError> {
             }
         }
         // Anything else in the anchor's mount namespace was started by `up`
-        // but not yet recorded.
+        // but not yet recorded. The namespace is let go here: held, its copy
+        // of the media layer's FUSE mount would keep that mount busy.
         if let Some(m) = mount_ns {
-            for pid in net::pids_in_mount_ns(m) {
+            for pid in m.pids() {
                 process::kill_pid(pid);
             }
         }

@@ -218,23 +218,52 @@ fn socket_owner(inode: u64) -> Option<(u32, String)> {
     None
 }
 
-/// The mount namespace of `pid` (the inode of /proc/PID/ns/mnt).
-pub fn mount_ns(pid: u32) -> Option<u64> {
-    let link = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok()?;
-    let text = link.to_str()?;
-    text.strip_prefix("mnt:[")?.strip_suffix(']')?.parse().ok()
+/// A process's mount namespace, held open. The kernel gives a freed
+/// namespace's inode number to the next one made, so a number read from
+/// /proc names one namespace only while something holds it: with it held,
+/// [`MountNs::pids`] cannot find the processes of a namespace made since
+/// (another lab's, started while this one goes down).
+pub struct MountNs {
+    /// Keeps the namespace (and so its inode number) alive.
+    _held: std::fs::File,
+    id: (u64, u64),
 }
 
-/// Every process in mount namespace `ns` (see [`mount_ns`]).
-pub fn pids_in_mount_ns(ns: u64) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
-        .filter(|&pid| mount_ns(pid) == Some(ns))
-        .collect()
+/// Device and inode of `pid`'s mount namespace.
+fn mount_ns_id(pid: u32) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(format!("/proc/{pid}/ns/mnt")).ok()?;
+    Some((m.dev(), m.ino()))
+}
+
+impl MountNs {
+    /// The mount namespace `pid` is in now, held open.
+    pub fn of(pid: u32) -> Option<MountNs> {
+        use std::os::unix::fs::MetadataExt;
+        let held = std::fs::File::open(format!("/proc/{pid}/ns/mnt")).ok()?;
+        let m = held.metadata().ok()?;
+        Some(MountNs {
+            id: (m.dev(), m.ino()),
+            _held: held,
+        })
+    }
+
+    /// Whether `other` is the same namespace.
+    pub fn same_as(&self, other: &MountNs) -> bool {
+        self.id == other.id
+    }
+
+    /// Every process in this namespace.
+    pub fn pids(&self) -> Vec<u32> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+            .filter(|&pid| mount_ns_id(pid) == Some(self.id))
+            .collect()
+    }
 }
 
 /// The MTU of the root namespace's loopback interface.
@@ -270,6 +299,43 @@ mod tests {
         );
         assert_eq!(proc_addr(&mapped, true), "127.0.0.1");
         assert_eq!(proc_addr(&format!("{:032X}", 0), true), "[::]");
+    }
+
+    /// `sleep` in a mount namespace of its own, once it has entered it.
+    fn sleeper_in_own_mount_ns() -> std::process::Child {
+        let child = std::process::Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sleep", "30"])
+            .spawn()
+            .expect("unshare (util-linux)");
+        let own = mount_ns_id(std::process::id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while mount_ns_id(child.id()) == own {
+            assert!(std::time::Instant::now() < deadline, "unshare never ran");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        child
+    }
+
+    #[test]
+    fn a_held_mount_namespace_never_names_one_made_after_it_ended() {
+        let mut first = sleeper_in_own_mount_ns();
+        let held = MountNs::of(first.id()).unwrap();
+        assert_eq!(held.pids(), vec![first.id()]);
+        first.kill().unwrap();
+        first.wait().unwrap();
+        // The kernel hands a freed namespace number out again at once; while
+        // `held` keeps the first namespace, the second gets another.
+        let mut second = sleeper_in_own_mount_ns();
+        let pids = held.pids();
+        let second_id = mount_ns_id(second.id());
+        second.kill().unwrap();
+        second.wait().unwrap();
+        assert_eq!(
+            pids,
+            Vec::<u32>::new(),
+            "found the later namespace's process"
+        );
+        assert_ne!(second_id, Some(held.id));
     }
 
     #[test]
