@@ -3,6 +3,8 @@
 //! rpcbind). ganesha serves NFSv3 only when it can register with rpcbind,
 //! so the v3 test builds a storage host as `storlab lab up` does (a network
 //! namespace with its own rpcbind, storlab's lab) and removes it after.
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -15,6 +17,7 @@ use storlab::lab::{ganesha, ready, rpcbind};
 use storlab::process::{self, Proc};
 use storlab::target::{NfsTarget, Target};
 use storlab::workload::{Dir, SyncMode};
+use support::free_port;
 
 /// A running ganesha and what it exports.
 struct Server {
@@ -87,14 +90,6 @@ fn temp_base(under: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(base.join("export")).unwrap();
     base
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Ready when an RPC NULL call on NFS `vers` is answered.

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use storlab::store::Store;
 use support::lab::Lab;
 use support::run::Run;
-use support::{Stopped, TempDir, alive, text};
+use support::{Stopped, TempDir, alive, free_port, text};
 
 /// One fault at a time: the timing bounds assume the machine is not shared
 /// with another fault test.
@@ -258,15 +258,6 @@ fn a_cut_link_ends_the_run_at_the_io_timeout() {
         assert_alive(&lab, server, &format!("{dev} was cut and restored"));
     }
     lab.down_clean();
-}
-
-/// A free TCP port on 127.0.0.1.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// nbdkit in the foreground on 127.0.0.1, killed by PID on drop.

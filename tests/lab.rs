@@ -35,14 +35,9 @@ fn can_run() -> bool {
 /// The port options of `lab up`.
 const PORT_OPTS: [&str; 4] = ["--nfs-port", "--mountd-port", "--iscsi-port", "--nbd-port"];
 
-/// Four TCP ports free on 127.0.0.1 at this moment.
+/// Four ports free on 127.0.0.1 (see [`support::free_port`]).
 fn free_ports() -> Vec<u16> {
-    let held: Vec<std::net::TcpListener> = (0..4)
-        .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap())
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
+    (0..4).map(|_| support::free_port()).collect()
 }
 
 impl LabGuard {

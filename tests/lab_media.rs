@@ -339,12 +339,7 @@ fn a_media_layer_that_cannot_start_names_its_step_and_leaves_nothing() {
     assert!(m.status.success(), "mount tmpfs: {}", text(&m));
     let backing = lab.dir.join("backing");
     std::fs::create_dir_all(&backing).unwrap();
-    let ports: Vec<String> = (0..4)
-        .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap())
-        .collect::<Vec<_>>()
-        .iter()
-        .map(|l| l.local_addr().unwrap().port().to_string())
-        .collect();
+    let ports: Vec<String> = (0..4).map(|_| support::free_port().to_string()).collect();
     let o = lab.lab(&[
         "up",
         "--net",
@@ -412,12 +407,7 @@ impl Drop for Busy {
 fn ctrl_c_during_up_takes_down_the_media_layer_too() {
     support::assert_root("the lab needs root (network namespaces, mount(2))");
     let lab = LabGuard::new("labmedia-int");
-    let ports: Vec<String> = (0..4)
-        .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap())
-        .collect::<Vec<_>>()
-        .iter()
-        .map(|l| l.local_addr().unwrap().port().to_string())
-        .collect();
+    let ports: Vec<String> = (0..4).map(|_| support::free_port().to_string()).collect();
     let child = support::storlab()
         .args(["lab", "up", "--net", "loopback", "--media", "fixed:200"])
         .args([

@@ -20,16 +20,12 @@ pub struct Lab {
 }
 
 /// `--nfs-port P --mountd-port P --iscsi-port P --nbd-port P`, four ports
-/// of 127.0.0.1 free at this moment, for a lab on loopback (labs of tests
-/// running at once must not share ports there).
+/// of 127.0.0.1 from [`super::free_port`], for a lab on loopback (labs of
+/// tests running at once must not share ports there).
 pub fn free_port_args() -> Vec<String> {
-    let held: Vec<std::net::TcpListener> = (0..4)
-        .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap())
-        .collect();
     ["--nfs-port", "--mountd-port", "--iscsi-port", "--nbd-port"]
         .iter()
-        .zip(&held)
-        .flat_map(|(opt, l)| [opt.to_string(), l.local_addr().unwrap().port().to_string()])
+        .flat_map(|opt| [opt.to_string(), super::free_port().to_string()])
         .collect()
 }
 

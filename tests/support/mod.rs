@@ -140,11 +140,34 @@ impl Drop for TempDir {
     }
 }
 
-/// A TCP port of 127.0.0.1 free at this moment.
+/// A port of 127.0.0.1 free for TCP and UDP at this moment, never handed out
+/// twice in this process, and below the kernel's ephemeral range: a port
+/// from `bind(0)` comes from that range, so once let go it can be taken by any
+/// client connection's local end (or by the next test's `bind(0)`) before the
+/// server it was meant for binds it. Each process starts at its own offset
+/// within the 12,000 ports below the range.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let low: u32 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let span = 12_000.min(low.saturating_sub(1024));
+    assert!(
+        span >= 1_000,
+        "ephemeral ports start at {low}: too few ports below it"
+    );
+    let first = low - span;
+    let offset = std::process::id().wrapping_mul(7919) % span;
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (first + (offset + n) % span) as u16;
+        let free = std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+            && std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok();
+        if free {
+            return port;
+        }
+    }
+    panic!("no free port in 127.0.0.1:{first}..{low}");
 }
