@@ -275,7 +275,8 @@ fn now_unix() -> u64 {
 }
 
 /// Write `content` over `[from, to)` of `file` in [`CHUNK`]-aligned writes
-/// (`from` is rounded down to a chunk), then fsync. Returns bytes written.
+/// (`from` is rounded down to a chunk; `to` is the file's size), then fsync.
+/// Returns bytes written.
 fn fill_range(
     file: &File,
     path: &Path,
@@ -284,35 +285,67 @@ fn fill_range(
     content: Content,
     seed: u64,
 ) -> Result<u64, PrepareError> {
-    let n = write_range(file, path, from, to, content, seed)?;
+    let from = from / CHUNK * CHUNK;
+    let mut chunks = Chunks::new(content, seed, to);
+    let n = write_range(file, path, (from, to), &mut chunks)?;
     file.sync_all().map_err(io_err(path, "fsync"))?;
     Ok(n)
 }
 
-/// [`fill_range`] without the fsync.
+/// The prepared content of a `size`-byte file, one [`CHUNK`] at a time:
+/// chunk `n` is [`content::fill`]`(.., n)` over its length (the last one
+/// shorter). The last chunk made is kept, so ranges that fall in one chunk,
+/// taken in order, cost its content once.
+struct Chunks {
+    content: Content,
+    seed: u64,
+    size: u64,
+    made: Option<u64>,
+    buf: Vec<u8>,
+}
+
+impl Chunks {
+    fn new(content: Content, seed: u64, size: u64) -> Chunks {
+        Chunks {
+            content,
+            seed,
+            size,
+            made: None,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Chunk `n`'s bytes.
+    fn chunk(&mut self, n: u64) -> &[u8] {
+        let len = CHUNK.min(self.size.saturating_sub(n * CHUNK)) as usize;
+        if self.made != Some(n) || self.buf.len() != len {
+            self.buf.resize(len, 0);
+            content::fill(&mut self.buf, self.content, self.seed, n);
+            self.made = Some(n);
+        }
+        &self.buf
+    }
+}
+
+/// Write the prepared content over exactly `[range.0, range.1)` of `file`
+/// (cut at the file's size), no fsync: one write per chunk the range
+/// touches. Returns bytes written.
 fn write_range(
     file: &File,
     path: &Path,
-    from: u64,
-    to: u64,
-    content: Content,
-    seed: u64,
+    range: (u64, u64),
+    chunks: &mut Chunks,
 ) -> Result<u64, PrepareError> {
-    let mut off = from / CHUNK * CHUNK;
-    let start = off;
-    let mut buf = vec![0u8; CHUNK.min(to.saturating_sub(off)).max(1) as usize];
+    let (from, to) = (range.0, range.1.min(chunks.size));
+    let mut off = from;
     while off < to {
-        let n = CHUNK.min(to - off) as usize;
-        let chunk = &mut buf[..n];
-        // The buffer starts zeroed and Zeros never changes it.
-        if content != Content::Zeros {
-            content::fill(chunk, content, seed, off / CHUNK);
-        }
-        file.write_all_at(chunk, off)
+        let (n, at) = (off / CHUNK, (off % CHUNK) as usize);
+        let len = (CHUNK - off % CHUNK).min(to - off) as usize;
+        file.write_all_at(&chunks.chunk(n)[at..at + len], off)
             .map_err(io_err(path, "write"))?;
-        off += n as u64;
+        off += len as u64;
     }
-    Ok(to.saturating_sub(start))
+    Ok(to.saturating_sub(from))
 }
 
 /// Rewrite a file storlab prepared back to its initial content (the studies'
@@ -325,8 +358,8 @@ pub fn restore(path: &Path) -> Result<u64, PrepareError> {
 
 /// [`restore`] only the byte ranges `[from, to)` of `ranges` (the parts of
 /// the file written since its last restore; any order, overlaps allowed),
-/// each widened to whole [`CHUNK`]s and cut at the prepared size, then one
-/// fsync. Refuses files storlab did not create. Returns bytes written.
+/// cut at the prepared size, then one fsync. Only those bytes are written.
+/// Refuses files storlab did not create. Returns bytes written.
 pub fn restore_ranges(path: &Path, ranges: &[(u64, u64)]) -> Result<u64, PrepareError> {
     let marker = match ownership(path).map_err(io_err(path, "inspect"))? {
         Ownership::Ours(m) if m.complete => m,
@@ -340,25 +373,23 @@ pub fn restore_ranges(path: &Path, ranges: &[(u64, u64)]) -> Result<u64, Prepare
         .write(true)
         .open(path)
         .map_err(io_err(path, "open"))?;
-    let mut chunks: Vec<(u64, u64)> = ranges
+    let mut cut: Vec<(u64, u64)> = ranges
         .iter()
-        .map(|&(from, to)| {
-            let end = to.div_ceil(CHUNK).saturating_mul(CHUNK);
-            (from / CHUNK * CHUNK, end.min(marker.size))
-        })
+        .map(|&(from, to)| (from, to.min(marker.size)))
         .filter(|(from, to)| from < to)
         .collect();
-    chunks.sort_unstable();
-    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(chunks.len());
-    for (from, to) in chunks {
+    cut.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(cut.len());
+    for (from, to) in cut {
         match merged.last_mut() {
             Some(last) if from <= last.1 => last.1 = last.1.max(to),
             _ => merged.push((from, to)),
         }
     }
+    let mut chunks = Chunks::new(marker.content, marker.seed, marker.size);
     let mut written = 0;
     for (from, to) in merged {
-        written += write_range(&file, path, from, to, marker.content, marker.seed)?;
+        written += write_range(&file, path, (from, to), &mut chunks)?;
     }
     file.sync_all().map_err(io_err(path, "fsync"))?;
     Ok(written)
@@ -894,7 +925,7 @@ mod tests {
     }
 
     #[test]
-    fn restoring_the_written_ranges_brings_back_every_byte_and_writes_only_their_chunks() {
+    fn restoring_the_written_ranges_brings_back_every_byte_and_writes_only_them() {
         let d = TempDir::new();
         let p = d.path("store");
         let size = 8 * CHUNK + 12345;
@@ -903,8 +934,7 @@ mod tests {
         let at = [10, 3 * CHUNK - 2, 8 * CHUNK + 100];
         scribble(&p, &at, 4);
         assert_ne!(fs::read(&p).unwrap(), want);
-        // Chunk 0, chunks 2 and 3, the short last one; given unordered, with
-        // an overlap, one range empty and one past the end.
+        // Given unordered, with an overlap, one range empty and one past the end.
         let ranges = [
             (8 * CHUNK + 100, 8 * CHUNK + 104),
             (3 * CHUNK - 2, 3 * CHUNK + 2),
@@ -914,9 +944,43 @@ mod tests {
             (size + CHUNK, size + 2 * CHUNK),
         ];
         let n = restore_ranges(&p, &ranges).unwrap();
-        assert_eq!(n, 3 * CHUNK + 12345, "chunks 0, 2, 3 and the last part");
+        assert_eq!(
+            n,
+            4 + (CHUNK + 2) + 4,
+            "the ranges' bytes, the overlap once"
+        );
         assert!(fs::read(&p).unwrap() == want, "every byte back");
         assert_eq!(restore_ranges(&p, &[]).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_range_inside_a_chunk_is_restored_exactly_for_every_content() {
+        let contents = [
+            Content::Random,
+            Content::Zeros,
+            Content::Mixed {
+                compress_pct: 50,
+                dedupe_pct: 30,
+            },
+        ];
+        for content in contents {
+            let d = TempDir::new();
+            let p = d.path("store");
+            let size = 3 * CHUNK + 5000;
+            let mut r = req(&p, size, true);
+            r.content = content;
+            prepare(&r).unwrap();
+            let want = fs::read(&p).unwrap();
+            // Mid-chunk, across a chunk boundary, and the file's short last unit.
+            let at = [CHUNK / 2 + 3, 2 * CHUNK - 100, size - 300];
+            scribble(&p, &at, 200);
+            let ranges: Vec<(u64, u64)> = at.iter().map(|&o| (o, o + 200)).collect();
+            assert_eq!(restore_ranges(&p, &ranges).unwrap(), 600, "{content:?}");
+            assert!(
+                fs::read(&p).unwrap() == want,
+                "{content:?}: every byte back"
+            );
+        }
     }
 
     #[test]

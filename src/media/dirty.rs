@@ -1,5 +1,5 @@
 //! What was written through the media server since the lab last asked: a
-//! map of 1 MiB chunks ([`DirtyMap`]) that every operation able to change
+//! map of 64 KiB chunks ([`DirtyMap`]) that every operation able to change
 //! file data marks, and [`Written`], what the server tells the lab (the byte
 //! ranges written, or that it cannot say which), with the text of the answer
 //! file of the reset handshake ([`crate::media::serve`]).
@@ -16,11 +16,14 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The map's chunk: a write anywhere in one marks all of it.
-pub const CHUNK: u64 = 1 << 20;
+/// The map's chunk: a write anywhere in one marks all of it. 64 KiB: five
+/// minutes of 8K random writes at 915 a second over a 32 GiB store touch
+/// nearly every 1 MiB chunk, but two fifths of the 64 KiB ones.
+pub const CHUNK: u64 = 64 << 10;
 
-/// How many bytes of a file the server's map covers (4 TiB: 4 Mi chunks,
-/// 512 KiB of bits); a change past it marks everything.
+/// How many bytes of a file the server's map covers (4 TiB: 64 Mi chunks,
+/// 8 MiB of bits, taken in about a millisecond); a change past it marks
+/// everything.
 pub const COVERS: u64 = 4 << 40;
 
 /// Chunks written since the last [`DirtyMap::take`], one bit each, and
