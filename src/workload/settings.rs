@@ -226,14 +226,59 @@ fn value_text(key: &str, v: &Value) -> Result<String, SpecError> {
     })
 }
 
-/// Declares [`Settings`], [`GROUP_KEYS`], [`SPEC_KEYS`] and [`Settings::over`]
-/// from one table: a setting is one entry (its doc, field, value type and the
-/// keys that set it), plus its parser in [`Settings::set`] and where it lands
-/// in `apply_spec` or `apply_group`.
+/// How one key's text becomes its setting's value: `(key, text)`, so an error
+/// names the key as given.
+type Parser<T> = fn(&str, &str) -> Result<T, SpecError>;
+
+/// A size (`4k`, `1g`) for `key`.
+fn size(key: &str, t: &str) -> Result<u64, SpecError> {
+    parse_size(t).map_err(|e| SpecError::invalid(key, t, e))
+}
+
+/// A duration (`5s`, `1m`) for `key`.
+fn dur(key: &str, t: &str) -> Result<Duration, SpecError> {
+    parse_duration(t).map_err(|e| SpecError::invalid(key, t, e))
+}
+
+/// A percentage 0..=100 for `key`.
+fn pct(key: &str, t: &str) -> Result<u8, SpecError> {
+    parse_pct(t).map_err(|_| SpecError::invalid(key, t, "0..=100"))
+}
+
+/// Put `v` in `slot`, which a key of the same setting (`label` names them
+/// all) must not have filled already.
+fn put<T>(slot: &mut Option<T>, label: &str, v: T) -> Result<(), SpecError> {
+    match slot.replace(v) {
+        None => Ok(()),
+        Some(_) => Err(SpecError::invalid(
+            label,
+            "both given",
+            "one of them per table",
+        )),
+    }
+}
+
+/// Declares [`Settings`], [`GROUP_KEYS`], [`SPEC_KEYS`], [`Settings::over`]
+/// and [`Settings::set`] from one table: a setting is one entry, its doc,
+/// field and value type, then each key that sets it with that key's
+/// [`Parser`]. A setting with two keys takes one of them per table; the error
+/// names both, as `KEY/KEY` in table order. Where a setting lands in the spec
+/// is `apply_spec`'s or `apply_group`'s (some settings there depend on others).
 macro_rules! settings {
+    // One setting's part of `Settings::set`: when `key` is one of its keys,
+    // parse and put it, and return.
+    (@set $self:ident, $key:ident, $t:ident, $field:ident: $ty:ty = $($k:literal => $parse:expr),+) => {
+        let parse: Option<Parser<$ty>> = match $key {
+            $($k => Some($parse),)+
+            _ => None,
+        };
+        if let Some(parse) = parse {
+            return put(&mut $self.$field, &[$($k),+].join("/"), parse($key, $t)?);
+        }
+    };
     (
-        group { $($(#[$gdoc:meta])* $gfield:ident: $gty:ty = $($gkey:literal)|+,)* }
-        spec { $($(#[$sdoc:meta])* $sfield:ident: $sty:ty = $($skey:literal)|+,)* }
+        group { $($(#[$gdoc:meta])* $gfield:ident: $gty:ty = $($gkey:literal => $gparse:expr),+;)* }
+        spec { $($(#[$sdoc:meta])* $sfield:ident: $sty:ty = $($skey:literal => $sparse:expr),+;)* }
     ) => {
         /// Keys describing a group's VMs and access pattern.
         pub const GROUP_KEYS: &[&str] = &[$($($gkey,)+)*];
@@ -256,6 +301,18 @@ macro_rules! settings {
                     $($sfield: self.$sfield.clone().or_else(|| under.$sfield.clone()),)*
                 }
             }
+
+            /// Set `key` from a TOML value (CLI flags pass strings). Unknown keys are an
+            /// error listing the known ones; a key given twice in one place is an error too.
+            pub fn set(&mut self, key: &str, v: &Value) -> Result<(), SpecError> {
+                let text = value_text(key, v)?;
+                let t = text.as_str();
+                $(settings!(@set self, key, t, $gfield: $gty = $($gkey => $gparse),+);)*
+                $(settings!(@set self, key, t, $sfield: $sty = $($skey => $sparse),+);)*
+                let mut all: Vec<&str> = GROUP_KEYS.to_vec();
+                all.extend_from_slice(SPEC_KEYS);
+                Err(SpecError::unknown("key", key, all.join(", ")))
+            }
         }
     };
 }
@@ -263,161 +320,90 @@ macro_rules! settings {
 settings! {
     group {
         /// `vms`.
-        vms: u32 = "vms",
+        vms: u32 = "vms" => |k, t| parse_u32(k, t, "1..=100000");
         /// `numjobs`: workers per VM.
-        numjobs: u32 = "numjobs",
+        numjobs: u32 = "numjobs" => |k, t| parse_u32(k, t, "1..=4096");
         /// `disks`: disks per VM.
-        disks: u32 = "disks",
+        disks: u32 = "disks" => |k, t| parse_u32(k, t, "1..=1024");
         /// `bs` or `bssplit`.
-        bs: BlockSizes = "bs" | "bssplit",
+        bs: BlockSizes = "bs" => |k, t| Ok(BlockSizes::one(size(k, t)?)),
+            "bssplit" => |_, t| parse_bssplit(t);
         /// `rw`.
-        rw: RwMode = "rw",
+        rw: RwMode = "rw" => |_, t| RwMode::parse(t);
         /// `rwmixread`.
-        rwmixread: u8 = "rwmixread",
+        rwmixread: u8 = "rwmixread" => pct;
         /// `percentage_random`.
-        percentage_random: u8 = "percentage_random",
+        percentage_random: u8 = "percentage_random" => pct;
         /// `iodepth`.
-        iodepth: u32 = "iodepth",
+        iodepth: u32 = "iodepth" => |k, t| parse_u32(k, t, "1..=65536");
         /// `iodepth_batch_complete_min`.
-        batch_complete_min: u32 = "iodepth_batch_complete_min",
+        batch_complete_min: u32 =
+            "iodepth_batch_complete_min" => |k, t| parse_u32(k, t, "1..=65536");
         /// `iodepth_batch_submit`.
-        submit_batch: u32 = "iodepth_batch_submit",
-        /// `rate_iops` or `rate` (exclusive).
-        rate: Rate = "rate_iops" | "rate",
+        submit_batch: u32 = "iodepth_batch_submit" => |k, t| match parse_u32(k, t, "1..=65536")? {
+            0 => Err(SpecError::invalid(k, t, "1..=65536")),
+            v => Ok(v),
+        };
+        /// `rate` or `rate_iops` (exclusive).
+        rate: Rate = "rate" => |k, t| Ok(Rate::Bytes(size(k, t)?)),
+            "rate_iops" => |k, t| Ok(Rate::Iops(parse_count(k, t, "I/Os per second > 0")?));
         /// `rate_mode`: closed (fio-like) or open loop.
-        rate_mode: RateMode = "rate_mode",
+        rate_mode: RateMode = "rate_mode" => |k, t| {
+            RateMode::parse(t).ok_or_else(|| SpecError::invalid(k, t, RateMode::ALLOWED))
+        };
         /// `blockalign`.
-        blockalign: u64 = "blockalign",
+        blockalign: u64 = "blockalign" => size;
     }
     spec {
         /// `size`.
-        size: u64 = "size",
+        size: u64 = "size" => size;
         /// `offset`.
-        offset: u64 = "offset",
+        offset: u64 = "offset" => size;
         /// `disk_layout`.
-        disk_layout: DiskLayout = "disk_layout",
+        disk_layout: DiskLayout = "disk_layout" => |_, t| parse_disk_layout(t);
         /// `runtime`.
-        runtime: Duration = "runtime",
+        runtime: Duration = "runtime" => dur;
         /// `ramp_time`.
-        ramp_time: Duration = "ramp_time",
+        ramp_time: Duration = "ramp_time" => dur;
         /// `interval`.
-        interval: Duration = "interval",
+        interval: Duration = "interval" => dur;
         /// `io_size`.
-        io_size: u64 = "io_size",
+        io_size: u64 = "io_size" => size;
         /// `io_timeout` (zero: no limit).
-        io_timeout: Duration = "io_timeout",
+        io_timeout: Duration = "io_timeout" => |_, t| parse_io_timeout(t);
         /// `direct`.
-        direct: bool = "direct",
+        direct: bool = "direct" => parse_bool;
         /// `sync`.
-        sync: SyncMode = "sync",
+        sync: SyncMode = "sync" => |_, t| parse_sync(t);
         /// `sqpoll`.
-        sqpoll: bool = "sqpoll",
+        sqpoll: bool = "sqpoll" => parse_bool;
         /// `sqpoll_cpu`.
-        sqpoll_cpu: u32 = "sqpoll_cpu",
+        sqpoll_cpu: u32 = "sqpoll_cpu" => |k, t| {
+            t.trim().parse().map_err(|_| SpecError::invalid(k, t, "a CPU number, e.g. 0"))
+        };
         /// `hipri`.
-        hipri: bool = "hipri",
+        hipri: bool = "hipri" => parse_bool;
         /// `content`.
-        content: Content = "content",
+        content: Content = "content" => |_, t| parse_content(t);
         /// `seed`.
-        seed: u64 = "seed",
+        seed: u64 = "seed" => |_, t| parse_seed(t);
         /// `verify`.
-        verify: bool = "verify",
+        verify: bool = "verify" => parse_bool;
         /// `journal`.
-        journal: PathBuf = "journal",
+        journal: PathBuf = "journal" => |k, t| match t.trim() {
+            "" => Err(SpecError::invalid(k, t, "a file path")),
+            _ => Ok(PathBuf::from(t)),
+        };
         /// `steadystate`: the figure and criterion of the steady-state gate.
-        steadystate: (SteadyMetric, SteadyCriterion) = "steadystate",
+        steadystate: (SteadyMetric, SteadyCriterion) = "steadystate" => parse_steady;
         /// `steadystate_duration`: the gate's window.
-        steadystate_duration: Duration = "steadystate_duration",
+        steadystate_duration: Duration = "steadystate_duration" => dur;
         /// `steadystate_ramp_time`: how long into the ramp the gate starts watching.
-        steadystate_ramp_time: Duration = "steadystate_ramp_time",
+        steadystate_ramp_time: Duration = "steadystate_ramp_time" => dur;
     }
 }
 
 impl Settings {
-    /// Set `key` from a TOML value (CLI flags pass strings). Unknown keys are an
-    /// error listing the known ones; a key given twice in one place is an error too.
-    pub fn set(&mut self, key: &str, v: &Value) -> Result<(), SpecError> {
-        let text = value_text(key, v)?;
-        let t = text.as_str();
-        let size = |t: &str| parse_size(t).map_err(|e| SpecError::invalid(key, t, e));
-        let dur = |t: &str| parse_duration(t).map_err(|e| SpecError::invalid(key, t, e));
-        let pct = |t: &str| parse_pct(t).map_err(|_| SpecError::invalid(key, t, "0..=100"));
-        fn put<T>(slot: &mut Option<T>, key: &str, v: T) -> Result<(), SpecError> {
-            match slot.replace(v) {
-                None => Ok(()),
-                Some(_) => Err(SpecError::invalid(
-                    key,
-                    "both given",
-                    "one of them per table",
-                )),
-            }
-        }
-        match key {
-            "vms" => put(&mut self.vms, key, parse_u32(key, t, "1..=100000")?),
-            "numjobs" => put(&mut self.numjobs, key, parse_u32(key, t, "1..=4096")?),
-            "disks" => put(&mut self.disks, key, parse_u32(key, t, "1..=1024")?),
-            "bs" => put(&mut self.bs, "bs/bssplit", BlockSizes::one(size(t)?)),
-            "bssplit" => put(&mut self.bs, "bs/bssplit", parse_bssplit(t)?),
-            "rw" => put(&mut self.rw, key, RwMode::parse(t)?),
-            "rwmixread" => put(&mut self.rwmixread, key, pct(t)?),
-            "percentage_random" => put(&mut self.percentage_random, key, pct(t)?),
-            "iodepth" => put(&mut self.iodepth, key, parse_u32(key, t, "1..=65536")?),
-            "iodepth_batch_complete_min" => put(
-                &mut self.batch_complete_min,
-                key,
-                parse_u32(key, t, "1..=65536")?,
-            ),
-            "iodepth_batch_submit" => match parse_u32(key, t, "1..=65536")? {
-                0 => Err(SpecError::invalid(key, t, "1..=65536")),
-                v => put(&mut self.submit_batch, key, v),
-            },
-            "rate_iops" => put(
-                &mut self.rate,
-                "rate/rate_iops",
-                Rate::Iops(parse_count(key, t, "I/Os per second > 0")?),
-            ),
-            "rate" => put(&mut self.rate, "rate/rate_iops", Rate::Bytes(size(t)?)),
-            "rate_mode" => put(
-                &mut self.rate_mode,
-                key,
-                RateMode::parse(t).ok_or_else(|| SpecError::invalid(key, t, RateMode::ALLOWED))?,
-            ),
-            "blockalign" => put(&mut self.blockalign, key, size(t)?),
-            "size" => put(&mut self.size, key, size(t)?),
-            "offset" => put(&mut self.offset, key, size(t)?),
-            "disk_layout" => put(&mut self.disk_layout, key, parse_disk_layout(t)?),
-            "runtime" => put(&mut self.runtime, key, dur(t)?),
-            "ramp_time" => put(&mut self.ramp_time, key, dur(t)?),
-            "interval" => put(&mut self.interval, key, dur(t)?),
-            "io_size" => put(&mut self.io_size, key, size(t)?),
-            "io_timeout" => put(&mut self.io_timeout, key, parse_io_timeout(t)?),
-            "direct" => put(&mut self.direct, key, parse_bool(key, t)?),
-            "sync" => put(&mut self.sync, key, parse_sync(t)?),
-            "sqpoll" => put(&mut self.sqpoll, key, parse_bool(key, t)?),
-            "sqpoll_cpu" => put(
-                &mut self.sqpoll_cpu,
-                key,
-                t.trim()
-                    .parse()
-                    .map_err(|_| SpecError::invalid(key, t, "a CPU number, e.g. 0"))?,
-            ),
-            "hipri" => put(&mut self.hipri, key, parse_bool(key, t)?),
-            "content" => put(&mut self.content, key, parse_content(t)?),
-            "seed" => put(&mut self.seed, key, parse_seed(t)?),
-            "verify" => put(&mut self.verify, key, parse_bool(key, t)?),
-            "journal" if t.trim().is_empty() => Err(SpecError::invalid(key, t, "a file path")),
-            "journal" => put(&mut self.journal, key, PathBuf::from(t)),
-            "steadystate" => put(&mut self.steadystate, key, parse_steady(key, t)?),
-            "steadystate_duration" => put(&mut self.steadystate_duration, key, dur(t)?),
-            "steadystate_ramp_time" => put(&mut self.steadystate_ramp_time, key, dur(t)?),
-            _ => {
-                let mut all: Vec<&str> = GROUP_KEYS.to_vec();
-                all.extend_from_slice(SPEC_KEYS);
-                Err(SpecError::unknown("key", key, all.join(", ")))
-            }
-        }
-    }
-
     /// Apply the per-point settings to `spec` (not its groups). `io_size` without
     /// `runtime` makes the run unbounded in time: it ends when the bytes are done.
     pub fn apply_spec(&self, spec: &mut Spec) {
