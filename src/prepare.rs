@@ -315,10 +315,11 @@ impl Chunks {
         }
     }
 
-    /// Chunk `n`'s bytes.
+    /// Chunk `n`'s bytes. Zeros are the same in every chunk: made once.
     fn chunk(&mut self, n: u64) -> &[u8] {
         let len = CHUNK.min(self.size.saturating_sub(n * CHUNK)) as usize;
-        if self.made != Some(n) || self.buf.len() != len {
+        let same = self.made == Some(n) || (self.made.is_some() && self.content == Content::Zeros);
+        if !same || self.buf.len() != len {
             self.buf.resize(len, 0);
             content::fill(&mut self.buf, self.content, self.seed, n);
             self.made = Some(n);

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const CHUNK: u64 = 64 << 10;
 
 /// How many bytes of a file the server's map covers (4 TiB: 64 Mi chunks,
-/// 8 MiB of bits, taken in about a millisecond); a change past it marks
+/// 8 MiB of bits, 1 Mi words a take swaps); a change past it marks
 /// everything.
 pub const COVERS: u64 = 4 << 40;
 
