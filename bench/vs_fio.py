@@ -5,12 +5,14 @@ Cases (4 KiB random reads, queue depth 32, one worker, each tool alternately):
   null   storlab's null backend   vs fio's null engine
   cache  a page-cache file        vs fio io_uring (buffered, registered files and buffers)
   direct O_DIRECT on a disk file  vs fio io_uring (O_DIRECT, registered files and buffers)
+  zram   O_DIRECT on a RAM block device the script makes (zram, filled with random data, removed
+         at the end): a device faster than one engine thread, so the engine is the limit
 
 Reports IOPS, CPU seconds per million I/Os (user + system of the whole process,
 from getrusage of the child) and mean latency for both, and the ratio of IOPS per
 CPU-second. Run from the repository root after ./setup.sh:
 
-    python3 bench/vs_fio.py [--runtime 10] [--repeat 3] [--dir /var/tmp/storlab-bench] [--cases null,cache,direct]
+    python3 bench/vs_fio.py [--runtime 10] [--repeat 3] [--dir /var/tmp/storlab-bench] [--cases null,cache,direct,zram]
                             [--batch N]   # iodepth_batch_complete_min N for both tools
                             [--submit N]  # iodepth_batch_submit N for both tools (default: each tool's own)
                             [--sqpoll]    # file cases: SQPOLL for both (storlab --sqpoll, fio --sqthread_poll=1)
@@ -49,11 +51,42 @@ def warm(path):
             pass
 
 
+def parse_size(text):
+    """'1g', '512m', '4096' -> bytes."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower()
+    return int(t[:-1]) * units[t[-1]] if t[-1] in units else int(t)
+
+
+def make_zram(size):
+    """Make a zram block device of `size` bytes for this run and fill it with random data; its number."""
+    ctl = "/sys/class/zram-control/hot_add"
+    if not os.path.exists(ctl):
+        sys.exit(f"bench: zram case: {ctl} not found (needs root and the zram module: modprobe zram)")
+    with open(ctl) as f:
+        n = int(f.read())
+    with open(f"/sys/block/zram{n}/disksize", "w") as f:
+        f.write(str(size))
+    # Random data does not compress: zram keeps each page as it is and a read copies 4 KiB.
+    with open(f"/dev/zram{n}", "wb", buffering=0) as f:
+        for _ in range(size >> 20):
+            f.write(os.urandom(1 << 20))
+    return n
+
+
+def remove_zram(n):
+    """Remove the zram device this run made."""
+    with open("/sys/class/zram-control/hot_remove", "w") as f:
+        f.write(str(n))
+
+
 def run_storlab(case, args, path, out):
     cmd = [STORLAB, "run", "--rw", "randread", "--bs", "4k", "--iodepth", "32", "--runtime", str(args.runtime),
            "--threads", "1", "--json", out, "-q"]
     if case == "null":
         cmd += ["--target", "null:", "--size", "1g"]
+    elif case == "zram":
+        cmd += ["--target", f"file:{path}", "--direct", "1"]
     else:
         cmd += ["--target", f"file:{path}", "--size", args.size]
         if case == "direct":
@@ -77,6 +110,8 @@ def run_fio(case, args, path):
            f"--runtime={args.runtime}", "--output-format=json", "--group_reporting"]
     if case == "null":
         cmd += ["--ioengine=null", "--size=1g"]
+    elif case == "zram":
+        cmd += ["--ioengine=io_uring", "--registerfiles", "--fixedbufs", f"--filename={path}", "--direct=1"]
     else:
         # invalidate=0: fio would otherwise drop the file's page cache before the run.
         cmd += ["--ioengine=io_uring", "--registerfiles", "--fixedbufs", "--invalidate=0", f"--filename={path}",
@@ -99,7 +134,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="alternating runs per tool; the median is reported")
     ap.add_argument("--dir", default="/var/tmp/storlab-bench", help="directory on a real disk for the file cases")
     ap.add_argument("--size", default="1g", help="file size for the file cases (default 1g)")
-    ap.add_argument("--cases", default="null,cache,direct")
+    ap.add_argument("--cases", default="null,cache,direct",
+                    help="comma-separated: null, cache, direct, zram (zram needs root; default null,cache,direct)")
     ap.add_argument("--batch", type=int, default=1,
                     help="iodepth_batch_complete_min for both tools: completions gathered before refilling "
                          "(default 1, both tools' default)")
@@ -123,9 +159,25 @@ def main():
           f"{'sqpoll, ' if args.sqpoll else ''}1 worker, "
           f"{args.runtime} s x {args.repeat} runs each "
           f"(median), {os.cpu_count()} CPUs, kernel {os.uname().release}")
+    for case in args.cases.split(","):
+        if case not in ("null", "cache", "direct", "zram"):
+            sys.exit(f"bench: --cases: unknown case {case!r} (allowed: null, cache, direct, zram)")
+    zram = make_zram(parse_size(args.size)) if "zram" in args.cases.split(",") else None
+    try:
+        rows = measure(args, path, tmp, zram)
+    finally:
+        if zram is not None:
+            remove_zram(zram)
+    report(rows)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure(args, path, tmp, zram):
+    """Every case, the tools alternating; per case the median of each tool's runs."""
     rows = []
     for case in args.cases.split(","):
-        if case != "null":
+        target = f"/dev/zram{zram}" if case == "zram" else path
+        if case in ("cache", "direct"):
             # storlab prepares (creates and fills) the file once; fio then reads the same file.
             _ = timed([STORLAB, "run", "--target", f"file:{path}", "--rw", "randread", "--size", args.size,
                        "--runtime", "1", "-q"])
@@ -135,7 +187,7 @@ def main():
                 if case == "cache":
                     warm(path)
                 out = os.path.join(tmp, f"{case}-{i}.json")
-                r = run_storlab(case, args, path, out) if tool == "storlab" else run_fio(case, args, path)
+                r = run_storlab(case, args, target, out) if tool == "storlab" else run_fio(case, args, target)
                 results[tool].append(r)
         med = {}
         for tool, rs in results.items():
@@ -143,6 +195,11 @@ def main():
             med[tool]["cpu_per_mio"] = med[tool]["cpu"] / (med[tool]["ios"] / 1e6) if med[tool]["ios"] else 0
             med[tool]["iops_per_cpu_s"] = med[tool]["ios"] / med[tool]["cpu"] if med[tool]["cpu"] else 0
         rows.append((case, med))
+    return rows
+
+
+def report(rows):
+    """Print each tool's medians and the ratios."""
     print()
     print(f"{'case':<7} {'tool':<8} {'IOPS':>10} {'CPU s/MIO':>10} {'I/O per CPU-s':>14} {'mean lat us':>12}")
     for case, med in rows:
@@ -156,7 +213,6 @@ def main():
         s, f = med["storlab"], med["fio"]
         print(f"{case:<7} {s['iops'] / f['iops']:>11.2f} {s['iops_per_cpu_s'] / f['iops_per_cpu_s']:>20.2f} "
               f"{s['lat_us'] / f['lat_us']:>14.2f}")
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
