@@ -41,7 +41,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-pub use crate::model::meta::{FORMAT_VERSION, Latency, MetaReport, OpResult, Phase};
+pub use crate::model::meta::{FORMAT_VERSION, Latency, MetaReport, MixSpec, OpResult, Phase};
 
 /// Where a run works: its directory under the target's.
 #[derive(Clone, Debug)]
@@ -619,12 +619,14 @@ fn report(target: &Target, spec: &MetaSpec, client: String, outs: &[WorkerOut]) 
             .find(|c| !c.is_empty())
             .unwrap_or(client),
         run_dir: spec.run_dir.name.clone(),
-        dirs: spec.dirs,
-        files_per_dir: spec.files,
-        file_size: spec.file_size,
-        threads: spec.threads,
-        mix: spec.mix.to_string(),
-        runtime_s: spec.runtime.as_secs_f64(),
+        spec: MixSpec {
+            dirs: spec.dirs,
+            files_per_dir: spec.files,
+            file_size: spec.file_size,
+            threads: spec.threads,
+            mix: spec.mix.to_string(),
+            runtime_s: spec.runtime.as_secs_f64(),
+        },
         seconds,
         setup: phase(
             &merged(&|o: &WorkerOut| &o.setup),
@@ -660,7 +662,14 @@ fn us(v: f64) -> String {
 pub fn text(r: &MetaReport) -> String {
     let mut s = format!(
         "storlab meta on {}\n  client: {}\n  tree: {} dirs x {} files of {} bytes in {}, {} threads, mix {}\n",
-        r.target, r.client, r.dirs, r.files_per_dir, r.file_size, r.run_dir, r.threads, r.mix
+        r.target,
+        r.client,
+        r.spec.dirs,
+        r.spec.files_per_dir,
+        r.spec.file_size,
+        r.run_dir,
+        r.spec.threads,
+        r.spec.mix
     );
     s += &format!(
         "  set-up: {} files created in {:.2} s ({:.0} creates/s, mean {} µs)\n",
@@ -699,7 +708,7 @@ pub fn text(r: &MetaReport) -> String {
         Some(c) => {
             s += &format!(
                 "  clean-up: {} files removed in {:.2} s ({:.0} removes/s), then the {} directories\n",
-                c.files, c.seconds, c.ops_per_s, r.dirs
+                c.files, c.seconds, c.ops_per_s, r.spec.dirs
             )
         }
         None => s += &format!("  kept: {} (--keep)\n", r.run_dir),

@@ -74,17 +74,11 @@ pub struct Phase {
     pub latency: Latency,
 }
 
-/// The result of a metadata run (`storlab meta --json`).
+/// What a metadata run was asked to do: its tree, threads, mix and run
+/// time, as its report holds them and the store keeps them
+/// ([`MetaSpec::Meta`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MetaReport {
-    /// [`FORMAT_VERSION`].
-    pub format_version: u32,
-    /// The target URL.
-    pub target: String,
-    /// What served the operations.
-    pub client: String,
-    /// The run directory, relative to the target's.
-    pub run_dir: String,
+pub struct MixSpec {
     /// Directories of the tree.
     pub dirs: u32,
     /// Files per directory at set-up.
@@ -98,6 +92,23 @@ pub struct MetaReport {
     /// Seconds the mix was asked to run (`--runtime`).
     #[serde(default)]
     pub runtime_s: f64,
+}
+
+/// The result of a metadata run (`storlab meta --json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MetaReport {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// The target URL.
+    pub target: String,
+    /// What served the operations.
+    pub client: String,
+    /// The run directory, relative to the target's.
+    pub run_dir: String,
+    /// What the run was asked to do (its members stand in this document
+    /// as its own).
+    #[serde(flatten)]
+    pub spec: MixSpec,
     /// Seconds the mix ran (first worker's start to last worker's end).
     pub seconds: f64,
     /// The set-up phase.
@@ -236,12 +247,12 @@ impl MetaResult {
         match self {
             MetaResult::Meta(r) => format!(
                 "{} dirs x {} files of {}, {} threads, mix {}, {} s",
-                r.dirs,
-                r.files_per_dir,
-                format_size(r.file_size),
-                r.threads,
-                r.mix,
-                r.runtime_s
+                r.spec.dirs,
+                r.spec.files_per_dir,
+                format_size(r.spec.file_size),
+                r.spec.threads,
+                r.spec.mix,
+                r.spec.runtime_s
             ),
             MetaResult::Copy(r) => format!(
                 "a {} file in blocks of {}",
@@ -256,14 +267,7 @@ impl MetaResult {
     /// JSON beside the run and read back from it as this same type.
     pub fn spec(&self) -> MetaSpec {
         match self {
-            MetaResult::Meta(r) => MetaSpec::Meta {
-                dirs: r.dirs,
-                files_per_dir: r.files_per_dir,
-                file_size: r.file_size,
-                threads: r.threads,
-                mix: r.mix.clone(),
-                runtime_s: r.runtime_s,
-            },
+            MetaResult::Meta(r) => MetaSpec::Meta(r.spec.clone()),
             MetaResult::Copy(r) => MetaSpec::Copy {
                 size: r.size,
                 block_size: r.block_size,
@@ -324,20 +328,7 @@ impl MetaResult {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum MetaSpec {
     /// The many-small-files mix.
-    Meta {
-        /// Directories.
-        dirs: u32,
-        /// Files in each directory.
-        files_per_dir: u32,
-        /// Bytes of each file.
-        file_size: u64,
-        /// Client threads.
-        threads: u32,
-        /// The operation mix, as given.
-        mix: String,
-        /// Measured seconds.
-        runtime_s: f64,
-    },
+    Meta(MixSpec),
     /// The single-large-file copy.
     Copy {
         /// Bytes of the file.

@@ -263,14 +263,7 @@ impl Store {
             .collect::<Result<Vec<(StoredOp, LatHist)>, StoreError>>()?;
         let spec: MetaSpec = self.decode("the meta spec", &spec)?;
         Ok(Some(match spec {
-            MetaSpec::Meta {
-                dirs,
-                files_per_dir,
-                file_size,
-                threads,
-                mix,
-                runtime_s,
-            } => {
+            MetaSpec::Meta(spec) => {
                 let p: MixPhases = self.decode(
                     "the set-up and clean-up",
                     phases.as_deref().unwrap_or("null"),
@@ -281,12 +274,7 @@ impl Store {
                     target,
                     client,
                     run_dir: place,
-                    dirs,
-                    files_per_dir,
-                    file_size,
-                    threads,
-                    mix,
-                    runtime_s,
+                    spec,
                     seconds,
                     setup: p.setup,
                     ops: ops
