@@ -10,15 +10,13 @@ use super::net::{Listen, NetMode};
 use super::ready;
 use super::rpcbind;
 use super::tools::Tools;
+use crate::backends::nfs::rpc::MOUNT_PROG;
 use crate::process::{self, Proc};
 use std::net::Ipv4Addr;
 use std::path::Path;
 
 /// The export's pseudo path (and NFSv3 mount path).
 pub const EXPORT: &str = "/storlab";
-
-/// The MOUNT program's number (its rpcbind registration shows NFSv3 is served).
-const MOUNT_PROG: u32 = 100005;
 
 /// ganesha's configuration for one export of `dir`, listening on `bind` only
 /// when given (else on every address of its network namespace).
@@ -130,6 +128,7 @@ pub fn wait_ready(
     ready::wait("ganesha", proc, || {
         ready::tcp(addr, nfs_port)?;
         if loopback {
+            // MOUNT's rpcbind registration shows NFSv3 is served.
             rpcbind::registered(tools, anchor, MOUNT_PROG)?;
         }
         for url in [&v3, &v4] {

@@ -23,6 +23,7 @@
 //! machine 7.8 s of softirq per 12 s run (for 85 MB/s), against 2.4 s and
 //! 1.1 s (for 114 MB/s) with GSO, enough to hold a 2-core lab below the rate.
 
+use crate::linkmodel::ethernet::{FCS, IFG, MAC_HEADER, PREAMBLE_SFD};
 use crate::process;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -44,13 +45,10 @@ pub struct Link {
 pub const MIN_BURST: u64 = 2 * 65536 + 2 * 1024;
 
 /// Line bytes a real Ethernet frame costs beyond what tbf counts of it (its
-/// 14-byte header and the IP packet): preamble and SFD 8, FCS 4,
-/// inter-frame gap 12 (IEEE 802.3 clauses 3.2 and 4.4.2).
-pub const WIRE_OVERHEAD: u64 = 8 + 4 + 12;
-
-/// The Ethernet header tbf counts with each packet (addresses and EtherType,
-/// IEEE 802.3 clause 3.2).
-const MAC_HEADER: u64 = 14;
+/// [`MAC_HEADER`] and the IP packet): preamble and SFD 8, FCS 4,
+/// inter-frame gap 12 (IEEE 802.3 clauses 3.2 and 4.4.2), as the wire model
+/// counts them.
+pub const WIRE_OVERHEAD: u64 = PREAMBLE_SFD + FCS + IFG;
 
 /// Queue depth in milliseconds at the link rate.
 pub const QUEUE_MS: u64 = 10;
