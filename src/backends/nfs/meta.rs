@@ -18,8 +18,9 @@
 use super::compound::{self, Reply, Session, op};
 use super::rpc::{Conn, NFS_PROG};
 use super::v4::{
-    OP_CLOSE, OP_COMMIT, OP_CREATE, OP_GETATTR, OP_GETFH, OP_LOOKUP, OP_OPEN, OP_OPEN_CONFIRM,
-    OP_PUTFH, OP_READ, OP_READDIR, OP_REMOVE, OP_RENAME, OP_SAVEFH, OP_WRITE,
+    FATTR4_SIZE, FATTR4_TYPE, OP_CLOSE, OP_COMMIT, OP_CREATE, OP_GETATTR, OP_GETFH, OP_LOOKUP,
+    OP_OPEN, OP_OPEN_CONFIRM, OP_PUTFH, OP_READ, OP_READDIR, OP_REMOVE, OP_RENAME, OP_SAVEFH,
+    OP_WRITE, OPEN4_RESULT_CONFIRM,
 };
 use super::xdr::{Dec, Enc, Short};
 use super::{FILE_SYNC, SETUP_TIMEOUT, UNSTABLE, errno, status_name, v3, v4, v41};
@@ -36,24 +37,10 @@ const LIST_RETRIES: u32 = 10;
 /// Bytes asked of READDIR per call.
 const DIR_COUNT: u32 = 32 * 1024;
 
-// NFSv3 procedures.
-const P3_GETATTR: u32 = 1;
-const P3_LOOKUP: u32 = 3;
-const P3_READ: u32 = 6;
-const P3_WRITE: u32 = 7;
-const P3_CREATE: u32 = 8;
-const P3_MKDIR: u32 = 9;
-const P3_REMOVE: u32 = 12;
-const P3_RMDIR: u32 = 13;
-const P3_RENAME: u32 = 14;
-const P3_READDIR: u32 = 16;
-const P3_COMMIT: u32 = 21;
+// The directory file type (ftype3, nfs_ftype4).
 const NF3DIR: u32 = 2;
-
 const NF4DIR: u32 = 2;
-const OPEN4_RESULT_CONFIRM: u32 = 2;
-const FATTR4_TYPE: u32 = 1;
-const FATTR4_SIZE: u32 = 4;
+
 /// NFSv4.0 errors after which the open-owner's seqid does not advance
 /// (RFC 7530 §9.1.7).
 const NO_SEQID_BUMP: [u32; 8] = [10026, 10022, 10023, 10025, 10036, 10018, 10020, 10019];
@@ -293,7 +280,7 @@ impl NfsOps {
         let dfh = self.fh(dir)?;
         let fh = match self.proto {
             Proto::V3 => {
-                let b = self.ok3("lookup", path, P3_LOOKUP, |e| {
+                let b = self.ok3("lookup", path, v3::LOOKUP, |e| {
                     e.opaque(&dfh).string(name);
                 })?;
                 Dec::new(&b)
@@ -356,7 +343,7 @@ impl NfsOps {
         let n = data.len() as u32;
         let count = match &self.proto {
             Proto::V3 => {
-                let b = self.ok3("write", "", P3_WRITE, |e| {
+                let b = self.ok3("write", "", v3::WRITE, |e| {
                     e.opaque(&fh).u64(offset).u32(n).u32(stable).opaque(data);
                 })?;
                 let mut d = Dec::new(&b);
@@ -422,7 +409,7 @@ impl NfsOps {
         let fh = f.fh.clone();
         match self.proto {
             Proto::V3 => {
-                self.ok3("commit", "", P3_COMMIT, |e| {
+                self.ok3("commit", "", v3::COMMIT, |e| {
                     e.opaque(&fh).u64(0).u32(0);
                 })?;
             }
@@ -578,7 +565,7 @@ impl FileOps for NfsOps {
         let dfh = self.fh(dir)?;
         match self.proto {
             Proto::V3 => {
-                let b = self.ok3("mkdir", path, P3_MKDIR, |e| {
+                let b = self.ok3("mkdir", path, v3::MKDIR, |e| {
                     e.opaque(&dfh).string(name);
                     sattr3_mode(e, 0o755);
                 })?;
@@ -612,7 +599,7 @@ impl FileOps for NfsOps {
     }
 
     fn rmdir(&mut self, path: &str) -> Result<(), FsError> {
-        self.unlink("rmdir", P3_RMDIR, path)
+        self.unlink("rmdir", v3::RMDIR, path)
     }
 
     fn open(&mut self, path: &str, mode: OpenMode) -> Result<Handle, FsError> {
@@ -620,7 +607,7 @@ impl FileOps for NfsOps {
             Proto::V3 if mode == OpenMode::Create => {
                 let (dir, name) = split_path(path);
                 let dfh = self.fh(dir)?;
-                let b = self.ok3("create", path, P3_CREATE, |e| {
+                let b = self.ok3("create", path, v3::CREATE, |e| {
                     e.opaque(&dfh).string(name).u32(1); // GUARDED
                     sattr3_mode(e, 0o644);
                 })?;
@@ -667,7 +654,7 @@ impl FileOps for NfsOps {
             let off = offset + got as u64;
             let (data, eof) = match &self.proto {
                 Proto::V3 => {
-                    let b = self.ok3("read", "", P3_READ, |e| {
+                    let b = self.ok3("read", "", v3::READ, |e| {
                         e.opaque(&fh).u64(off).u32(n);
                     })?;
                     let parse = |d: &mut Dec| -> Result<(Vec<u8>, bool), Short> {
@@ -744,7 +731,7 @@ impl FileOps for NfsOps {
         let fh = self.fh(path)?;
         match self.proto {
             Proto::V3 => {
-                let b = self.ok3("stat", path, P3_GETATTR, |e| {
+                let b = self.ok3("stat", path, v3::GETATTR, |e| {
                     e.opaque(&fh);
                 })?;
                 let parse = |d: &mut Dec| -> Result<Attr, Short> {
@@ -784,7 +771,7 @@ impl FileOps for NfsOps {
         let tfh = self.fh(tdir)?;
         match self.proto {
             Proto::V3 => {
-                self.ok3("rename", from, P3_RENAME, |e| {
+                self.ok3("rename", from, v3::RENAME, |e| {
                     e.opaque(&ffh).string(fname).opaque(&tfh).string(tname);
                 })?;
             }
@@ -808,7 +795,7 @@ impl FileOps for NfsOps {
     }
 
     fn remove(&mut self, path: &str) -> Result<(), FsError> {
-        self.unlink("remove", P3_REMOVE, path)
+        self.unlink("remove", v3::REMOVE, path)
     }
 
     /// nfs-ganesha answers READDIR with NOENT when an entry goes away
@@ -838,7 +825,7 @@ impl NfsOps {
             let r;
             let b;
             if v3 {
-                b = self.ok3("list", path, P3_READDIR, |e| {
+                b = self.ok3("list", path, v3::READDIR, |e| {
                     e.opaque(&dfh).u64(cookie).fixed(&verf).u32(DIR_COUNT);
                 })?;
                 d = Dec::new(&b);

@@ -16,15 +16,22 @@ pub const VERS: u32 = 3;
 const MOUNT_VERS: u32 = 3;
 const PMAPPROC_GETPORT: u32 = 3;
 const MOUNTPROC3_MNT: u32 = 1;
-const GETATTR: u32 = 1;
-const LOOKUP: u32 = 3;
+/// NFSv3 procedure numbers (RFC 1813 §3.3), for the I/O path here and the file
+/// operations of `meta.rs`.
+pub(super) const GETATTR: u32 = 1;
+pub(super) const LOOKUP: u32 = 3;
 /// The READ procedure.
 pub const READ: u32 = 6;
 /// The WRITE procedure.
 pub const WRITE: u32 = 7;
-const CREATE: u32 = 8;
+pub(super) const CREATE: u32 = 8;
+pub(super) const MKDIR: u32 = 9;
+pub(super) const REMOVE: u32 = 12;
+pub(super) const RMDIR: u32 = 13;
+pub(super) const RENAME: u32 = 14;
+pub(super) const READDIR: u32 = 16;
 const FSINFO: u32 = 19;
-const COMMIT: u32 = 21;
+pub(super) const COMMIT: u32 = 21;
 const NFS3ERR_NOENT: u32 = 2;
 const NFS3ERR_ACCES: u32 = 13;
 const IPPROTO_TCP: u32 = 6;

@@ -43,10 +43,10 @@ pub(super) const OP_WRITE: u32 = 38;
 const NFS4ERR_NOENT: u32 = 2;
 const NFS4ERR_ACCES: u32 = 13;
 const NF4REG: u32 = 1;
-const OPEN4_RESULT_CONFIRM: u32 = 2;
+pub(super) const OPEN4_RESULT_CONFIRM: u32 = 2;
 /// Attribute numbers (bits of the first bitmap word).
-const FATTR4_TYPE: u32 = 1;
-const FATTR4_SIZE: u32 = 4;
+pub(super) const FATTR4_TYPE: u32 = 1;
+pub(super) const FATTR4_SIZE: u32 = 4;
 const FATTR4_MAXREAD: u32 = 30;
 const FATTR4_MAXWRITE: u32 = 31;
 /// Transfer size when the server states none.
