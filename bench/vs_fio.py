@@ -75,9 +75,17 @@ def make_zram(size):
 
 
 def remove_zram(n):
-    """Remove the zram device this run made."""
-    with open("/sys/class/zram-control/hot_remove", "w") as f:
-        f.write(str(n))
+    """Remove the zram device this run made. The last tool's close can leave it busy for a moment
+    (EBUSY), so try for up to 10 s, then say how to remove it by hand."""
+    for _ in range(50):
+        try:
+            with open("/sys/class/zram-control/hot_remove", "w") as f:
+                f.write(str(n))
+            return
+        except OSError:
+            time.sleep(0.2)
+    print(f"bench: /dev/zram{n} is still busy and was left in place; remove it with "
+          f"`echo {n} > /sys/class/zram-control/hot_remove`", file=sys.stderr)
 
 
 def run_storlab(case, args, path, out):
@@ -164,11 +172,10 @@ def main():
             sys.exit(f"bench: --cases: unknown case {case!r} (allowed: null, cache, direct, zram)")
     zram = make_zram(parse_size(args.size)) if "zram" in args.cases.split(",") else None
     try:
-        rows = measure(args, path, tmp, zram)
+        report(measure(args, path, tmp, zram))
     finally:
         if zram is not None:
             remove_zram(zram)
-    report(rows)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
