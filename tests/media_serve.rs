@@ -105,34 +105,25 @@ fn cleanup_aborts_a_stopped_server_and_its_waiting_io_fails() {
 #[test]
 fn a_start_that_fails_says_why_and_leaves_nothing() {
     let d = Dirs::new("fail");
+    let start = |store: &Path, mnt: &Path, media: &str| {
+        MediaServer::start_with(bin(), store, mnt, media, None, None, &d.log()).unwrap_err()
+    };
     let missing = d.0.join("no-such-dir");
-    let e = MediaServer::start_with(bin(), &missing, &d.mnt(), "ram", None, None, &d.log())
-        .unwrap_err();
+    let e = start(&missing.join("disk.img"), &d.mnt(), "ram");
     assert!(
         e.contains("exited") && e.contains("--backing") && e.contains("not a directory"),
         "{e}"
     );
     assert!(mounted(&d.mnt()).is_empty());
-    let e = MediaServer::start_with(bin(), &d.back(), &d.mnt(), "ssd-typo", None, None, &d.log())
-        .unwrap_err();
+    let e = start(&d.store(), &d.mnt(), "ssd-typo");
     assert!(e.contains("\"ssd-typo\"") && e.contains("allowed"), "{e}");
     // A mount point inside the backing directory would serve itself.
     fs::create_dir(d.back().join("inner")).unwrap();
-    let e = MediaServer::start_with(
-        bin(),
-        &d.back(),
-        &d.back().join("inner"),
-        "ram",
-        None,
-        None,
-        &d.log(),
-    )
-    .unwrap_err();
+    let e = start(&d.store(), &d.back().join("inner"), "ram");
     assert!(e.contains("one holds the other"), "{e}");
     // The same mount point twice: the second server refuses and says so.
     let s = d.start("ram");
-    let e = MediaServer::start_with(bin(), &d.back(), &d.mnt(), "ram", None, None, &d.log())
-        .unwrap_err();
+    let e = start(&d.store(), &d.mnt(), "ram");
     assert!(e.contains("already has storlab's media file system"), "{e}");
     assert_eq!(mounted(&d.mnt()).len(), 1, "the first server's mount stays");
     s.stop().unwrap();

@@ -40,6 +40,10 @@ pub struct MediaServeArgs {
     /// Write our PID here once the file system answers.
     #[arg(long, value_name = "FILE")]
     pub ready_file: Option<PathBuf>,
+    /// The store's file name in the backing directory: only its changes are
+    /// recorded for the lab's ranged restores (default: every file's).
+    #[arg(long, value_name = "NAME")]
+    pub store: Option<String>,
 }
 
 /// Validate, then serve until a signal.
@@ -74,6 +78,7 @@ pub fn run(a: MediaServeArgs) -> Result<ExitCode, CliError> {
             threads: a.threads,
             mode,
             calibrate: !a.no_calibrate,
+            store: a.store,
         },
         ready_file: a.ready_file,
     })

@@ -118,8 +118,14 @@ pub fn start(
     st.media = Some(info.clone());
     st.save().map_err(LabError::System)?;
     let log = st.state_dir.join(LOG);
-    let server = MediaServer::start(backing_dir, &mp, spec, file, &log)
-        .map_err(|e| step_failed("media server (mount, then its ready file)", e))?;
+    let server = MediaServer::start(
+        &backing_dir.join(super::backing::FILE),
+        &mp,
+        spec,
+        file,
+        &log,
+    )
+    .map_err(|e| step_failed("media server (mount, then its ready file)", e))?;
     info.server = Some(server.proc);
     st.media = Some(info.clone());
     st.save().map_err(LabError::System)?;

@@ -4,17 +4,21 @@
 //! ranges written, or that it cannot say which), with the text of the answer
 //! file of the reset handshake ([`crate::media::serve`]).
 //!
-//! The map holds byte offsets in whichever file of the served directory was
-//! written (the lab serves one store file, `disk.img`), so a write to another
-//! file marks the same offsets of the store: more to restore, never less.
-//! Writes, fallocate, truncates and truncating opens mark the ranges they
-//! change; an operation whose change it cannot bound (an unlink, a rename,
-//! a fallocate that moves data, a change past what the map covers) marks
-//! everything: the lab then restores the whole store. The server does not
-//! serve COPY_FILE_RANGE: the kernel copies with writes, which it marks.
+//! The map holds byte offsets of the store, the one file the lab serves
+//! (`disk.img`, named to the server, [`Scope`]). Writes, fallocate, truncates
+//! and truncating opens of the store mark the ranges they change; the same
+//! of any other file (a metadata workload's files over NFS, say) mark
+//! nothing. An operation whose change it cannot bound (an unlink or rename
+//! of the store's name, a fallocate that moves data, a change past what the
+//! map covers) marks everything: the lab then restores the whole store.
+//! Once the store's name has been unlinked or renamed, or when the server
+//! was not told which file is the store (or it was not there at start),
+//! every file's changes count at the same offsets of the store: more to
+//! restore, never less. The server does not serve COPY_FILE_RANGE: the
+//! kernel copies with writes, which it marks.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The map's chunk: a write anywhere in one marks all of it. 64 KiB: five
 /// minutes of 8K random writes at 915 a second over a 32 GiB store touch
@@ -100,6 +104,63 @@ impl DirtyMap {
             Some(why) => Written::Unknown(format!("{why} changed data the server cannot bound")),
             None => Written::Ranges(ranges),
         }
+    }
+}
+
+/// Which file's changes the map records: the store's alone while the server
+/// knows which file that is, else every file's (see the module's doc).
+pub struct Scope {
+    /// The store's name in the served directory (its root).
+    name: Option<Vec<u8>>,
+    /// The store's device and inode, as found at start.
+    id: (u64, u64),
+    /// The store is known: set at start when it was named and found, and
+    /// cleared for good by an unlink or rename of its name.
+    known: AtomicBool,
+}
+
+impl Scope {
+    /// The store named `name` in the served directory, with `id` (device,
+    /// inode) when it was found there; with either missing, every file counts.
+    pub fn new(name: Option<Vec<u8>>, id: Option<(u64, u64)>) -> Scope {
+        Scope {
+            known: AtomicBool::new(name.is_some() && id.is_some()),
+            name,
+            id: id.unwrap_or((0, 0)),
+        }
+    }
+
+    /// Every file counts (the store is not known, or no longer).
+    pub fn every_file(&self) -> bool {
+        !self.known.load(Ordering::Relaxed)
+    }
+
+    /// Changes to the file with this device and inode count.
+    pub fn counts(&self, dev: u64, ino: u64) -> bool {
+        self.every_file() || (dev, ino) == self.id
+    }
+
+    /// Whether unlinking or renaming `name` in a directory (`in_root`: the
+    /// served directory itself) may change the store: it is the store's name
+    /// there, or the store is not known.
+    pub fn touches(&self, in_root: bool, name: &[u8]) -> bool {
+        self.every_file() || (in_root && self.name.as_deref() == Some(name))
+    }
+
+    /// The store's name.
+    pub fn name(&self) -> Option<&[u8]> {
+        self.name.as_deref()
+    }
+
+    /// Whether `id` (device, inode) is the store found at start.
+    pub fn is(&self, id: (u64, u64)) -> bool {
+        id == self.id
+    }
+
+    /// The store's name was unlinked or renamed: from now on every file
+    /// counts (what the name holds next is not the file found at start).
+    pub fn lose_track(&self) {
+        self.known.store(false, Ordering::Relaxed);
     }
 }
 

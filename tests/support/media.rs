@@ -33,6 +33,10 @@ impl Dirs {
     pub fn back(&self) -> PathBuf {
         self.0.join("back")
     }
+    /// The store file in the backing directory.
+    pub fn store(&self) -> PathBuf {
+        self.back().join("disk.img")
+    }
     pub fn mnt(&self) -> PathBuf {
         self.0.join("mnt")
     }
@@ -42,7 +46,7 @@ impl Dirs {
     pub fn start(&self, media: &str) -> MediaServer {
         MediaServer::start_with(
             bin(),
-            &self.back(),
+            &self.store(),
             &self.mnt(),
             media,
             None,

@@ -61,13 +61,14 @@ impl Fs {
 
     /// An open with O_TRUNC (the kernel sends it so, having negotiated
     /// atomic O_TRUNC) empties the file: its size before (0 for a file not
-    /// there yet, `None` for one that cannot be read: marked whole), read by
-    /// `stat` before the open.
+    /// there yet or another file than the store, `None` for one that cannot
+    /// be read: marked whole), read by `stat` before the open.
     fn size_before_trunc(&self, flags: i32, stat: impl FnOnce() -> Sys<libc::stat>) -> Option<u64> {
         if flags & libc::O_TRUNC == 0 {
             return Some(0);
         }
         match stat() {
+            Ok(st) if !self.scope.counts(st.st_dev, st.st_ino) => Some(0),
             Ok(st) => Some(st.st_size as u64),
             Err(Errno(libc::ENOENT)) => Some(0),
             Err(_) => None,
@@ -105,11 +106,15 @@ impl Fs {
             }
         };
         self.nodes.count_open(node, 1);
+        // A file that cannot be stat'ed counts: more to restore, never less.
+        let store =
+            sys::fstat(fd.as_fd()).map_or(true, |st| self.scope.counts(st.st_dev, st.st_ino));
         let fh = self.files.insert(OpenFile {
             fd,
             sync,
             node,
             backing_id,
+            store,
         });
         abi::OpenOut {
             fh,
@@ -203,7 +208,9 @@ impl Fs {
         let due = self.due(OpKind::Write, w.offset, w.size, sync, arrival_ns);
         let written = sys::pwrite_full(f.fd.as_fd(), data, w.offset);
         // After the data changed (a failed write may have done part).
-        self.dirty.mark(w.offset, data.len() as u64);
+        if self.counts(&f) {
+            self.dirty.mark(w.offset, data.len() as u64);
+        }
         let reply = match written {
             Ok(n) => Reply::of(&abi::WriteOut {
                 size: n as u32,

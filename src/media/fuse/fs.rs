@@ -8,7 +8,7 @@ use super::nodes::{Handles, Nodes};
 use super::reply::Reply;
 use super::sys::{self, Errno, Sys};
 use crate::media::Medium;
-use crate::media::dirty::{self, DirtyMap};
+use crate::media::dirty::{self, DirtyMap, Scope};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -86,6 +86,8 @@ pub struct OpenFile {
     pub node: u64,
     /// Its passthrough id with the kernel, closed at RELEASE.
     pub backing_id: Option<i32>,
+    /// It is the store's (see [`Fs::counts`]).
+    pub store: bool,
 }
 
 /// The file system's state, shared by every reader thread.
@@ -113,9 +115,18 @@ pub struct Fs {
     /// While the server measures that round trip: the thread whose reads are
     /// probes (held for a fixed time, the medium not asked); 0 otherwise.
     pub probe_tid: AtomicU32,
-    /// The chunks written since the lab last took them (every operation
-    /// that can change file data marks it, after the change).
+    /// The chunks of the store written since the lab last took them (every
+    /// operation that can change its data marks it, after the change).
     pub dirty: DirtyMap,
+    /// Which file is the store, whose changes `dirty` records.
+    pub scope: Scope,
+}
+
+/// The device and inode of the regular file `name` in the directory `dir`.
+fn store_id(dir: &OwnedFd, name: &[u8]) -> Option<(u64, u64)> {
+    let f = sys::openat(dir.as_fd(), name, libc::O_PATH | libc::O_NOFOLLOW, 0).ok()?;
+    let st = sys::fstat(f.as_fd()).ok()?;
+    (st.st_mode & libc::S_IFMT == libc::S_IFREG).then_some((st.st_dev, st.st_ino))
 }
 
 /// Attributes as FUSE carries them.
@@ -158,9 +169,18 @@ macro_rules! arg {
 }
 
 impl Fs {
-    /// The file system over the backing directory `root` (O_PATH).
-    pub fn new(root: OwnedFd, medium: Arc<dyn Medium>, mode: CacheMode) -> Sys<Fs> {
+    /// The file system over the backing directory `root` (O_PATH), whose
+    /// file `store` (when given and there) alone is recorded in the
+    /// written-chunk map (see [`crate::media::dirty`]).
+    pub fn new(
+        root: OwnedFd,
+        medium: Arc<dyn Medium>,
+        mode: CacheMode,
+        store: Option<&[u8]>,
+    ) -> Sys<Fs> {
+        let id = store.and_then(|name| store_id(&root, name));
         Ok(Fs {
+            scope: Scope::new(store.map(<[u8]>::to_vec), id),
             nodes: Nodes::new(root)?,
             files: Handles::default(),
             dirs: super::dir::Dirs::default(),
@@ -172,6 +192,30 @@ impl Fs {
             probe_tid: AtomicU32::new(0),
             dirty: DirtyMap::new(dirty::COVERS),
         })
+    }
+
+    /// Changes through this open file count in the written-chunk map: it is
+    /// the store's, or every file counts.
+    pub fn counts(&self, f: &OpenFile) -> bool {
+        f.store || self.scope.every_file()
+    }
+
+    /// Before a take: when the store's name no longer holds the file found
+    /// at start (replaced in the backing directory itself, where the server
+    /// does not see it), mark everything and let every file count from now on.
+    pub fn recheck_store(&self) {
+        if self.scope.every_file() {
+            return;
+        }
+        let now = self
+            .scope
+            .name()
+            .and_then(|name| store_id(self.nodes.root(), name));
+        if !now.is_some_and(|id| self.scope.is(id)) {
+            self.dirty
+                .mark_all("the store replaced or removed in the backing directory");
+            self.scope.lose_track();
+        }
     }
 
     /// The current cache mode.
@@ -223,9 +267,10 @@ impl Fs {
                     .fd(n)
                     .and_then(|d| sys::unlinkat(d.as_fd(), name, flags))
                     .map(|()| {
-                        if flags == 0 {
+                        if flags == 0 && self.scope.touches(n == abi::ROOT_ID, name) {
                             // The store may be gone, or come back as another file.
                             self.dirty.mark_all("an unlink");
+                            self.scope.lose_track();
                         }
                         Reply::ok()
                     })
@@ -283,12 +328,16 @@ impl Fs {
             }
             op::FALLOCATE => {
                 let f = arg!(a, abi::FallocateIn);
-                let r = self
-                    .files
-                    .get(f.fh)
+                let open = self.files.get(f.fh);
+                let r = open
+                    .as_ref()
+                    .map_err(|e| *e)
                     .and_then(|o| sys::fallocate(o.fd.as_fd(), f.mode as i32, f.offset, f.length));
                 // Marked even when it failed: it may have done part.
-                if f.mode as i32 & (libc::FALLOC_FL_COLLAPSE_RANGE | libc::FALLOC_FL_INSERT_RANGE)
+                if open.is_ok_and(|o| !self.counts(&o)) {
+                    // Another file than the store.
+                } else if f.mode as i32
+                    & (libc::FALLOC_FL_COLLAPSE_RANGE | libc::FALLOC_FL_INSERT_RANGE)
                     != 0
                 {
                     self.dirty
@@ -434,15 +483,18 @@ impl Fs {
         }
         if s.valid & fattr::SIZE != 0 {
             // What the truncate changes: from the shorter size to the longer.
-            let old = sys::fstat(fd.as_fd()).map(|st| st.st_size as u64);
+            let old = sys::fstat(fd.as_fd());
             let r = match &file {
                 Some(f) => sys::ftruncate(f.fd.as_fd(), s.size),
                 None => sys::truncate(&path, s.size),
             };
             match old {
-                Ok(old) => self
-                    .dirty
-                    .mark(old.min(s.size), old.max(s.size) - old.min(s.size)),
+                Ok(st) if !self.scope.counts(st.st_dev, st.st_ino) => {}
+                Ok(st) => {
+                    let old = st.st_size as u64;
+                    self.dirty
+                        .mark(old.min(s.size), old.max(s.size) - old.min(s.size))
+                }
                 Err(_) => self.dirty.mark_all("a truncate of a file of unknown size"),
             }
             r?;
@@ -479,7 +531,12 @@ impl Fs {
         let (o, n) = (self.nodes.fd(olddir)?, self.nodes.fd(newdir)?);
         sys::renameat2(o.as_fd(), old, n.as_fd(), new, flags)?;
         // It may have replaced the store, or moved it away.
-        self.dirty.mark_all("a rename");
+        if self.scope.touches(olddir == abi::ROOT_ID, old)
+            || self.scope.touches(newdir == abi::ROOT_ID, new)
+        {
+            self.dirty.mark_all("a rename");
+            self.scope.lose_track();
+        }
         Ok(Reply::ok())
     }
 

@@ -41,6 +41,10 @@ pub struct Options {
     /// medium's plus the server's. Off: no reply goes out before the
     /// medium's time as the server sees it.
     pub calibrate: bool,
+    /// The store's file name in the backing directory: only its changes are
+    /// recorded in the written-chunk map (see [`crate::media::dirty`]);
+    /// None: every file's changes count.
+    pub store: Option<String>,
 }
 
 impl Default for Options {
@@ -49,6 +53,7 @@ impl Default for Options {
             threads: 4,
             mode: None,
             calibrate: true,
+            store: None,
         }
     }
 }
@@ -223,7 +228,7 @@ impl Server {
         mount::mount(&dev, mountpoint)?;
         let started = handshake(&dev, wanted)
             .and_then(|mode| {
-                let fs = Fs::new(root, medium, mode)
+                let fs = Fs::new(root, medium, mode, opts.store.as_deref().map(str::as_bytes))
                     .map_err(|e| format!("backing directory {}: {e}", backing.display()))?;
                 let mut chans = vec![Arc::new(dev)];
                 for _ in 1..opts.threads {
@@ -340,6 +345,7 @@ impl Server {
     /// [`crate::media::dirty`]), and clear it. Unknown in passthrough mode:
     /// the kernel then writes the backing files itself, unseen.
     pub fn take_written(&self) -> Written {
+        self.fs.recheck_store();
         let written = self.fs.dirty.take();
         if self.mode() == CacheMode::Passthrough {
             return Written::Unknown(

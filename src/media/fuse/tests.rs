@@ -30,6 +30,7 @@ impl Mounted {
             threads: 4,
             mode,
             calibrate: false,
+            store: None,
         };
         Mounted::with(tag, medium, &opts)
     }
@@ -45,6 +46,9 @@ impl Mounted {
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(dir.join("back")).unwrap();
         fs::create_dir_all(dir.join("mnt")).unwrap();
+        if let Some(store) = &opts.store {
+            File::create(dir.join("back").join(store)).unwrap();
+        }
         let server = Server::mount(&dir.join("back"), &dir.join("mnt"), medium, opts)
             .unwrap_or_else(|e| panic!("mount: {e}"));
         Mounted { server, dir }
@@ -417,6 +421,7 @@ fn a_direct_mount_measures_its_round_trip_without_the_medium() {
         threads: 4,
         mode: Some(CacheMode::Direct),
         calibrate: true,
+        store: None,
     };
     let m = Mounted::with("calibrate", rec.clone(), &opts);
     let overhead = m.server.overhead_ns();
@@ -731,4 +736,96 @@ fn every_change_through_the_mount_is_in_the_written_map_and_a_take_clears_it() {
         matches!(m.server.take_written(), Written::Unknown(w) if w.contains("passthrough")),
         "passthrough cannot tell"
     );
+}
+
+#[test]
+fn with_the_store_named_only_its_changes_are_in_the_written_map() {
+    use crate::media::dirty::{CHUNK, Written};
+    for mode in [CacheMode::Direct, CacheMode::PageCache] {
+        let opts = Options {
+            threads: 4,
+            mode: Some(mode),
+            calibrate: false,
+            store: Some("disk.img".into()),
+        };
+        let m = Mounted::with(&format!("scope-{}", mode.name()), Arc::new(Ram), &opts);
+        let rw = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(m.mnt("disk.img"))
+            .unwrap();
+        rw.set_len(64 * CHUNK).unwrap();
+        assert_eq!(
+            chunks_of(m.server.take_written()),
+            (0..64).collect::<Vec<_>>(),
+            "{}: the store's growth",
+            mode.name()
+        );
+        // Other files written, truncated, emptied, renamed and unlinked, one
+        // of them under the store's name in a subdirectory: the store is as it was.
+        fs::write(m.mnt("other"), pattern(3 * CHUNK as usize, 1)).unwrap();
+        OpenOptions::new()
+            .write(true)
+            .open(m.mnt("other"))
+            .unwrap()
+            .set_len(CHUNK)
+            .unwrap();
+        drop(File::create(m.mnt("other")).unwrap());
+        fs::create_dir(m.mnt("sub")).unwrap();
+        fs::write(m.mnt("sub/disk.img"), pattern(8192, 2)).unwrap();
+        fs::rename(m.mnt("other"), m.mnt("moved")).unwrap();
+        fs::rename(m.mnt("sub/disk.img"), m.mnt("sub/b")).unwrap();
+        fs::remove_file(m.mnt("moved")).unwrap();
+        fs::remove_file(m.mnt("sub/b")).unwrap();
+        assert_eq!(
+            chunks_of(m.server.take_written()),
+            Vec::<u64>::new(),
+            "{}: other files' changes",
+            mode.name()
+        );
+        // The store's own writes still count.
+        rw.write_all_at(&pattern(4096, 3), 5 * CHUNK).unwrap();
+        rw.sync_all().unwrap();
+        assert_eq!(
+            chunks_of(m.server.take_written()),
+            vec![5],
+            "{}",
+            mode.name()
+        );
+        // A rename onto the store's name replaces it: everything is marked,
+        // and from then on every file's changes count.
+        fs::write(m.mnt("new"), b"x").unwrap();
+        assert_eq!(chunks_of(m.server.take_written()), Vec::<u64>::new());
+        fs::rename(m.mnt("new"), m.mnt("disk.img")).unwrap();
+        match m.server.take_written() {
+            Written::Unknown(why) => assert!(why.contains("rename"), "{why}"),
+            w => panic!("{}: a rename onto the store gave {w:?}", mode.name()),
+        }
+        fs::write(m.mnt("third"), b"x").unwrap();
+        assert_eq!(
+            chunks_of(m.server.take_written()),
+            vec![0],
+            "{}: after the store was replaced",
+            mode.name()
+        );
+    }
+    // The store replaced in the backing directory, where the server does not
+    // see it: the next take says it cannot tell, and every file counts after.
+    let opts = Options {
+        threads: 4,
+        mode: Some(CacheMode::Direct),
+        calibrate: false,
+        store: Some("disk.img".into()),
+    };
+    let m = Mounted::with("scope-behind", Arc::new(Ram), &opts);
+    fs::write(m.mnt("other"), b"x").unwrap();
+    assert_eq!(chunks_of(m.server.take_written()), Vec::<u64>::new());
+    fs::write(m.back("new"), b"y").unwrap();
+    fs::rename(m.back("new"), m.back("disk.img")).unwrap();
+    match m.server.take_written() {
+        Written::Unknown(why) => assert!(why.contains("backing directory"), "{why}"),
+        w => panic!("a store replaced behind the server gave {w:?}"),
+    }
+    fs::write(m.mnt("other"), b"x").unwrap();
+    assert_eq!(chunks_of(m.server.take_written()), vec![0]);
 }

@@ -5,7 +5,7 @@
 //! what a server that died (SIGKILL, crash) left mounted.
 //!
 //! Lifecycle as the lab uses it:
-//! 1. `MediaServer::start(backing_dir, mountpoint, media, log)`: spawns the
+//! 1. `MediaServer::start(store, mountpoint, media, log)`: spawns the
 //!    server in its own process group, returns once the file system answers
 //!    (or fails naming the step, with nothing left mounted or running).
 //! 2. The servers (ganesha, tgt, nbdkit) and the loop device use
@@ -187,11 +187,13 @@ pub struct MediaServer {
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl MediaServer {
-    /// Start `storlab media-serve` (this very binary) serving `backing_dir` at
-    /// `mountpoint` on media `media` (see [`medium`]; with `media_file`, a
-    /// preset of that file, passed as `--media-file`), output to `log`.
+    /// Start `storlab media-serve` (this very binary) serving the directory
+    /// of the store file `store` at `mountpoint` on media `media` (see
+    /// [`medium`]; with `media_file`, a preset of that file, passed as
+    /// `--media-file`), output to `log`. Only the store's changes are
+    /// recorded for [`MediaServer::reset_taking_written`].
     pub fn start(
-        backing_dir: &Path,
+        store: &Path,
         mountpoint: &Path,
         media: &str,
         media_file: Option<&Path>,
@@ -199,13 +201,13 @@ impl MediaServer {
     ) -> Result<MediaServer, String> {
         let exe = std::env::current_exe()
             .map_err(|e| format!("cannot find the storlab binary for the media server: {e}"))?;
-        MediaServer::start_with(&exe, backing_dir, mountpoint, media, media_file, None, log)
+        MediaServer::start_with(&exe, store, mountpoint, media, media_file, None, log)
     }
 
     /// [`MediaServer::start`] with the binary and the cache mode given.
     pub fn start_with(
         exe: &Path,
-        backing_dir: &Path,
+        store: &Path,
         mountpoint: &Path,
         media: &str,
         media_file: Option<&Path>,
@@ -225,10 +227,18 @@ impl MediaServer {
         let ready = log.with_extension("ready");
         let _ = std::fs::remove_file(&ready);
         let _ = std::fs::remove_file(dirty_file(&ready));
+        let (Some(backing_dir), Some(name)) = (store.parent(), store.file_name()) else {
+            return Err(format!(
+                "store {}: not a file in a directory",
+                store.display()
+            ));
+        };
         let mut args = vec![
             "media-serve".to_string(),
             "--backing".into(),
             backing_dir.display().to_string(),
+            "--store".into(),
+            name.to_string_lossy().into_owned(),
             "--mount".into(),
             mountpoint.display().to_string(),
             "--media".into(),
