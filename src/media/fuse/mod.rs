@@ -34,6 +34,7 @@ mod sys;
 
 pub use fs::CacheMode;
 pub use mount::cleanup;
+pub use reply::Lead;
 pub use session::{Options, Server};
 
 #[cfg(test)]
