@@ -147,14 +147,10 @@ impl Scope {
         self.every_file() || (in_root && self.name.as_deref() == Some(name))
     }
 
-    /// The store's name.
-    pub fn name(&self) -> Option<&[u8]> {
-        self.name.as_deref()
-    }
-
-    /// Whether `id` (device, inode) is the store found at start.
-    pub fn is(&self, id: (u64, u64)) -> bool {
-        id == self.id
+    /// Whether the store's name still holds the file found at start, with
+    /// `lookup` giving the device and inode a name holds now.
+    pub fn still_holds(&self, lookup: impl FnOnce(&[u8]) -> Option<(u64, u64)>) -> bool {
+        self.name.as_deref().and_then(lookup) == Some(self.id)
     }
 
     /// The store's name was unlinked or renamed: from now on every file

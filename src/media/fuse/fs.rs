@@ -207,15 +207,19 @@ impl Fs {
         if self.scope.every_file() {
             return;
         }
-        let now = self
+        if !self
             .scope
-            .name()
-            .and_then(|name| store_id(self.nodes.root(), name));
-        if !now.is_some_and(|id| self.scope.is(id)) {
-            self.dirty
-                .mark_all("the store replaced or removed in the backing directory");
-            self.scope.lose_track();
+            .still_holds(|name| store_id(self.nodes.root(), name))
+        {
+            self.store_lost("the store replaced or removed in the backing directory");
         }
+    }
+
+    /// `why` may have replaced the store or moved it away: mark everything,
+    /// and let every file count from now on.
+    fn store_lost(&self, why: &'static str) {
+        self.dirty.mark_all(why);
+        self.scope.lose_track();
     }
 
     /// The current cache mode.
@@ -269,8 +273,7 @@ impl Fs {
                     .map(|()| {
                         if flags == 0 && self.scope.touches(n == abi::ROOT_ID, name) {
                             // The store may be gone, or come back as another file.
-                            self.dirty.mark_all("an unlink");
-                            self.scope.lose_track();
+                            self.store_lost("an unlink");
                         }
                         Reply::ok()
                     })
@@ -534,8 +537,7 @@ impl Fs {
         if self.scope.touches(olddir == abi::ROOT_ID, old)
             || self.scope.touches(newdir == abi::ROOT_ID, new)
         {
-            self.dirty.mark_all("a rename");
-            self.scope.lose_track();
+            self.store_lost("a rename");
         }
         Ok(Reply::ok())
     }
