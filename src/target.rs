@@ -34,6 +34,23 @@ pub const ALLOWED_SCHEMES: &str = "file:PATH[?fc=1gfc..32gfc], null:, \
      nbd://HOST[:PORT]/EXPORT[?replies=simple|structured][&nconnect=1..16], \
      nbd+unix:///EXPORT?socket=PATH";
 
+/// Each scheme's own form (one entry of [`ALLOWED_SCHEMES`]), by the prefix
+/// that selects it; the longer prefix first.
+const SCHEME_FORMS: [(&str, &str); 6] = [
+    ("nbd+unix:", "nbd+unix:///EXPORT?socket=PATH"),
+    ("file:", "file:PATH[?fc=1gfc..32gfc]"),
+    ("null:", "null:"),
+    (
+        "nfs:",
+        "nfs://HOST[:PORT]/EXPORT/FILE?version=3|4|4.0|4.1[&nconnect=1..16][&stable=unstable|file][&mountport=PORT]",
+    ),
+    ("iscsi:", "iscsi://HOST[:PORT]/IQN/LUN[?nconnect=1..16]"),
+    (
+        "nbd:",
+        "nbd://HOST[:PORT]/EXPORT[?replies=simple|structured][&nconnect=1..16]",
+    ),
+];
+
 /// The most connections `nconnect=N` may ask for (Linux's NFS client caps
 /// its mount option at 16 too).
 pub const MAX_NCONNECT: u8 = 16;
@@ -191,11 +208,24 @@ pub struct TargetError {
 
 impl fmt::Display for TargetError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid target {:?}: {} (allowed: {ALLOWED_SCHEMES})",
-            self.input, self.reason
-        )
+        // A known scheme's error shows that scheme's form alone: its reason
+        // may already list the allowed values of one parameter, and the whole
+        // list of schemes beside it would bury them.
+        match SCHEME_FORMS
+            .iter()
+            .find(|(prefix, _)| self.input.starts_with(prefix))
+        {
+            Some((_, form)) => write!(
+                f,
+                "invalid target {:?}: {} (form: {form})",
+                self.input, self.reason
+            ),
+            None => write!(
+                f,
+                "invalid target {:?}: {} (allowed: {ALLOWED_SCHEMES})",
+                self.input, self.reason
+            ),
+        }
     }
 }
 
@@ -800,10 +830,23 @@ mod tests {
         ] {
             let e = Target::parse(bad).unwrap_err().to_string();
             assert!(e.contains(&format!("{bad:?}")), "{e}");
-            assert!(
-                e.contains("allowed: file:PATH[?fc=1gfc..32gfc], null:"),
-                "{e}"
-            );
+            // One form: the scheme's own, or every scheme's when the scheme
+            // itself is unknown; never both, and one list of allowed values.
+            match SCHEME_FORMS.iter().find(|(p, _)| bad.starts_with(p)) {
+                Some((_, form)) => {
+                    assert!(e.contains(&format!("(form: {form})")), "{e}");
+                    assert!(!e.contains(ALLOWED_SCHEMES), "{e}");
+                }
+                None => {
+                    assert!(e.contains(&format!("(allowed: {ALLOWED_SCHEMES})")), "{e}");
+                    assert!(!e.contains("(form: "), "{e}");
+                }
+            }
+            assert!(e.matches("(allowed: ").count() <= 1, "{e}");
+        }
+        for bad in ["bogus://x", "nf://h/e/f"] {
+            let e = Target::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(&format!("(allowed: {ALLOWED_SCHEMES})")), "{e}");
         }
     }
 
