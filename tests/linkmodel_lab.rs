@@ -119,8 +119,8 @@ fn read_64k(lab: &Lab, agent: &str, token: &str, url: &str) -> Measured {
 /// The run's intervals carry the lab's link counters, read inside each
 /// namespace (issue 12, part 5): over the measured intervals, the host's
 /// interface received and the storage end sent at least the bytes the reads
-/// moved (the wire adds headers), and not wildly more; no TCP segment was
-/// retransmitted on a clean link by more than a trickle.
+/// moved (the wire adds headers), and not wildly more; TCP retransmitted no
+/// more than a trickle (3%) of the segments on the shaped link.
 fn check_link_counters(doc: &serde_json::Value, url: &str) {
     let intervals = doc["jobs"][0]["points"][0]["intervals"]
         .as_array()
@@ -178,9 +178,19 @@ fn check_link_counters(doc: &serde_json::Value, url: &str) {
         segs > 0,
         "{url}: no TCP segment counted in the host's namespace"
     );
+    eprintln!(
+        "{url}: {retrans} segments retransmitted for {segs} received ({:.2}%)",
+        retrans as f64 * 100.0 / segs as f64
+    );
+    // tbf drops what overflows its queue, and TCP's probing for more window
+    // overflows it now and then: a trickle of retransmits is the shaped
+    // link working. Its share grows when the softirq that drains the queue
+    // waits for a busy CPU (1.1% at load average 5 in a run beside two
+    // builds); a link that loses a real share (a frame size it cannot
+    // carry, a broken shaper) retransmits far more than 3%.
     assert!(
-        retrans * 100 <= segs.max(1),
-        "{url}: {retrans} retransmitted segments for {segs} received"
+        retrans * 100 <= 3 * segs.max(1),
+        "{url}: {retrans} retransmitted segments for {segs} received (allowed: up to 3%)"
     );
 }
 
