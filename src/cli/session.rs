@@ -21,7 +21,8 @@ pub fn jobs(args: &JobArgs) -> Result<Vec<Job>, CliError> {
 }
 
 /// The jobs the arguments ask for, validated, and the targets an imported
-/// file (`--fio`, `--icf`) named (empty: none). Its notes go to stderr.
+/// file (`--fio`, `--icf`) named (empty: none). Its notes go to stderr, and
+/// so does psync's iodepth 1 ([`Job::one_in_flight`]).
 pub fn jobs_and_targets(args: &JobArgs) -> Result<(Vec<Job>, Vec<String>), CliError> {
     let input = |e: crate::workload::validate::SpecError| CliError::input(e.to_string());
     let mut targets = Vec::new();
@@ -54,6 +55,9 @@ pub fn jobs_and_targets(args: &JobArgs) -> Result<(Vec<Job>, Vec<String>), CliEr
     };
     apply_curve(args, &mut jobs)?;
     for j in &mut jobs {
+        for n in j.one_in_flight() {
+            eprintln!("storlab: note: {n}");
+        }
         if j.description.is_empty()
             && let Some(p) = j.points.first()
         {

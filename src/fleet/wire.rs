@@ -25,8 +25,9 @@ use serde::{Deserialize, Serialize};
 /// 5: `--journal` on a fleet: an agent writes the spec's `journal` FILE as
 /// its own `FILE.agent-NAME` (`crate::verify::agent_journal_path`) and
 /// reports it in [`IntervalsReply::verify_journals`] (or why it failed in
-/// [`IntervalsReply::verify_journal_error`]).
-pub const PROTOCOL_VERSION: u32 = 5;
+/// [`IntervalsReply::verify_journal_error`]). 6: the spec carries `ioengine`
+/// (an agent of version 5 would run psync's point on io_uring).
+pub const PROTOCOL_VERSION: u32 = 6;
 /// Request header carrying the sender's [`PROTOCOL_VERSION`].
 pub const PROTOCOL_HEADER: &str = "X-Storlab-Protocol";
 /// Request header carrying the sender's storlab version.

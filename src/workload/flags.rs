@@ -132,6 +132,9 @@ workload_flags! {
         /// Polled completions (IORING_SETUP_IOPOLL; needs --direct 1 and a device with poll queues): 0|1
         #[arg(value_name = "0|1", num_args = 0..=1, default_missing_value = "1")]
         hipri,
+        /// I/O engine of file: targets: io_uring (default) | psync (pread/pwrite, one I/O in flight per worker)
+        #[arg(value_name = "io_uring|psync")]
+        ioengine,
         /// I/O rate cap per worker, I/Os per second
         #[arg(value_name = "N")]
         rate_iops,

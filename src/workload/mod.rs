@@ -195,6 +195,35 @@ pub enum SyncMode {
     Sync,
 }
 
+/// The engine a `file:` target's I/O runs on (`ioengine`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoEngine {
+    /// io_uring: up to `iodepth` requests in flight per worker.
+    #[default]
+    IoUring,
+    /// fio's psync: each request a pread/pwrite on the engine thread, one in
+    /// flight per worker ([`Job::one_in_flight`]).
+    Psync,
+}
+
+impl IoEngine {
+    /// Every accepted spelling.
+    pub const ALLOWED: &'static str = "io_uring, psync";
+
+    /// The name, as the option takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoEngine::IoUring => "io_uring",
+            IoEngine::Psync => "psync",
+        }
+    }
+
+    fn is_default(&self) -> bool {
+        *self == IoEngine::default()
+    }
+}
+
 /// How the VM disks mapped to one single target (a file, device, LUN, NBD
 /// export or NFS file) share it. A directory target always gets a file per disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -244,6 +273,9 @@ pub struct Spec {
     /// and a device with poll queues); file: targets only.
     #[serde(default, skip_serializing_if = "is_false")]
     pub hipri: bool,
+    /// `ioengine`: io_uring, or psync (file: targets only).
+    #[serde(default, skip_serializing_if = "IoEngine::is_default")]
+    pub ioengine: IoEngine,
     /// Ramp-up: measured but excluded from the summary.
     #[serde(with = "secs")]
     pub ramp: Duration,
@@ -403,6 +435,35 @@ pub struct Job {
     pub curve: Option<Vec<u32>>,
 }
 
+impl Job {
+    /// psync keeps one I/O in flight per worker, as fio's does whatever
+    /// `iodepth` says: every group of a psync point deeper than 1 runs at
+    /// iodepth 1 (its batch settings with it). A note for each point changed.
+    pub fn one_in_flight(&mut self) -> Vec<String> {
+        let mut notes = Vec::new();
+        for p in self
+            .points
+            .iter_mut()
+            .filter(|p| p.ioengine == IoEngine::Psync)
+        {
+            let deepest = p.groups.iter().map(|g| g.access.iodepth).max().unwrap_or(1);
+            if deepest > 1 {
+                notes.push(format!(
+                    "job {}, point {:?}: ioengine psync keeps one I/O in flight per worker \
+                     whatever iodepth says, so iodepth = 1 (not {deepest})",
+                    self.name, p.label
+                ));
+            }
+            for a in p.groups.iter_mut().map(|g| &mut g.access) {
+                a.iodepth = 1;
+                a.batch_complete_min = 1;
+                a.submit_batch = 0;
+            }
+        }
+        notes
+    }
+}
+
 /// A group with the job-file defaults: 1 VM, 1 worker, 1 disk, 4k random reads, iodepth 1.
 pub fn default_group(name: &str) -> Group {
     Group {
@@ -438,6 +499,7 @@ pub fn default_spec(label: &str) -> Spec {
         sqpoll: false,
         sqpoll_cpu: None,
         hipri: false,
+        ioengine: IoEngine::IoUring,
         ramp: Duration::ZERO,
         runtime: DEFAULT_RUNTIME,
         interval: Duration::from_secs(1),

@@ -7,8 +7,8 @@ use super::steady::{SteadyCriterion, SteadyGate, SteadyMetric, parse_steady};
 use super::units::{parse_duration, parse_pct, parse_size};
 use super::validate::SpecError;
 use super::{
-    BlockSizes, Content, DiskLayout, Group, Job, Rate, RateMode, Spec, SyncMode, default_group,
-    default_spec,
+    BlockSizes, Content, DiskLayout, Group, IoEngine, Job, Rate, RateMode, Spec, SyncMode,
+    default_group, default_spec,
 };
 use std::path::PathBuf;
 use std::time::Duration;
@@ -383,6 +383,12 @@ settings! {
         };
         /// `hipri`.
         hipri: bool = "hipri" => parse_bool;
+        /// `ioengine`: io_uring or psync.
+        ioengine: IoEngine = "ioengine" => |k, t| match t.trim() {
+            "io_uring" => Ok(IoEngine::IoUring),
+            "psync" => Ok(IoEngine::Psync),
+            _ => Err(SpecError::invalid(k, t, IoEngine::ALLOWED)),
+        };
         /// `content`.
         content: Content = "content" => |_, t| parse_content(t);
         /// `seed`.
@@ -427,6 +433,7 @@ impl Settings {
             spec.sqpoll_cpu = Some(cpu);
         }
         set(&mut spec.hipri, self.hipri);
+        set(&mut spec.ioengine, self.ioengine);
         set(&mut spec.content, self.content);
         set(&mut spec.seed, self.seed);
         set(&mut spec.verify, self.verify);
@@ -539,6 +546,7 @@ mod tests {
         ("sqpoll", "1"),
         ("sqpoll_cpu", "0"),
         ("hipri", "1"),
+        ("ioengine", "psync"),
         ("content", "zeros"),
         ("seed", "7"),
         ("verify", "1"),

@@ -128,6 +128,14 @@ pub fn validate(spec: &Spec) -> Result<(), SpecError> {
              set direct = 1 or drop hipri",
         ));
     }
+    if spec.ioengine == super::IoEngine::Psync && (spec.sqpoll || spec.hipri) {
+        return Err(SpecError::invalid(
+            "ioengine",
+            "psync",
+            "io_uring with sqpoll or hipri (io_uring's polling; psync has none): \
+             set ioengine = io_uring or drop sqpoll and hipri",
+        ));
+    }
     if spec.sqpoll_cpu.is_some() && !spec.sqpoll {
         return Err(SpecError::invalid(
             "sqpoll_cpu",
@@ -369,6 +377,19 @@ mod tests {
         s.sqpoll = true;
         s.sqpoll_cpu = Some(0);
         validate(&s).unwrap();
+        // psync has no polling: either option with it is refused by name.
+        for (sqpoll, hipri) in [(true, false), (false, true)] {
+            let e = err(|s| {
+                s.direct = true;
+                (s.sqpoll, s.hipri) = (sqpoll, hipri);
+                s.ioengine = super::super::IoEngine::Psync;
+            });
+            assert_eq!(
+                e,
+                "invalid ioengine = psync (allowed: io_uring with sqpoll or hipri (io_uring's \
+                 polling; psync has none): set ioengine = io_uring or drop sqpoll and hipri)"
+            );
+        }
     }
 
     #[test]
