@@ -13,6 +13,7 @@ use crate::io::fsops::FileOps;
 use crate::io::{Backend, BackendError, OpenOptions};
 use crate::plan::Disk;
 use crate::target::Target;
+use crate::workload::IoEngine;
 
 /// Open the backend for `target` over `disks` (the disks one engine thread uses).
 pub fn open(
@@ -22,19 +23,20 @@ pub fn open(
 ) -> Result<Box<dyn Backend>, BackendError> {
     if !matches!(target, Target::File(_) | Target::Fc { .. }) {
         refuse_polling(target, opts)?;
+        refuse_psync(target, opts)?;
     }
     match target {
         Target::Null => Ok(Box::new(null::NullBackend::new(opts.depth as usize))),
-        Target::File(_) => Ok(Box::new(open_files(disks, opts)?)),
+        Target::File(_) => open_files(disks, opts),
         // The FC role: a LUN the host does not cache, whatever the workload says.
         Target::Fc { link, .. } => Ok(Box::new(fc::FcCapped::new(
-            Box::new(open_files(
+            open_files(
                 disks,
                 &OpenOptions {
                     direct: true,
                     ..*opts
                 },
-            )?),
+            )?,
             &target.to_string(),
             link,
         )?)),
@@ -72,6 +74,22 @@ fn refuse_polling(target: &Target, opts: &OpenOptions) -> Result<(), BackendErro
     ))
 }
 
+/// `--ioengine psync` is the file backend's: a target served by another
+/// backend (null, NBD, NFS, iSCSI) refuses it with one line.
+fn refuse_psync(target: &Target, opts: &OpenOptions) -> Result<(), BackendError> {
+    if opts.ioengine != IoEngine::Psync {
+        return Ok(());
+    }
+    Err(BackendError::new(
+        "ioengine",
+        format!(
+            "psync runs on file: targets only (files and block devices), not on the {target} \
+             target: use --ioengine io_uring (allowed: {})",
+            IoEngine::ALLOWED
+        ),
+    ))
+}
+
 /// File operations (the metadata workload's contract) on the directory
 /// `target` names: `file:DIR` or `nfs://HOST[:PORT]/EXPORT[/DIR]?version=…`
 /// (see [`Target::parse_dir`]). The error is one line naming the target.
@@ -86,8 +104,8 @@ pub fn open_fs(target: &Target) -> Result<Box<dyn FileOps>, String> {
     }
 }
 
-/// The file backend over the disks' paths.
-fn open_files(disks: &[&Disk], opts: &OpenOptions) -> Result<file::FileBackend, BackendError> {
+/// The file backend of `opts.ioengine` over the disks' paths.
+fn open_files(disks: &[&Disk], opts: &OpenOptions) -> Result<Box<dyn Backend>, BackendError> {
     let paths: Vec<_> = disks
         .iter()
         .map(|d| {
@@ -96,7 +114,17 @@ fn open_files(disks: &[&Disk], opts: &OpenOptions) -> Result<file::FileBackend, 
                 .ok_or_else(|| BackendError::new(d.name(), "file disk without a path"))
         })
         .collect::<Result<_, _>>()?;
-    file::FileBackend::open(&paths, opts)
+    Ok(match opts.ioengine {
+        IoEngine::IoUring => Box::new(file::FileBackend::open(&paths, opts)?),
+        IoEngine::Psync if opts.sqpoll || opts.hipri => {
+            return Err(BackendError::new(
+                "ioengine",
+                "psync has no sqpoll or hipri (io_uring's polling): use --ioengine io_uring \
+                 or turn them off (--sqpoll 0, --hipri 0)",
+            ));
+        }
+        IoEngine::Psync => Box::new(file::PsyncBackend::open(&paths, opts)?),
+    })
 }
 
 /// The target of each disk, in the disks' order (protocol backends open one
@@ -130,7 +158,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn polling_is_refused_off_io_uring() {
+    fn polling_and_psync_are_refused_off_files() {
         for (sqpoll, hipri, option) in [(true, false, "sqpoll"), (false, true, "hipri")] {
             let opts = OpenOptions {
                 sqpoll,
@@ -148,6 +176,17 @@ mod tests {
                 )
             );
         }
+        let psync = OpenOptions {
+            ioengine: IoEngine::Psync,
+            depth: 1,
+            ..OpenOptions::default()
+        };
+        let e = open(&Target::Null, &[], &psync).err().unwrap().to_string();
+        assert_eq!(
+            e,
+            "ioengine: psync runs on file: targets only (files and block devices), not on the \
+             null: target: use --ioengine io_uring (allowed: io_uring, psync)"
+        );
         // Without them the null target opens.
         let opts = OpenOptions {
             depth: 1,

@@ -292,4 +292,7 @@ pub struct OpenOptions {
     /// `--hipri`: completions are polled (IORING_SETUP_IOPOLL, O_DIRECT only);
     /// io_uring backends only, others refuse it.
     pub hipri: bool,
+    /// `--ioengine`: io_uring, or psync (pread/pwrite on the engine thread);
+    /// the file backend's choice, others refuse psync.
+    pub ioengine: crate::workload::IoEngine,
 }

@@ -138,6 +138,9 @@ fn job(p: &PointResult, name: &str, groupid: usize, flavor: Flavor) -> Value {
     if p.spec.hipri {
         opts.insert("hipri".into(), json!("1"));
     }
+    if p.spec.ioengine != crate::workload::IoEngine::default() {
+        opts.insert("ioengine".into(), json!(p.spec.ioengine.name()));
+    }
     let cpu = &p.summary.cpu;
     let ctx: u64 = measured.iter().map(|r| r.cpu.ctx).sum();
     let failed = p.error.is_some() || p.measured.total_errors() > 0;

@@ -384,6 +384,7 @@ impl HostRunner for LocalRunner {
             sqpoll: spec.sqpoll,
             sqpoll_cpu: spec.sqpoll_cpu,
             hipri: spec.hipri,
+            ioengine: spec.ioengine,
         };
         let (tx, rx) = mpsc::channel::<Msg>();
         let nthreads = plan.threads.len();

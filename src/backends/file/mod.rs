@@ -1,12 +1,15 @@
-//! The local file backend: regular files and block devices over io_uring.
+//! The local file backends: regular files and block devices over io_uring
+//! (here), or fio's psync (`psync.rs`: pread/pwrite on the engine thread).
 //!
 //! One ring per backend, registered files, and registered (fixed) buffers when
 //! the kernel and RLIMIT_MEMLOCK allow. Submission is deferred to `reap`, which
 //! submits and waits in one `io_uring_enter`; the hot path allocates nothing and
 //! makes no other system call.
 
+mod psync;
 mod uring;
 
+pub use psync::PsyncBackend;
 use uring::Polling;
 pub(crate) use uring::block_device_size;
 
@@ -112,6 +115,22 @@ fn open_one(path: &Path, opts: &OpenOptions) -> Result<File, BackendError> {
         ));
     }
     Ok(file)
+}
+
+/// A disk whose file was unlinked (no name left: `st_nlink` 0) fails the
+/// run: its I/O would still succeed, on data that vanishes at close.
+fn check_files(files: &[File], paths: &[PathBuf]) -> Result<(), BackendError> {
+    use std::os::unix::fs::MetadataExt;
+    for (f, p) in files.iter().zip(paths) {
+        if matches!(f.metadata(), Ok(m) if m.nlink() == 0) {
+            return Err(BackendError::new(
+                format!("file:{}", p.display()),
+                "was deleted during the run (its I/O went on to a file with no name, \
+                 whose data is gone when storlab closes it); the run is stopped",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `--hipri`: one polled read of `file` (`path`), so that a device or file
@@ -368,20 +387,8 @@ unsafe impl Backend for FileBackend {
         "file"
     }
 
-    /// A disk whose file was unlinked (no name left: `st_nlink` 0) fails the
-    /// run: its I/O would still succeed, on data that vanishes at close.
     fn check(&mut self) -> Result<(), BackendError> {
-        use std::os::unix::fs::MetadataExt;
-        for (f, p) in self.files.iter().zip(&self.paths) {
-            if matches!(f.metadata(), Ok(m) if m.nlink() == 0) {
-                return Err(BackendError::new(
-                    format!("file:{}", p.display()),
-                    "was deleted during the run (its I/O went on to a file with no name, \
-                     whose data is gone when storlab closes it); the run is stopped",
-                ));
-            }
-        }
-        Ok(())
+        check_files(&self.files, &self.paths)
     }
 
     fn features(&self) -> String {
