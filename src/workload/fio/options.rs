@@ -15,20 +15,21 @@ pub const SUPPORTED: &str = "name, description, bs, blocksize, bsrange, blocksiz
      iodepth_batch_complete_min (iodepth_batch_complete), iodepth_batch_submit \
      (iodepth_batch), numjobs, size, io_size, \
      offset, runtime, time_based, ramp_time, direct, buffered, sync, fsync (0), \
-     sqthread_poll, sqthread_poll_cpu (io_uring), hipri (io_uring, pvsync2), fixedbufs (1), \
+     sqthread_poll, sqthread_poll_cpu (io_uring), hipri (io_uring), fixedbufs (1), \
      registerfiles (1), rate_iops, rate, \
      norandommap, randrepeat (1), randseed, random_distribution (random), invalidate (0), blockalign, filename, \
      directory, ioengine, uri (nbd), nfs_url (nfs), stonewall, wait_for_previous, new_group, \
      group_reporting, thread, steadystate (ss), steadystate_duration (ss_dur), \
      steadystate_ramp_time (ss_ramp)";
 
-/// Engines that keep one I/O in flight whatever `iodepth` says.
+/// Engines that keep one I/O in flight whatever `iodepth` says: storlab's
+/// psync engine (`ioengine = "psync"`) at iodepth 1.
 const SYNC_ENGINES: &[&str] = &["psync", "sync", "pvsync", "pvsync2", "vsync"];
-/// Engines that run on storlab's file backend (io_uring) at `iodepth`.
+/// Engines that run on storlab's io_uring engine at `iodepth`.
 const ASYNC_ENGINES: &[&str] = &["libaio", "io_uring", "posixaio"];
-const ENGINES: &str = "psync, sync, pvsync, pvsync2, vsync (file target, iodepth 1), libaio, \
-     io_uring, posixaio (file target), null (null:), nbd (uri=nbd://...), libiscsi \
-     (filename=iscsi://...), nfs (nfs_url=nfs://...)";
+const ENGINES: &str = "psync, sync, pvsync, pvsync2, vsync (file target, storlab's psync, \
+     iodepth 1), libaio, io_uring, posixaio (file target, storlab's io_uring), null (null:), \
+     nbd (uri=nbd://...), libiscsi (filename=iscsi://...), nfs (nfs_url=nfs://...)";
 
 /// One job's options: the `[global]` ones before it, then its own (a later
 /// one wins).
@@ -215,10 +216,17 @@ fn target_of(
     }
 }
 
-/// The job's clones and depth: a sync engine keeps one I/O in flight; the
-/// clones share one file (a file, a device, a protocol target) or get one
-/// each (`vms`).
+/// The job's engine, clones and depth: a file engine is storlab's psync
+/// (a sync engine, one I/O in flight) or io_uring; the clones share one file
+/// (a file, a device, a protocol target) or get one each (`vms`).
 fn lay_out(job: &JobOpts, said: &mut Said, e: &str, m: &mut Mapped) {
+    let line = said.engine.as_ref().map_or(job.line, |(_, l)| *l);
+    for (engines, ours) in [(SYNC_ENGINES, "psync"), (ASYNC_ENGINES, "io_uring")] {
+        if engines.contains(&e) {
+            said.point
+                .push(("ioengine".into(), Value::String(ours.into()), line));
+        }
+    }
     if SYNC_ENGINES.contains(&e) {
         let deeper = said
             .group
@@ -458,25 +466,27 @@ impl One<'_> {
 type Read = Option<Result<(), SpecError>>;
 
 /// fio takes `sqthread_poll` and `sqthread_poll_cpu` with the io_uring engine
-/// only, and `hipri` with io_uring and pvsync2: with another engine, one
-/// error naming the option's line and the engine.
+/// only, and `hipri` with io_uring and pvsync2; storlab polls with io_uring
+/// only (its psync, which runs pvsync2, has no hipri): with another engine,
+/// one error naming the option's line and the engine.
 fn engine_options(said: &Said, e: &str, origin: &str, errors: &mut Vec<SpecError>) {
     let checks = [
-        (said.poll_line, "sqthread_poll", &["io_uring"][..]),
-        (said.hipri_line, "hipri", &["io_uring", "pvsync2"][..]),
+        (said.poll_line, "sqthread_poll", "fio's engine option"),
+        (
+            said.hipri_line,
+            "hipri",
+            "storlab polls with io_uring; its psync engine, which runs pvsync2, does not",
+        ),
     ];
-    for (line, option, engines) in checks {
+    for (line, option, why) in checks {
         if let Some(line) = line
-            && !engines.contains(&e)
+            && e != "io_uring"
         {
             errors.push(
                 SpecError::invalid(
                     option,
                     format!("(set with ioengine={e})"),
-                    format!(
-                        "ioengine={} only (fio's engine option)",
-                        engines.join(" or ")
-                    ),
+                    format!("ioengine=io_uring only ({why})"),
                 )
                 .context(format!("{origin}, line {line}")),
             );

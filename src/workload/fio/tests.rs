@@ -109,9 +109,15 @@ fn sqthread_poll_and_hipri_map_and_round_trip() {
     let imp = job("[d]\nioengine=io_uring\nfilename=/dev/sdx\nsize=1g\n");
     let p = &imp.job.points[0];
     assert_eq!((p.sqpoll, p.sqpoll_cpu, p.hipri), (false, None, false));
-    // fio's pvsync2 takes hipri too (RWF_HIPRI): storlab polls on io_uring.
-    let imp = job("[d]\nioengine=pvsync2\nfilename=/dev/sdx\ndirect=1\nhipri=1\nsize=1g\n");
-    assert!(imp.job.points[0].hipri);
+    // fio's pvsync2 takes hipri too (RWF_HIPRI): storlab's psync, which runs
+    // pvsync2, does not poll, and says so.
+    let e = errors("[d]\nioengine=pvsync2\nfilename=/dev/sdx\ndirect=1\nhipri=1\nsize=1g\n");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_starts(
+        &e[0],
+        "dir/x.fio, line 5: invalid hipri = (set with ioengine=pvsync2)",
+    );
+    assert_has(&e[0], "its psync engine, which runs pvsync2, does not");
 }
 
 #[test]
@@ -139,7 +145,7 @@ fn polling_options_of_another_engine_are_named() {
         &e[1],
         "dir/x.fio, line 5: invalid hipri = (set with ioengine=libaio)",
     );
-    assert_has(&e[1], "ioengine=io_uring or pvsync2 only");
+    assert_has(&e[1], "ioengine=io_uring only (storlab polls with io_uring");
     // hipri without direct is refused by name, as in a job file.
     let e = errors("[d]\nioengine=io_uring\nfilename=/dev/sdx\nhipri=1\nsize=1g\n");
     assert_eq!(e.len(), 1, "{e:?}");
@@ -217,6 +223,36 @@ fn engines_map_to_targets() {
         "{:?}",
         imp.notes
     );
+}
+
+/// fio's sync engines, and a job without ioengine (fio's default, psync),
+/// run on storlab's psync engine, which `convert` writes; the async ones on
+/// io_uring; the others name their target and no engine.
+#[test]
+fn sync_engines_map_to_psync_and_async_ones_to_io_uring() {
+    use crate::workload::IoEngine;
+    let engine = |extra: &str| {
+        let imp = job(&format!("[a]\nsize=1m\nfilename=/dev/sdx\n{extra}\n"));
+        round_trips(&imp);
+        (imp.job.points[0].ioengine, imp.to_toml())
+    };
+    for e in ["psync", "sync", "pvsync", "pvsync2", "vsync"] {
+        let (got, text) = engine(&format!("ioengine={e}"));
+        assert_eq!(got, IoEngine::Psync, "{e}");
+        assert!(text.contains("ioengine = \"psync\""), "{e}: {text}");
+    }
+    assert_eq!(engine("").0, IoEngine::Psync);
+    for e in ["libaio", "io_uring", "posixaio"] {
+        assert_eq!(engine(&format!("ioengine={e}")).0, IoEngine::IoUring, "{e}");
+    }
+    let (got, text) = engine("ioengine=null");
+    assert_eq!(got, IoEngine::IoUring);
+    assert!(!text.contains("ioengine"), "{text}");
+    // Jobs that run together run on one engine.
+    let e = errors("[a]\nsize=1m\nfilename=/x\n[b]\nioengine=libaio\nsize=1m\nfilename=/x\n");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_starts(&e[0], "dir/x.fio, line 5: invalid ioengine = io_uring");
+    assert_has(&e[0], "the same as job [a] beside it (psync)");
 }
 
 #[test]
