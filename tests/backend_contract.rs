@@ -1,5 +1,5 @@
 //! The backend contract (`storlab::io::Backend`'s docs), checked against every
-//! backend: null, file, a file capped at an FC link, NFSv3 and NFSv4
+//! backend: null, file (io_uring, and psync: `file+psync`), a file capped at an FC link, NFSv3 and NFSv4
 //! (nfs-ganesha), iSCSI (tgt) and NBD (nbdkit), the protocols also with
 //! `nconnect=2` (two connections or sessions per target). Each line of the
 //! table at the bottom is one backend; a new backend gets every check by
@@ -23,7 +23,7 @@ use storlab::backends;
 use storlab::io::{Backend, BackendError, BufferPool, Io, Lane, OpenOptions, QueueError, Wait};
 use storlab::plan::Disk;
 use storlab::target::Target;
-use storlab::workload::{Content, Dir, SyncMode, content};
+use storlab::workload::{Content, Dir, IoEngine, SyncMode, content};
 use support::Stopped;
 use support::lab::Lab;
 
@@ -90,6 +90,8 @@ struct Fixture {
     row: &'static Row,
     place: Place,
     target: Target,
+    /// The file backend's engine: `file+psync` is psync, the rest io_uring.
+    engine: IoEngine,
 }
 
 impl Fixture {
@@ -99,7 +101,11 @@ impl Fixture {
             Some((k, q)) => (k, format!("?{q}")),
             None => (row.target, String::new()),
         };
-        let tag = row.target.replace(['?', '='], "-");
+        let (kind, engine) = match kind.split_once('+') {
+            Some((k, "psync")) => (k, IoEngine::Psync),
+            _ => (kind, IoEngine::IoUring),
+        };
+        let tag = row.target.replace(['?', '=', '+'], "-");
         let (place, url) = match kind {
             "null" => (Place::Null, "null:".to_string()),
             "file" => {
@@ -129,7 +135,12 @@ impl Fixture {
             printed.contains(&query[query.len().min(1)..]),
             "{printed} lost {query}"
         );
-        Fixture { row, place, target }
+        Fixture {
+            row,
+            place,
+            target,
+            engine,
+        }
     }
 
     fn url(&self) -> String {
@@ -156,6 +167,7 @@ impl Fixture {
             write,
             depth,
             size_needed,
+            ioengine: self.engine,
             ..OpenOptions::default()
         };
         backends::open(&self.target, &[&disk], &opts)
@@ -251,6 +263,13 @@ fn open_and_size(f: &Fixture) {
     assert_eq!(b.depth(), 4);
     assert!(!b.name().is_empty());
     println!("{}: {}", f.url(), backends::describe(b.as_ref(), None));
+    // The row's engine is the one that runs.
+    assert_eq!(
+        b.features().starts_with("psync"),
+        f.engine == IoEngine::Psync,
+        "{}",
+        b.features()
+    );
     if !f.row.knows_size {
         println!("{}: open and size: no size to check", f.row.target);
         return;
@@ -512,6 +531,7 @@ macro_rules! backends {
 backends! {
     null: Row { target: "null", server: None, moves_data: false, knows_size: false, unaligned: Unaligned::Carried, sync_says: &[] };
     file: Row { target: "file", server: None, moves_data: true, knows_size: false, unaligned: Unaligned::Carried, sync_says: &[] };
+    psync: Row { target: "file+psync", server: None, moves_data: true, knows_size: false, unaligned: Unaligned::Carried, sync_says: &[] };
     nfs3: Row { target: "nfs3", server: Some("ganesha"), moves_data: true, knows_size: true, unaligned: Unaligned::Carried, sync_says: &["FILE_SYNC"] };
     nfs4: Row { target: "nfs4", server: Some("ganesha"), moves_data: true, knows_size: true, unaligned: Unaligned::Carried, sync_says: &["FILE_SYNC"] };
     nfs41: Row { target: "nfs41", server: Some("ganesha"), moves_data: true, knows_size: true, unaligned: Unaligned::Carried, sync_says: &["FILE_SYNC"] };

@@ -369,3 +369,89 @@ fn sqpoll_reads_back_verified_data_and_hipri_is_named_where_refused() {
         assert!(stderr(&o).starts_with(&want), "{}", stderr(&o));
     }
 }
+
+/// `--ioengine psync` on a file: a verified write pass then a verified read
+/// pass find every block as written, every I/O counted; the record names the
+/// engine, and an iodepth above 1 runs at 1 with a note, as fio's psync does.
+/// Elsewhere (the null target, with io_uring's polling, an unknown engine)
+/// it is refused in one line naming the option and what is allowed.
+#[test]
+fn psync_runs_a_file_at_depth_one_and_is_refused_elsewhere() {
+    let data = TempDir::new("psync");
+    let target = format!("file:{}", data.join("one.dat").display());
+    for rw in ["write", "read"] {
+        let json = data.join(&format!("{rw}.json"));
+        let o = bin()
+            .env("STORLAB_VERIFY_DIR", data.join("state"))
+            .args([
+                "run",
+                "--target",
+                &target,
+                "--ioengine",
+                "psync",
+                "--rw",
+                rw,
+                "--bs",
+                "16k",
+                "--iodepth",
+                "8",
+                "--size",
+                "4m",
+                "--io_size",
+                "4m",
+                "--runtime",
+                "60",
+                "--verify",
+                "--json",
+                json.to_str().unwrap(),
+                "-q",
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{rw}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(
+                "ioengine psync keeps one I/O in flight per worker whatever \
+                 iodepth says, so iodepth = 1 (not 8)"
+            ),
+            "{}",
+            stderr(&o)
+        );
+        let p = &points(&read_json(&json))[0];
+        let backend = p["backend"].as_str().unwrap();
+        assert!(backend.starts_with("file: psync"), "{backend}");
+        assert_eq!(p["spec"]["ioengine"], "psync", "{}", p["spec"]);
+        assert_eq!(u(&p["spec"]["groups"][0]["access"]["iodepth"]), 1);
+        assert_eq!(u(&p["summary"][rw]["ios"]), 256, "{rw}");
+        assert_eq!(u(&p["summary"]["total"]["errors"]), 0, "{rw}");
+    }
+    let refused = |extra: &[&str]| {
+        let mut args = vec!["run", "--size", "1m", "--runtime", "1", "-q"];
+        args.extend_from_slice(extra);
+        let o = storlab(&args);
+        assert!(!o.status.success(), "{extra:?}");
+        let err = stderr(&o);
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        err
+    };
+    let e = refused(&["--target", "null:", "--ioengine", "psync"]);
+    assert!(
+        e.starts_with(
+            "storlab: error: ioengine: psync runs on file: targets only (files and block \
+             devices), not on the null: target: use --ioengine io_uring (allowed: io_uring, psync)"
+        ),
+        "{e}"
+    );
+    let e = refused(&["--target", &target, "--ioengine", "psync", "--sqpoll"]);
+    assert!(
+        e.starts_with(
+            "storlab: error: invalid ioengine = psync (allowed: io_uring with sqpoll or hipri"
+        ),
+        "{e}"
+    );
+    let e = refused(&["--target", &target, "--ioengine", "libaio"]);
+    assert!(
+        e.starts_with("storlab: error: invalid --ioengine = libaio (allowed: io_uring, psync)"),
+        "{e}"
+    );
+}
