@@ -265,6 +265,45 @@ fn io_size_without_runtime_runs_until_the_bytes_are_done() {
     assert_eq!(u(&p["summary"]["write"]["ios"]), 2 * 512);
 }
 
+/// A `--verify` pass of 256 16 KiB I/Os at iodepth 8 (`rw` over 4 MiB of
+/// `target`, with `extra` flags): the run's output and its JSON's path.
+fn verified_pass(
+    data: &TempDir,
+    target: &str,
+    rw: &str,
+    extra: &[&str],
+) -> (std::process::Output, std::path::PathBuf) {
+    let json = data.join(&format!("{rw}.json"));
+    let mut args = vec![
+        "run",
+        "--target",
+        target,
+        "--rw",
+        rw,
+        "--bs",
+        "16k",
+        "--iodepth",
+        "8",
+        "--size",
+        "4m",
+        "--io_size",
+        "4m",
+        "--runtime",
+        "60",
+        "--verify",
+        "--json",
+        json.to_str().unwrap(),
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    let o = bin()
+        .env("STORLAB_VERIFY_DIR", data.join("state"))
+        .args(&args)
+        .output()
+        .unwrap();
+    (o, json)
+}
+
 /// `--sqpoll` on a file: a verified write pass then a verified read pass
 /// through the SQPOLL ring find every block as written, and the backend
 /// line says sqpoll; `--hipri` polls or refuses in one line naming it and
@@ -274,37 +313,7 @@ fn sqpoll_reads_back_verified_data_and_hipri_is_named_where_refused() {
     let data = TempDir::new("sqpoll");
     let file = data.join("one.dat");
     let target = format!("file:{}", file.display());
-    let pass = |rw: &str, extra: &[&str]| {
-        let json = data.join(&format!("{rw}.json"));
-        let mut args = vec![
-            "run",
-            "--target",
-            &target,
-            "--rw",
-            rw,
-            "--bs",
-            "16k",
-            "--iodepth",
-            "8",
-            "--size",
-            "4m",
-            "--io_size",
-            "4m",
-            "--runtime",
-            "60",
-            "--verify",
-            "--json",
-            json.to_str().unwrap(),
-            "-q",
-        ];
-        args.extend_from_slice(extra);
-        let o = bin()
-            .env("STORLAB_VERIFY_DIR", data.join("state"))
-            .args(&args)
-            .output()
-            .unwrap();
-        (o, json)
-    };
+    let pass = |rw: &str, extra: &[&str]| verified_pass(&data, &target, rw, extra);
     for rw in ["write", "read"] {
         let (o, json) = pass(rw, &["--sqpoll"]);
         assert!(o.status.success(), "{rw}: {}", stderr(&o));
@@ -380,34 +389,7 @@ fn psync_runs_a_file_at_depth_one_and_is_refused_elsewhere() {
     let data = TempDir::new("psync");
     let target = format!("file:{}", data.join("one.dat").display());
     for rw in ["write", "read"] {
-        let json = data.join(&format!("{rw}.json"));
-        let o = bin()
-            .env("STORLAB_VERIFY_DIR", data.join("state"))
-            .args([
-                "run",
-                "--target",
-                &target,
-                "--ioengine",
-                "psync",
-                "--rw",
-                rw,
-                "--bs",
-                "16k",
-                "--iodepth",
-                "8",
-                "--size",
-                "4m",
-                "--io_size",
-                "4m",
-                "--runtime",
-                "60",
-                "--verify",
-                "--json",
-                json.to_str().unwrap(),
-                "-q",
-            ])
-            .output()
-            .unwrap();
+        let (o, json) = verified_pass(&data, &target, rw, &["--ioengine", "psync"]);
         assert!(o.status.success(), "{rw}: {}", stderr(&o));
         assert!(
             stderr(&o).contains(

@@ -117,6 +117,14 @@ fn open_one(path: &Path, opts: &OpenOptions) -> Result<File, BackendError> {
     Ok(file)
 }
 
+/// Every disk, opened as `opts` says (both engines' files).
+fn open_all(disks: &[PathBuf], opts: &OpenOptions) -> Result<Vec<File>, BackendError> {
+    if disks.is_empty() {
+        return Err(BackendError::new("file", "no disks to open"));
+    }
+    disks.iter().map(|p| open_one(p, opts)).collect()
+}
+
 /// A disk whose file was unlinked (no name left: `st_nlink` 0) fails the
 /// run: its I/O would still succeed, on data that vanishes at close.
 fn check_files(files: &[File], paths: &[PathBuf]) -> Result<(), BackendError> {
@@ -203,13 +211,7 @@ impl FileBackend {
             [one] => one.display().to_string(),
             _ => format!("{} disks", disks.len()),
         };
-        if disks.is_empty() {
-            return Err(BackendError::new("file", "no disks to open"));
-        }
-        let files = disks
-            .iter()
-            .map(|p| open_one(p, opts))
-            .collect::<Result<Vec<_>, _>>()?;
+        let files = open_all(disks, opts)?;
         if opts.hipri && !opts.direct {
             return Err(BackendError::new(
                 &name,

@@ -6,7 +6,7 @@
 //! nothing to cancel. Where io_uring must punt a page-cache read it cannot do
 //! without blocking to a worker thread (tmpfs), the call does it at once.
 
-use super::{check_files, open_one};
+use super::{check_files, open_all};
 use crate::io::{Backend, BackendError, Completion, IoBuf, OpenOptions, QueueError, Request, Wait};
 use crate::workload::Dir;
 use std::fs::File;
@@ -29,13 +29,7 @@ pub struct PsyncBackend {
 impl PsyncBackend {
     /// Open every disk as the io_uring backend does (direct, sync, write).
     pub fn open(disks: &[PathBuf], opts: &OpenOptions) -> Result<PsyncBackend, BackendError> {
-        if disks.is_empty() {
-            return Err(BackendError::new("file", "no disks to open"));
-        }
-        let files = disks
-            .iter()
-            .map(|p| open_one(p, opts))
-            .collect::<Result<Vec<_>, _>>()?;
+        let files = open_all(disks, opts)?;
         let depth = opts.depth.max(1) as usize;
         Ok(PsyncBackend {
             files,
