@@ -7,12 +7,17 @@ Cases (4 KiB random reads, queue depth 32, one worker, each tool alternately):
   direct O_DIRECT on a disk file  vs fio io_uring (O_DIRECT, registered files and buffers)
   zram   O_DIRECT on a RAM block device the script makes (zram, filled with random data, removed
          at the end): a device faster than one engine thread, so the engine is the limit
+  psync-shm    4 KiB random reads at queue depth 1 with fio's psync engine (storlab --ioengine
+               psync) from a page-cached file in /dev/shm (tmpfs: io_uring punts those reads to a
+               worker thread; psync, fio's default engine, reads them on the caller's thread)
+  psync-write  4 KiB buffered random writes at queue depth 1 with psync on the disk file
 
 Reports IOPS, CPU seconds per million I/Os (user + system of the whole process,
 from getrusage of the child) and mean latency for both, and the ratio of IOPS per
 CPU-second. Run from the repository root after ./setup.sh:
 
-    python3 bench/vs_fio.py [--runtime 10] [--repeat 3] [--dir /var/tmp/storlab-bench] [--cases null,cache,direct,zram]
+    python3 bench/vs_fio.py [--runtime 10] [--repeat 3] [--dir /var/tmp/storlab-bench]
+                            [--cases null,cache,direct,zram,psync-shm,psync-write]
                             [--batch N]   # iodepth_batch_complete_min N for both tools
                             [--submit N]  # iodepth_batch_submit N for both tools (default: each tool's own)
                             [--sqpoll]    # file cases: SQPOLL for both (storlab --sqpoll, fio --sqthread_poll=1)
@@ -88,10 +93,17 @@ def remove_zram(n):
           f"`echo {n} > /sys/class/zram-control/hot_remove`", file=sys.stderr)
 
 
+PSYNC = ("psync-shm", "psync-write")
+CASES = ("null", "cache", "direct", "zram") + PSYNC
+
+
 def run_storlab(case, args, path, out):
-    cmd = [STORLAB, "run", "--rw", "randread", "--bs", "4k", "--iodepth", "32", "--runtime", str(args.runtime),
+    rw, qd = ("randwrite", "1") if case == "psync-write" else ("randread", "1" if case in PSYNC else "32")
+    cmd = [STORLAB, "run", "--rw", rw, "--bs", "4k", "--iodepth", qd, "--runtime", str(args.runtime),
            "--threads", "1", "--json", out, "-q"]
-    if case == "null":
+    if case in PSYNC:
+        cmd += ["--target", f"file:{path}", "--size", args.size, "--ioengine", "psync"]
+    elif case == "null":
         cmd += ["--target", "null:", "--size", "1g"]
     elif case == "zram":
         cmd += ["--target", f"file:{path}", "--direct", "1"]
@@ -103,7 +115,7 @@ def run_storlab(case, args, path, out):
         cmd += ["--iodepth_batch_complete_min", str(args.batch)]
     if args.submit:
         cmd += ["--iodepth_batch_submit", str(args.submit)]
-    if args.sqpoll and case != "null":
+    if args.sqpoll and case not in ("null",) + PSYNC:
         cmd += ["--sqpoll"]
     _, cpu = timed(cmd)
     with open(out) as f:
@@ -114,9 +126,12 @@ def run_storlab(case, args, path, out):
 
 
 def run_fio(case, args, path):
-    cmd = ["fio", "--name=bench", "--rw=randread", "--bs=4k", "--iodepth=32", "--numjobs=1", "--time_based",
+    rw, qd = ("randwrite", "1") if case == "psync-write" else ("randread", "1" if case in PSYNC else "32")
+    cmd = ["fio", "--name=bench", f"--rw={rw}", "--bs=4k", f"--iodepth={qd}", "--numjobs=1", "--time_based",
            f"--runtime={args.runtime}", "--output-format=json", "--group_reporting"]
-    if case == "null":
+    if case in PSYNC:
+        cmd += ["--ioengine=psync", "--invalidate=0", f"--filename={path}", f"--size={args.size}"]
+    elif case == "null":
         cmd += ["--ioengine=null", "--size=1g"]
     elif case == "zram":
         cmd += ["--ioengine=io_uring", "--registerfiles", "--fixedbufs", f"--filename={path}", "--direct=1"]
@@ -128,12 +143,12 @@ def run_fio(case, args, path):
         cmd += [f"--iodepth_batch_complete_min={args.batch}"]
     if args.submit:
         cmd += [f"--iodepth_batch_submit={args.submit}"]
-    if args.sqpoll and case != "null":
+    if args.sqpoll and case not in ("null",) + PSYNC:
         cmd += ["--sqthread_poll=1"]
     stdout, cpu = timed(cmd)
-    job = json.loads(stdout)["jobs"][0]["read"]
+    job = json.loads(stdout)["jobs"][0]["write" if case == "psync-write" else "read"]
     return {"iops": job["iops"], "ios": job["total_ios"], "cpu": cpu, "lat_us": job["lat_ns"]["mean"] / 1000.0,
-            "backend": "fio " + ("null" if case == "null" else "io_uring")}
+            "backend": "fio " + ("null" if case == "null" else "psync" if case in PSYNC else "io_uring")}
 
 
 def main():
@@ -162,37 +177,44 @@ def main():
     path = os.path.join(args.dir, "bench.dat")
     tmp = tempfile.mkdtemp(prefix="storlab-bench-")
     fio_version = subprocess.run(["fio", "--version"], stdout=subprocess.PIPE, text=True).stdout.strip()
-    print(f"storlab vs {fio_version}: 4k random read, QD32, iodepth_batch_complete_min {args.batch}, "
+    print(f"storlab vs {fio_version}: 4k random read, QD32 (psync cases: QD1, psync), "
+          f"iodepth_batch_complete_min {args.batch}, "
           f"{f'iodepth_batch_submit {args.submit}, ' if args.submit else ''}"
           f"{'sqpoll, ' if args.sqpoll else ''}1 worker, "
           f"{args.runtime} s x {args.repeat} runs each "
           f"(median), {os.cpu_count()} CPUs, kernel {os.uname().release}")
     for case in args.cases.split(","):
-        if case not in ("null", "cache", "direct", "zram"):
-            sys.exit(f"bench: --cases: unknown case {case!r} (allowed: null, cache, direct, zram)")
+        if case not in CASES:
+            sys.exit(f"bench: --cases: unknown case {case!r} (allowed: {', '.join(CASES)})")
     zram = make_zram(parse_size(args.size)) if "zram" in args.cases.split(",") else None
+    # psync-shm's file lives in tmpfs, made for this run and removed with it.
+    shm = tempfile.mkdtemp(prefix="storlab-bench-", dir="/dev/shm") if "psync-shm" in args.cases.split(",") else None
     try:
-        report(measure(args, path, tmp, zram))
+        report(measure(args, path, tmp, zram, shm))
     finally:
         if zram is not None:
             remove_zram(zram)
+        if shm is not None:
+            shutil.rmtree(shm, ignore_errors=True)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def measure(args, path, tmp, zram):
+def measure(args, path, tmp, zram, shm):
     """Every case, the tools alternating; per case the median of each tool's runs."""
     rows = []
     for case in args.cases.split(","):
         target = f"/dev/zram{zram}" if case == "zram" else path
-        if case in ("cache", "direct"):
+        if case == "psync-shm":
+            target = os.path.join(shm, "bench.dat")
+        if case in ("cache", "direct") + PSYNC:
             # storlab prepares (creates and fills) the file once; fio then reads the same file.
-            _ = timed([STORLAB, "run", "--target", f"file:{path}", "--rw", "randread", "--size", args.size,
+            _ = timed([STORLAB, "run", "--target", f"file:{target}", "--rw", "randread", "--size", args.size,
                        "--runtime", "1", "-q"])
         results = {"storlab": [], "fio": []}
         for i in range(args.repeat):
             for tool in ("storlab", "fio") if i % 2 == 0 else ("fio", "storlab"):
-                if case == "cache":
-                    warm(path)
+                if case in ("cache", "psync-shm"):
+                    warm(target)
                 out = os.path.join(tmp, f"{case}-{i}.json")
                 r = run_storlab(case, args, target, out) if tool == "storlab" else run_fio(case, args, target)
                 results[tool].append(r)
@@ -208,17 +230,17 @@ def measure(args, path, tmp, zram):
 def report(rows):
     """Print each tool's medians and the ratios."""
     print()
-    print(f"{'case':<7} {'tool':<8} {'IOPS':>10} {'CPU s/MIO':>10} {'I/O per CPU-s':>14} {'mean lat us':>12}")
+    print(f"{'case':<11} {'tool':<8} {'IOPS':>10} {'CPU s/MIO':>10} {'I/O per CPU-s':>14} {'mean lat us':>12}")
     for case, med in rows:
         for tool in ("storlab", "fio"):
             m = med[tool]
-            print(f"{case:<7} {tool:<8} {m['iops']:>10.0f} {m['cpu_per_mio']:>10.3f} {m['iops_per_cpu_s']:>14.0f} "
+            print(f"{case:<11} {tool:<8} {m['iops']:>10.0f} {m['cpu_per_mio']:>10.3f} {m['iops_per_cpu_s']:>14.0f} "
                   f"{m['lat_us']:>12.2f}")
     print()
-    print(f"{'case':<7} {'IOPS ratio':>11} {'I/O per CPU-s ratio':>20} {'latency ratio':>14}   (storlab / fio)")
+    print(f"{'case':<11} {'IOPS ratio':>11} {'I/O per CPU-s ratio':>20} {'latency ratio':>14}   (storlab / fio)")
     for case, med in rows:
         s, f = med["storlab"], med["fio"]
-        print(f"{case:<7} {s['iops'] / f['iops']:>11.2f} {s['iops_per_cpu_s'] / f['iops_per_cpu_s']:>20.2f} "
+        print(f"{case:<11} {s['iops'] / f['iops']:>11.2f} {s['iops_per_cpu_s'] / f['iops_per_cpu_s']:>20.2f} "
               f"{s['lat_us'] / f['lat_us']:>14.2f}")
 
 
