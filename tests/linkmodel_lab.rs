@@ -249,7 +249,7 @@ fn a_shaped_1gbe_link_carries_what_the_model_says() {
             let peak_ok = 100.0 * (1.0 - BELOW)..=100.0 * (1.0 + ABOVE + in_flight);
             if pct(m.peak) < *peak_ok.start() {
                 // Other work held the CPUs for the whole run (once, 85% for
-                // NBD and iSCSI while the disk wrote back a fresh build, the
+                // NBD and iSCSI just after a build, likely its write-back, the
                 // NFSv3 run after them at 99.7%): that measured the machine.
                 // Measure once more and hold the better best second; a model
                 // that counts too little of the wire falls short both times.
