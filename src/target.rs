@@ -28,16 +28,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// The schemes a target may use, for error messages.
-pub const ALLOWED_SCHEMES: &str = "file:PATH[?fc=1gfc..32gfc], null:, \
-     nfs://HOST[:PORT]/EXPORT/FILE?version=3|4|4.0|4.1[&nconnect=1..16][&stable=unstable|file][&mountport=PORT], \
-     iscsi://HOST[:PORT]/IQN/LUN[?nconnect=1..16], \
-     nbd://HOST[:PORT]/EXPORT[?replies=simple|structured][&nconnect=1..16], \
-     nbd+unix:///EXPORT?socket=PATH";
-
-/// Each scheme's own form (one entry of [`ALLOWED_SCHEMES`]), by the prefix
-/// that selects it; the longer prefix first.
+/// Each scheme's form, by the prefix that selects it, in the order an error
+/// lists them.
 const SCHEME_FORMS: [(&str, &str); 6] = [
-    ("nbd+unix:", "nbd+unix:///EXPORT?socket=PATH"),
     ("file:", "file:PATH[?fc=1gfc..32gfc]"),
     ("null:", "null:"),
     (
@@ -49,7 +42,23 @@ const SCHEME_FORMS: [(&str, &str); 6] = [
         "nbd:",
         "nbd://HOST[:PORT]/EXPORT[?replies=simple|structured][&nconnect=1..16]",
     ),
+    ("nbd+unix:", "nbd+unix:///EXPORT?socket=PATH"),
 ];
+
+/// Every scheme's form, as an error lists them.
+pub fn allowed_schemes() -> String {
+    SCHEME_FORMS.map(|(_, form)| form).join(", ")
+}
+
+/// The form of the scheme `input` starts with (the longest prefix, so
+/// `nbd+unix:` is not taken for `nbd:`); None for an unknown scheme.
+fn scheme_form(input: &str) -> Option<&'static str> {
+    SCHEME_FORMS
+        .iter()
+        .filter(|(prefix, _)| input.starts_with(prefix))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map(|&(_, form)| form)
+}
 
 /// The most connections `nconnect=N` may ask for (Linux's NFS client caps
 /// its mount option at 16 too).
@@ -211,19 +220,18 @@ impl fmt::Display for TargetError {
         // A known scheme's error shows that scheme's form alone: its reason
         // may already list the allowed values of one parameter, and the whole
         // list of schemes beside it would bury them.
-        match SCHEME_FORMS
-            .iter()
-            .find(|(prefix, _)| self.input.starts_with(prefix))
-        {
-            Some((_, form)) => write!(
+        match scheme_form(&self.input) {
+            Some(form) => write!(
                 f,
                 "invalid target {:?}: {} (form: {form})",
                 self.input, self.reason
             ),
             None => write!(
                 f,
-                "invalid target {:?}: {} (allowed: {ALLOWED_SCHEMES})",
-                self.input, self.reason
+                "invalid target {:?}: {} (allowed: {})",
+                self.input,
+                self.reason,
+                allowed_schemes()
             ),
         }
     }
@@ -832,13 +840,16 @@ mod tests {
             assert!(e.contains(&format!("{bad:?}")), "{e}");
             // One form: the scheme's own, or every scheme's when the scheme
             // itself is unknown; never both, and one list of allowed values.
-            match SCHEME_FORMS.iter().find(|(p, _)| bad.starts_with(p)) {
-                Some((_, form)) => {
+            match scheme_form(bad) {
+                Some(form) => {
                     assert!(e.contains(&format!("(form: {form})")), "{e}");
-                    assert!(!e.contains(ALLOWED_SCHEMES), "{e}");
+                    assert!(!e.contains(&allowed_schemes()), "{e}");
                 }
                 None => {
-                    assert!(e.contains(&format!("(allowed: {ALLOWED_SCHEMES})")), "{e}");
+                    assert!(
+                        e.contains(&format!("(allowed: {})", allowed_schemes())),
+                        "{e}"
+                    );
                     assert!(!e.contains("(form: "), "{e}");
                 }
             }
@@ -846,7 +857,10 @@ mod tests {
         }
         for bad in ["bogus://x", "nf://h/e/f"] {
             let e = Target::parse(bad).unwrap_err().to_string();
-            assert!(e.contains(&format!("(allowed: {ALLOWED_SCHEMES})")), "{e}");
+            assert!(
+                e.contains(&format!("(allowed: {})", allowed_schemes())),
+                "{e}"
+            );
         }
     }
 
