@@ -29,12 +29,35 @@ pub struct ServerProc {
 pub struct Contender {
     /// Short name ("nfs3", or the URL).
     pub name: String,
-    /// Where the I/O goes.
-    pub target: Target,
+    /// Where the I/O goes: one target for a comparison's contender, or a
+    /// run's targets, over which its VM disks are spread.
+    pub targets: Vec<Target>,
     /// Server processes that serve it (empty for local targets).
     pub servers: Vec<ServerProc>,
     /// A storlab-prepared backing file to restore before each test, if any.
     pub backing: Option<PathBuf>,
+}
+
+impl Contender {
+    /// A run's targets as its one contender, named by them, with no server
+    /// measured and no store to restore.
+    pub fn of_targets(targets: Vec<Target>) -> Contender {
+        Contender {
+            name: targets
+                .iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            targets,
+            servers: Vec::new(),
+            backing: None,
+        }
+    }
+
+    /// Its targets as the results name them.
+    pub fn urls(&self) -> Vec<String> {
+        self.targets.iter().map(|t| t.to_string()).collect()
+    }
 }
 
 /// The lab target names, in the studies' usual order: the block baseline
@@ -73,7 +96,7 @@ pub fn resolve(entries: &[String], lab: Option<&LabState>) -> Result<Vec<Contend
         let contender = match url {
             Some(u) => Contender {
                 name,
-                target: Target::parse(&u).map_err(|err| err.to_string())?,
+                targets: vec![Target::parse(&u).map_err(|err| err.to_string())?],
                 servers: Vec::new(),
                 backing: None,
             },
@@ -100,9 +123,9 @@ fn lab_contender(entry: &str, lab: Option<&LabState>) -> Result<Contender, Strin
     };
     let mut c = lab_contender_named(name, lab)?;
     if let Some(o) = options {
-        let url = c.target.to_string();
+        let url = c.targets[0].to_string();
         let sep = if url.contains('?') { '&' } else { '?' };
-        c.target = Target::parse(&format!("{url}{sep}{o}")).map_err(|e| e.to_string())?;
+        c.targets = vec![Target::parse(&format!("{url}{sep}{o}")).map_err(|e| e.to_string())?];
         c.name = format!("{}?{o}", c.name);
     }
     Ok(c)
@@ -154,7 +177,7 @@ fn lab_contender_named(name: &str, lab: Option<&LabState>) -> Result<Contender, 
     }
     Ok(Contender {
         name: label(name),
-        target: Target::parse(&url).map_err(|e| e.to_string())?,
+        targets: vec![Target::parse(&url).map_err(|e| e.to_string())?],
         servers,
         backing: lab.backing.as_ref().map(|b| b.path.clone()),
     })
@@ -174,7 +197,7 @@ pub fn run_measured(
         .iter()
         .map(|s| ProcCpu::of_pid(s.pid as i32).ok())
         .collect();
-    let result = run(spec, std::slice::from_ref(&c.target))?;
+    let result = run(spec, &c.targets)?;
     let cpu = c
         .servers
         .iter()
@@ -203,7 +226,7 @@ mod tests {
         let c = resolve(&["null:".into(), "fast=file:/tmp/x".into()], None).unwrap();
         assert_eq!(c[0].name, "null:");
         assert_eq!(c[1].name, "fast");
-        assert_eq!(c[1].target, Target::File("/tmp/x".into()));
+        assert_eq!(c[1].targets, [Target::File("/tmp/x".into())]);
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod fleet;
 pub mod io;
 pub mod lab;
 pub mod linkmodel;
+pub mod measure;
 pub mod media;
 pub mod meta;
 pub mod model;

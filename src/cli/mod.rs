@@ -5,7 +5,6 @@
 mod agent;
 mod compare;
 mod convert;
-mod curve;
 mod diff;
 pub mod lab;
 mod media;
@@ -15,11 +14,11 @@ pub mod report;
 pub mod results;
 mod run;
 mod session;
-pub mod signals;
 mod study;
 pub mod verify;
 pub mod wire;
 
+pub use crate::measure::signals;
 use crate::workload::Profile;
 use crate::workload::catalogue::Catalogue;
 use crate::workload::flags::Flags;
@@ -39,6 +38,18 @@ pub enum ExitCode {
     /// Interrupted by SIGINT/SIGTERM, whether or not something also failed
     /// (the error line then says both); results were saved.
     Interrupted = 130,
+}
+
+impl From<crate::measure::Outcome> for ExitCode {
+    fn from(o: crate::measure::Outcome) -> ExitCode {
+        use crate::measure::Outcome;
+        match o {
+            Outcome::Ok => ExitCode::Ok,
+            Outcome::Failed => ExitCode::Failed,
+            Outcome::BadInput => ExitCode::BadInput,
+            Outcome::Interrupted => ExitCode::Interrupted,
+        }
+    }
 }
 
 /// A failure the CLI reports as one line.
@@ -63,6 +74,15 @@ impl CliError {
         CliError {
             code: ExitCode::Failed,
             message: message.into(),
+        }
+    }
+}
+
+impl From<crate::measure::Error> for CliError {
+    fn from(e: crate::measure::Error) -> CliError {
+        CliError {
+            code: e.outcome.into(),
+            message: e.message,
         }
     }
 }
@@ -251,18 +271,10 @@ pub struct ExecArgs {
     pub repeat: u32,
 }
 
-/// Arguments of `storlab run`.
-#[derive(clap::Args, Debug)]
-pub struct RunArgs {
-    /// What to run.
-    #[command(flatten)]
-    pub job: JobArgs,
-    /// Target: file:PATH, null:, nfs://, iscsi://, nbd:// (see README). Repeat to spread disks over several.
-    #[arg(long = "target", short = 't', value_name = "URL")]
-    pub targets: Vec<String>,
-    /// Outputs and run options.
-    #[command(flatten)]
-    pub out: OutArgs,
+/// Where `run`, `compare` and `study` run their load points: on agents
+/// (`storlab agent`) instead of this process.
+#[derive(clap::Args, Clone, Debug)]
+pub struct FleetArgs {
     /// Run on agents: HOST:PORT,HOST:PORT or a file with one HOST:PORT per line.
     #[arg(long, value_name = "LIST|FILE", requires = "token_file")]
     pub hosts: Option<String>,
@@ -278,6 +290,58 @@ pub struct RunArgs {
     /// What a lost agent does to the run: stop it, or go on with the others.
     #[arg(long, value_enum, default_value = "stop")]
     pub on_host_loss: crate::runner::HostLoss,
+}
+
+impl FleetArgs {
+    /// The fleet these arguments name (`None`: no `--hosts`, run here), its
+    /// agents running up to `threads` engine threads each, allowed to
+    /// overwrite what storlab did not create when `allow_overwrite`.
+    pub fn config(
+        &self,
+        threads: Option<usize>,
+        allow_overwrite: bool,
+    ) -> Result<Option<crate::fleet::controller::FleetConfig>, CliError> {
+        use crate::fleet::{auth, controller};
+        let Some(h) = &self.hosts else {
+            return Ok(None);
+        };
+        Ok(Some(controller::FleetConfig {
+            hosts: controller::parse_hosts(h).map_err(CliError::input)?,
+            token: auth::load_token(
+                self.token_file
+                    .as_deref()
+                    .ok_or_else(|| CliError::input("--hosts needs --token-file FILE"))?,
+            )
+            .map_err(CliError::input)?,
+            vms_per_host: self.vms_per_host,
+            on_loss: self.on_host_loss,
+            threads,
+            allow_overwrite,
+            tls: self
+                .tls_ca
+                .as_deref()
+                .map(crate::fleet::remote::TlsTrust::load)
+                .transpose()
+                .map_err(CliError::input)?,
+        }))
+    }
+}
+
+/// Arguments of `storlab run`.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// What to run.
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// Target: file:PATH, null:, nfs://, iscsi://, nbd:// (see README). Repeat to spread disks over several.
+    #[arg(long = "target", short = 't', value_name = "URL")]
+    pub targets: Vec<String>,
+    /// Outputs and run options.
+    #[command(flatten)]
+    pub out: OutArgs,
+    /// The agents that run it (default: this process).
+    #[command(flatten)]
+    pub fleet: FleetArgs,
     /// What stdout gets at the end: storlab's text summary, or a fio-compatible
     /// JSON document (fio-jsonplus adds fio's latency bins).
     #[arg(long, value_enum, default_value = "text")]
@@ -334,6 +398,9 @@ pub struct CompareArgs {
     /// Outputs and run options.
     #[command(flatten)]
     pub out: OutArgs,
+    /// The agents that run every target's points (default: this process).
+    #[command(flatten)]
+    pub fleet: FleetArgs,
 }
 
 /// Parse `args` and run the command; returns the exit code.

@@ -1,13 +1,11 @@
 //! `storlab run`: build the jobs, run every load point locally or on a fleet of
 //! agents, save as it goes.
 
-use super::curve;
-use super::session::{self, Session};
+use super::session;
 use super::{CliError, ExitCode, OutputFormat, RunArgs};
-use crate::fleet::controller::{self, FleetConfig};
-use crate::fleet::{auth, progress::FleetProgress};
+use crate::compare::Contender;
+use crate::measure::{Bench, Runner};
 use crate::report::fiojson::{self, Flavor};
-use crate::runner;
 use crate::target::Target;
 
 /// Run `storlab run`.
@@ -29,7 +27,7 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         .map(|t| Target::parse(t).map_err(|e| CliError::input(e.to_string())))
         .collect::<Result<_, _>>()?;
     // On a fleet the agents check their own paths.
-    for t in targets.iter().filter(|_| args.hosts.is_none()) {
+    for t in targets.iter().filter(|_| args.fleet.hosts.is_none()) {
         if let Some(p) = t.local_path()
             && let Some(parent) = p.parent().filter(|p| !p.as_os_str().is_empty())
             && !p.exists()
@@ -43,104 +41,68 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     }
     session::check_outputs(&args.out)?;
     session::check_protocol_writes(&jobs, &targets, args.out.allow_overwrite)?;
-    let mut opts = session::run_options(&args.out);
+    let mut opts = session::run_options(&args.out.exec, args.out.allow_overwrite);
     // A running lab's own store (its block baseline, its file in the media
     // mount) is the lab's to fill, as its protocol targets are.
     opts.lab_store = targets.iter().all(crate::lab::registry::owned_by_a_lab);
-    let fleet = match &args.hosts {
-        Some(h) => Some(FleetConfig {
-            hosts: controller::parse_hosts(h).map_err(CliError::input)?,
-            token: auth::load_token(
-                args.token_file
-                    .as_deref()
-                    .ok_or_else(|| CliError::input("--hosts needs --token-file FILE"))?,
-            )
-            .map_err(CliError::input)?,
-            vms_per_host: args.vms_per_host,
-            on_loss: args.on_host_loss,
-            threads: args.out.exec.threads,
-            allow_overwrite: args.out.allow_overwrite,
-            tls: args
-                .tls_ca
-                .as_deref()
-                .map(crate::fleet::remote::TlsTrust::load)
-                .transpose()
-                .map_err(CliError::input)?,
-        }),
-        None => None,
-    };
+    let fleet = args
+        .fleet
+        .config(args.out.exec.threads, args.out.allow_overwrite)?;
     if fleet.is_some() {
         check_fleet_verify(&jobs)?;
     }
-    if let Some(f) = &fleet {
-        match controller::check_fleet(f, &targets) {
-            Ok(note) if !args.out.exec.quiet => eprintln!("{note}"),
-            Ok(_) => {}
-            Err(e) => {
-                return Err(CliError {
-                    code: session::run_error_code(&e),
-                    message: e.to_string(),
-                });
-            }
-        }
-    }
+    let runner = Runner {
+        opts,
+        fleet,
+        repeat: args.out.exec.repeat,
+    };
+    check_fleet(&runner, &targets, args.out.exec.quiet)?;
     let store = args.out.record.open()?;
-    let names: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
-    // On a lab's targets, the lab's link counters go beside every interval.
-    opts.probe = crate::lab::registry::lab_of(&names)
-        .as_ref()
-        .and_then(session::lab_probe);
-    let mut s = Session::new(&args.out, store.as_ref(), argv, names)?;
-    let mut fleet_progress = FleetProgress::new("", args.out.exec.quiet);
-    'jobs: for job in &jobs {
-        s.begin_job(job, &job.name)?;
-        fleet_progress.set_job(&job.name);
-        let mut points = curve::Points::new(job, args.out.exec.repeat);
-        loop {
-            let next = match points.step(&mut s) {
-                curve::Step::Run(n) => n,
-                curve::Step::JobDone => break,
-                curve::Step::Stop => break 'jobs,
-            };
-            let spec = &next.spec;
-            let result = match &fleet {
-                Some(f) => s.measure(Some(&mut fleet_progress), |obs| {
-                    controller::run_point(f, spec, &targets, opts.stop, opts.probe.as_deref(), obs)
-                }),
-                None => s.measure(None, |obs| runner::run_point(spec, &targets, &opts, obs)),
-            };
-            if let Ok(point) = &result {
-                points.measured(point);
-                for h in point
-                    .hosts
-                    .iter()
-                    .filter(|h| h.lost && point.error.is_none())
-                {
-                    eprintln!(
-                        "storlab: warning: {}; its {} completed interval(s) are kept",
-                        h.error.as_deref().unwrap_or("host lost"),
-                        h.intervals.len()
-                    );
-                }
-            }
-            if !s.keep(result)? {
-                break 'jobs;
-            }
-        }
-    }
+    let mut bench = Bench::run(
+        session::outputs(&args.out),
+        store.as_ref(),
+        argv,
+        &Contender::of_targets(targets.clone()),
+        runner,
+    )?;
+    bench.measure(&jobs, &[Contender::of_targets(targets)])?;
     let flavor = match args.output_format {
         OutputFormat::Text => None,
         OutputFormat::FioJson => Some(Flavor::Json),
         OutputFormat::FioJsonplus => Some(Flavor::JsonPlus),
     };
-    if let Some(flavor) = flavor {
-        let doc = fiojson::document(&s.record, flavor);
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&doc).expect("a JSON value always serialises")
-        );
+    let histogram = args.out.histogram;
+    let (_, outcome) = bench.finish(|run| match flavor {
+        Some(flavor) => {
+            let doc = fiojson::document(run, flavor);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&doc).expect("a JSON value always serialises")
+            );
+        }
+        None => session::print_summary(run, histogram),
+    });
+    Ok(outcome?.into())
+}
+
+/// Check, before anything runs, that every agent of `runner`'s fleet answers
+/// and may reach `targets`, telling the user what it found unless `quiet`.
+pub(super) fn check_fleet(
+    runner: &Runner,
+    targets: &[Target],
+    quiet: bool,
+) -> Result<(), CliError> {
+    match runner.check_fleet(targets) {
+        Ok(Some(note)) if !quiet => eprintln!("{note}"),
+        Ok(_) => {}
+        Err(e) => {
+            return Err(CliError {
+                code: crate::measure::run_error_outcome(&e).into(),
+                message: e.to_string(),
+            });
+        }
     }
-    s.finish(flavor.is_none())
+    Ok(())
 }
 
 /// What verify mode can do on a fleet. `--verify` and `--journal` need

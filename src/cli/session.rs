@@ -1,19 +1,18 @@
-//! What `run` and `compare` share: the jobs the user asked for, checked
-//! outputs, and a run record saved after every load point (JSON, CSV and the
-//! results database, written as measured), ending in a summary and an exit code.
+//! What `run`, `compare` and `study` share before and after the measuring
+//! loop (`crate::measure`): the jobs the user asked for, the checks that can
+//! be made before anything runs, the loop's options, and the summary printed
+//! at the end.
 
-use super::{CliError, ExitCode, JobArgs, OutArgs, signals};
+use super::{CliError, ExecArgs, JobArgs, OutArgs, signals};
 use crate::lab;
-use crate::model::PointResult;
-use crate::model::{JobRecord, RunRecord, write_atomic};
-use crate::report::{csv, progress::Progress, text};
-use crate::runner::{Observer, RunError, RunOptions};
-use crate::store::{RunWriter, Store, Tee};
+use crate::measure::Outputs;
+use crate::model::RunRecord;
+use crate::report::text;
+use crate::runner::RunOptions;
 use crate::target::Target;
 use crate::workload::catalogue::Catalogue;
 use crate::workload::{Job, jobfile, units};
 use std::path::Path;
-use std::sync::atomic::Ordering;
 
 /// The jobs the arguments ask for, validated.
 pub fn jobs(args: &JobArgs) -> Result<Vec<Job>, CliError> {
@@ -163,16 +162,16 @@ pub fn check_protocol_writes(
     Ok(())
 }
 
-/// The engine options of `out` (threads default to the CPUs).
-pub fn run_options(out: &OutArgs) -> RunOptions<'static> {
-    let threads = out.exec.threads.unwrap_or_else(|| {
+/// The engine options of `exec` (threads default to the CPUs).
+pub fn run_options(exec: &ExecArgs, allow_overwrite: bool) -> RunOptions<'static> {
+    let threads = exec.threads.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
     });
     RunOptions {
         threads,
-        allow_overwrite: out.allow_overwrite,
+        allow_overwrite,
         lab_store: false,
         stop: &signals::STOP,
         hooks: Some(std::sync::Arc::new(crate::verify::Verify)),
@@ -180,245 +179,25 @@ pub fn run_options(out: &OutArgs) -> RunOptions<'static> {
     }
 }
 
-/// The link counters of `lab` as the per-interval probe of a run on it.
-pub fn lab_probe(lab: &crate::lab::LabState) -> Option<std::sync::Arc<dyn crate::runner::Probe>> {
-    Some(std::sync::Arc::new(
-        crate::lab::counters::NetProbe::for_lab(lab),
-    ))
-}
-
-/// The exit code of a failure before a point measured anything: the user's
-/// input (2) or the storage, a server or a host failing (1).
-pub fn run_error_code(e: &RunError) -> ExitCode {
-    match e {
-        RunError::Prepare(_) | RunError::Setup(_) | RunError::Refused(_) => ExitCode::BadInput,
-        RunError::Storage(_) | RunError::Open(_) | RunError::Host(_) => ExitCode::Failed,
-        RunError::Stopped(_) => ExitCode::Interrupted,
+/// Where the loop writes the run besides the database.
+pub fn outputs(out: &OutArgs) -> Outputs {
+    Outputs {
+        json: out.json.clone(),
+        csv: out.csv.clone(),
+        quiet: out.exec.quiet,
     }
 }
 
-/// A run being measured and saved.
-pub struct Session<'s> {
-    out: &'s OutArgs,
-    /// The run document, saved after every point.
-    pub record: RunRecord,
-    writer: Option<RunWriter<'s>>,
-    /// Live progress.
-    pub progress: Progress,
-    /// Exit code so far.
-    pub code: ExitCode,
-    /// The load point whose error ended the run, named in the error line.
-    failed_point: Option<String>,
-}
-
-fn store_err(e: impl std::fmt::Display) -> CliError {
-    CliError::failed(format!("results database: {e}"))
-}
-
-impl<'s> Session<'s> {
-    /// Start a run (recorded in `store` when given).
-    pub fn new(
-        out: &'s OutArgs,
-        store: Option<&'s Store>,
-        argv: Vec<String>,
-        targets: Vec<String>,
-    ) -> Result<Self, CliError> {
-        let mut record = RunRecord::new(argv);
-        record.environment.network = crate::lab::registry::network_of(&targets);
-        let writer = match store {
-            Some(s) => Some(RunWriter::begin(s, &record, targets).map_err(store_err)?),
-            None => None,
-        };
-        signals::install();
-        Ok(Session {
-            out,
-            record,
-            writer,
-            progress: Progress::new("", out.exec.quiet),
-            code: ExitCode::Ok,
-            failed_point: None,
-        })
-    }
-
-    /// The targets the next points use (for the database).
-    pub fn set_targets(&mut self, targets: Vec<String>) {
-        if let Some(w) = &mut self.writer {
-            w.set_targets(targets);
-        }
-    }
-
-    /// Start a job record named `name`.
-    pub fn begin_job(&mut self, job: &Job, name: &str) -> Result<(), CliError> {
-        self.progress.set_job(name);
-        self.record.jobs.push(JobRecord {
-            name: name.to_string(),
-            description: job.description.clone(),
-            profile: job.profile,
-            points: Vec::new(),
-        });
-        if let Some(w) = &mut self.writer {
-            w.job(self.record.jobs.last().expect("job pushed"))
-                .map_err(store_err)?;
-        }
-        Ok(())
-    }
-
-    /// Whether the user asked to stop.
-    pub fn stopping(&mut self) -> bool {
-        if signals::STOP.load(Ordering::SeqCst) {
-            self.record.interrupted = true;
-            self.code = ExitCode::Interrupted;
-            true
-        } else {
-            false
-        }
-    }
-
-    /// Measure one point with `f`, given the observer to pass to the runner
-    /// (progress, or `own` progress such as the fleet's, teed with the database).
-    pub fn measure(
-        &mut self,
-        own: Option<&mut dyn Observer>,
-        f: impl FnOnce(&mut dyn Observer) -> Result<PointResult, RunError>,
-    ) -> Result<PointResult, RunError> {
-        let progress: &mut dyn Observer = match own {
-            Some(o) => o,
-            None => &mut self.progress,
-        };
-        match &mut self.writer {
-            Some(w) => f(&mut Tee(progress, w)),
-            None => f(progress),
-        }
-    }
-
-    /// Keep a point's outcome and save everything. Returns whether the run
-    /// goes on (false after an interruption, a failure or an error).
-    pub fn keep(&mut self, result: Result<PointResult, RunError>) -> Result<bool, CliError> {
-        match result {
-            Ok(point) => {
-                if let Some(w) = &mut self.writer {
-                    w.point_done(&point).map_err(store_err)?;
-                }
-                let interrupted = point.interrupted;
-                let error = point.error.clone();
-                let label = point.label.clone();
-                self.record
-                    .jobs
-                    .last_mut()
-                    .expect("job pushed")
-                    .points
-                    .push(point);
-                // Interrupted and failed (an I/O that failed or never came
-                // back while stopping) is both: the error is kept, 130 wins.
-                if let Some(e) = error {
-                    self.record.error = Some(e);
-                    self.failed_point = Some(label);
-                    self.code = ExitCode::Failed;
-                }
-                if interrupted {
-                    self.record.interrupted = true;
-                    self.code = ExitCode::Interrupted;
-                }
-                self.save()?;
-                Ok(!interrupted && self.record.error.is_none())
-            }
-            Err(RunError::Stopped(_)) => {
-                self.record.interrupted = true;
-                self.code = ExitCode::Interrupted;
-                Ok(false)
-            }
-            Err(e) => {
-                self.record.error = Some(e.to_string());
-                self.code = run_error_code(&e);
-                self.stopping();
-                Ok(false)
-            }
-        }
-    }
-
-    /// Save the JSON and CSV now, so a later failure loses nothing.
-    pub fn save(&self) -> Result<(), CliError> {
-        if let Some(path) = &self.out.json {
-            let bytes = serde_json::to_vec_pretty(&self.record)
-                .map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
-            write_atomic(path, &bytes)
-                .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
-        }
-        if let Some(path) = &self.out.csv {
-            write_atomic(path, csv::intervals(&self.record).as_bytes())
-                .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
-        }
-        Ok(())
-    }
-
-    /// End the run: save, record it, print the summary (unless `summary` is
-    /// false: the caller prints its own), and turn the outcome into an exit code.
-    pub fn finish(mut self, summary: bool) -> Result<ExitCode, CliError> {
-        self.end(summary)
-    }
-
-    /// [`Session::finish`], also giving back the run as it was saved.
-    pub fn finish_record(mut self, summary: bool) -> (RunRecord, Result<ExitCode, CliError>) {
-        let outcome = self.end(summary);
-        (self.record, outcome)
-    }
-
-    fn end(&mut self, summary: bool) -> Result<ExitCode, CliError> {
-        self.record.complete = true;
-        self.save()?;
-        if let Some(w) = self.writer.take() {
-            let id = w.finish(&self.record).map_err(store_err)?;
-            let measured = self.record.jobs.iter().any(|j| !j.points.is_empty());
-            if !self.out.exec.quiet && measured {
-                eprintln!("storlab: saved as run {id} (storlab results show {id})");
-            }
-        }
-        if summary {
-            self.print_summary();
-        }
-        self.outcome()
-    }
-
-    /// The run's outcome, told once: the error (naming the load point that
-    /// failed) and/or the interruption. Interrupted and failed exits 130 with
-    /// both in one line.
-    fn outcome(&self) -> Result<ExitCode, CliError> {
-        let saved = "everything measured so far was saved";
-        let error = self
-            .record
-            .error
-            .as_ref()
-            .map(|e| match &self.failed_point {
-                Some(label) => format!("load point {label}: {e}"),
-                None => e.clone(),
-            });
-        match (error, self.record.interrupted) {
-            (Some(e), true) => Err(CliError {
-                code: ExitCode::Interrupted,
-                message: format!("interrupted, and the run failed: {e}; {saved}"),
-            }),
-            (Some(e), false) => Err(CliError {
-                code: self.code,
-                message: e,
-            }),
-            (None, true) => {
-                eprintln!("storlab: interrupted; {saved}");
-                Ok(self.code)
-            }
-            (None, false) => Ok(self.code),
-        }
-    }
-
-    /// The human summary of every job.
-    pub fn print_summary(&self) {
-        for job in &self.record.jobs {
-            if !job.points.is_empty() {
-                // Errors are left out: the run's error is told once, on stderr.
-                print!("{}", text::job_summary_with(job, false));
-                if self.out.histogram {
-                    for p in &job.points {
-                        print!("\n{}", text::ms_histogram(p));
-                    }
+/// The human summary of every job of `run`, with the SQLIO-style 1 ms
+/// histogram of every point when `histogram`.
+pub fn print_summary(run: &RunRecord, histogram: bool) {
+    for job in &run.jobs {
+        if !job.points.is_empty() {
+            // Errors are left out: the run's error is told once, on stderr.
+            print!("{}", text::job_summary_with(job, false));
+            if histogram {
+                for p in &job.points {
+                    print!("\n{}", text::ms_histogram(p));
                 }
             }
         }

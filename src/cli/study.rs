@@ -1,20 +1,17 @@
-//! `storlab study NAME`: one reference study end to end. For each medium of
-//! the study a lab is brought up (with the user's lab options), the study's
-//! workloads run on the baseline and its targets through `storlab compare`'s
-//! path ([`Bench`]), and the lab comes down whatever happens; then the study's
-//! own presentation (src/study/) is printed and written, with the HTML page
-//! and every run document, into the output directory.
+//! `storlab study NAME`: one reference study end to end. The arguments are
+//! checked and turned into a [`Plan`] here; the study's labs, its compares
+//! and its report are `crate::measure::study`'s.
 
-use super::compare::{Bench, TemporaryLab, check_baseline};
 use super::lab::LabUpArgs;
-use super::{CliError, ExecArgs, ExitCode, OutArgs, ProfileArg, RecordArgs, session, signals};
-use crate::compare::{self, LAB_TARGETS};
-use crate::lab::{self, LabConfig};
-use crate::study::{self, LabRun, Results, STUDIES, Study};
+use super::{CliError, ExecArgs, ExitCode, ProfileArg, RecordArgs, session};
+use crate::compare::LAB_TARGETS;
+use crate::lab;
+use crate::measure::study::{Part, Plan, on_medium};
+use crate::measure::{Runner, TemporaryLab};
+use crate::study::{self, STUDIES};
 use crate::workload::catalogue::Catalogue;
 use crate::workload::{Job, Profile};
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 
 /// Arguments of `storlab study`.
 #[derive(clap::Args, Debug)]
@@ -49,25 +46,6 @@ pub struct StudyArgs {
     pub exec: ExecArgs,
 }
 
-/// One part of the study, its jobs resolved.
-struct Part {
-    jobs: Vec<Job>,
-    /// The baseline, then the part's targets.
-    targets: Vec<String>,
-    every_medium: bool,
-}
-
-/// What a study run was asked, checked before anything runs.
-struct Plan {
-    study: &'static Study,
-    profile: Profile,
-    parts: Vec<Part>,
-    media: Vec<Option<String>>,
-    out_dir: PathBuf,
-    /// The lab target name every figure is relative to.
-    baseline: String,
-}
-
 /// Run `storlab study`.
 pub fn run(a: StudyArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     if a.name == "list" {
@@ -81,49 +59,15 @@ pub fn run(a: StudyArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
             plan.out_dir.display()
         ))
     })?;
-    let out = |medium: &Option<String>| OutArgs {
-        json: Some(
-            plan.out_dir
-                .join(format!("run-{}.json", medium.as_deref().unwrap_or("lab"))),
-        ),
-        csv: None,
-        record: a.record.clone(),
-        allow_overwrite: false,
-        histogram: false,
-        exec: a.exec.clone(),
-    };
     let store = a.record.open()?;
-    signals::install();
-    let mut runs = Vec::new();
-    let mut outcome: Result<ExitCode, CliError> = Ok(ExitCode::Ok);
-    for (i, medium) in plan.media.iter().enumerate() {
-        if signals::STOP.load(Ordering::SeqCst) {
-            outcome = Ok(ExitCode::Interrupted);
-            break;
-        }
-        let out = out(medium);
-        let (run, code) = on_lab(&a, &plan, i, &out, store.as_ref(), argv.clone());
-        runs.extend(run);
-        outcome = match (outcome, code) {
-            (Err(e), _) | (Ok(_), Err(e)) => Err(e),
-            (Ok(x), Ok(y)) => Ok(worst(x, y)),
-        };
-        if !matches!(outcome, Ok(ExitCode::Ok)) {
-            break;
-        }
-    }
-    report(&plan, &compare::label(&plan.baseline), runs, a.exec.quiet)?;
-    outcome
-}
-
-/// The worse of two outcomes: interrupted, then failed, then ok.
-fn worst(a: ExitCode, b: ExitCode) -> ExitCode {
-    let rank = |c: ExitCode| match c {
-        ExitCode::Ok => 0,
-        ExitCode::BadInput | ExitCode::Failed => 1,
-        ExitCode::Interrupted => 2,
+    let exec = a.exec.clone();
+    let runner = move || Runner {
+        opts: session::run_options(&exec, false),
+        fleet: None,
+        repeat: exec.repeat,
     };
-    if rank(b) > rank(a) { b } else { a }
+    let outcome = crate::measure::study::run(&plan, store.as_ref(), argv, &runner)?;
+    Ok(outcome.into())
 }
 
 /// `storlab study list`: each study, what it runs and where.
@@ -244,123 +188,11 @@ fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
         parts,
         media,
         baseline,
+        lab: cfg,
+        quiet: a.exec.quiet,
         out_dir: a
             .out
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("storlab-study-{}", study.name))),
     })
-}
-
-/// The lab `cfg` on `medium` (`None`: the lab's default medium): the one
-/// place a study's medium reaches the lab. An unknown medium is refused
-/// here, naming the media file when one was given, before any lab comes up.
-fn on_medium(mut cfg: LabConfig, medium: Option<&str>) -> Result<LabConfig, CliError> {
-    if let Some(m) = medium {
-        crate::media::presets::resolve(m, cfg.media_file.as_deref())
-            .map_err(|e| CliError::input(format!("invalid --media {m:?}: {e}")))?;
-        cfg.media = m.to_string();
-    }
-    Ok(cfg)
-}
-
-/// One lab run: bring the lab up on `plan.media[i]`, measure every part
-/// that runs on it, take the lab down. Returns the run (when one started)
-/// and its outcome.
-fn on_lab(
-    a: &StudyArgs,
-    plan: &Plan,
-    i: usize,
-    out: &OutArgs,
-    store: Option<&crate::store::Store>,
-    argv: Vec<String>,
-) -> (Option<LabRun>, Result<ExitCode, CliError>) {
-    let medium = &plan.media[i];
-    let up = || -> Result<(TemporaryLab, lab::LabState), CliError> {
-        let cfg = a.lab.config(TemporaryLab::temp_dir(&format!("study{i}")))?;
-        let cfg = on_medium(cfg, medium.as_deref())?;
-        let lab = TemporaryLab::up(&cfg, a.exec.quiet)?;
-        let state = lab::status(&lab.dir)
-            .filter(|s| s.targets.is_some())
-            .ok_or_else(|| CliError::failed("the study's lab came up without targets"))?;
-        Ok((lab, state))
-    };
-    let (_lab, state) = match up() {
-        Ok(x) => x,
-        Err(e) => return (None, Err(e)),
-    };
-    let parts: Vec<&Part> = plan
-        .parts
-        .iter()
-        .filter(|p| i == 0 || p.every_medium)
-        .collect();
-    let mut names: Vec<String> = Vec::new();
-    for t in parts.iter().flat_map(|p| &p.targets) {
-        if !names.contains(t) {
-            names.push(t.clone());
-        }
-    }
-    let contenders = match compare::resolve(&names, Some(&state)) {
-        Ok(c) => c,
-        Err(e) => return (None, Err(CliError::input(e))),
-    };
-    // A lab name (`fc8`) goes by its label ("FC 8Gb (block)") in the run.
-    let baseline = compare::label(&plan.baseline);
-    if let Err(e) = check_baseline(&baseline, &contenders) {
-        return (None, Err(e));
-    }
-    let mut bench = match Bench::new(out, store, argv, &contenders, Some(&state), &baseline) {
-        Ok(b) => b,
-        Err(e) => return (None, Err(e)),
-    };
-    let mut failure = None;
-    for p in parts {
-        let cs: Vec<_> = contenders
-            .iter()
-            .filter(|c| p.targets.iter().any(|t| compare::label(t) == c.name))
-            .cloned()
-            .collect();
-        match bench.measure(&p.jobs, &cs) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        }
-    }
-    let (run, code) = match failure {
-        Some(e) => (bench.record(), Err(e)),
-        None => bench.finish(),
-    };
-    let run = LabRun {
-        medium: medium.clone(),
-        run,
-    };
-    (Some(run), code)
-}
-
-/// Print the study's presentation and write it, as text and HTML, into the
-/// output directory.
-fn report(plan: &Plan, baseline: &str, runs: Vec<LabRun>, quiet: bool) -> Result<(), CliError> {
-    let r = Results {
-        study: plan.study,
-        baseline: baseline.to_string(),
-        profile: plan.profile,
-        runs,
-    };
-    let sections = (plan.study.render)(&r);
-    let text = study::text(&r, &sections);
-    print!("{text}");
-    let write = |name: &str, bytes: &[u8]| {
-        let path = plan.out_dir.join(name);
-        crate::model::write_atomic(&path, bytes)
-            .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))
-            .map(|()| path)
-    };
-    write("report.txt", text.as_bytes())?;
-    let html = write("report.html", study::page::render(&r, &sections).as_bytes())?;
-    if !quiet {
-        eprintln!("storlab: study report in {}", html.display());
-    }
-    Ok(())
 }

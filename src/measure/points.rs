@@ -1,9 +1,9 @@
-//! The order in which `run` and `compare` measure a job's load points: each
+//! The order in which the measuring loop takes a job's load points: each
 //! point `--repeat` times, and with a curve ([`crate::workload::curve`]) each
 //! point's unthrottled runs first, then its open-loop runs at each percentage
 //! of their mean IOPS, each `--repeat` times.
 
-use super::ExitCode;
+use super::Outcome;
 use super::session::Session;
 use crate::model::PointResult;
 use crate::workload::curve::{self, Max};
@@ -67,7 +67,7 @@ impl<'j> Points<'j> {
 
     /// The next spec to run; `Ok(None)` when the job is done; `Err` when a
     /// curve cannot go on (its unthrottled run completed no I/O).
-    pub fn next(&mut self) -> Result<Option<Next>, String> {
+    pub fn next_point(&mut self) -> Result<Option<Next>, String> {
         if self.rep >= self.repeat {
             self.rep = 0;
             self.stage += 1;
@@ -107,15 +107,15 @@ impl<'j> Points<'j> {
         Ok(Some(Next { spec, repetition }))
     }
 
-    /// [`Points::next`] for a driver with session `s`: a curve that cannot go
+    /// [`Points::next_point`] for a driver with session `s`: a curve that cannot go
     /// on becomes the run's failure in `s`, and a stopping session stops.
     pub fn step(&mut self, s: &mut Session) -> Step {
-        match self.next() {
+        match self.next_point() {
             Ok(Some(_)) if s.stopping() => Step::Stop,
             Ok(Some(n)) => Step::Run(Box::new(n)),
             Ok(None) => Step::JobDone,
             Err(e) => {
-                (s.record.error, s.code) = (Some(e), ExitCode::Failed);
+                (s.record.error, s.code) = (Some(e), Outcome::Failed);
                 Step::Stop
             }
         }
@@ -167,7 +167,7 @@ mod tests {
     fn labels(job: &Job, repeat: u32, max: f64) -> Vec<(String, bool, Option<Rate>)> {
         let mut pts = Points::new(job, repeat);
         let mut out = Vec::new();
-        while let Some(n) = pts.next().unwrap() {
+        while let Some(n) = pts.next_point().unwrap() {
             let mut p = fake_result(&n.spec);
             p.summary.total.iops = max;
             pts.measured(&p);
@@ -231,7 +231,7 @@ mod tests {
         let mut pts = Points::new(&j, 2);
         let mut seen = Vec::new();
         let mut iops = [900.0, 1100.0].into_iter();
-        while let Some(n) = pts.next().unwrap() {
+        while let Some(n) = pts.next_point().unwrap() {
             let mut p = fake_result(&n.spec);
             p.summary.total.iops = iops.next().unwrap_or(0.0);
             pts.measured(&p);
@@ -270,9 +270,9 @@ mod tests {
             ]
         );
         let mut pts = Points::new(&j, 1);
-        let first = pts.next().unwrap().unwrap();
+        let first = pts.next_point().unwrap().unwrap();
         pts.measured(&fake_result(&first.spec));
-        let e = pts.next().unwrap_err();
+        let e = pts.next_point().unwrap_err();
         assert!(e.contains("\"iodepth=1\"") && e.contains("no I/O"), "{e}");
     }
 }

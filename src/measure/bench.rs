@@ -1,0 +1,233 @@
+//! The loop itself: every job on each contender in turn, each job's points
+//! in [`Points`]' order, every point kept and saved before the next.
+
+use super::lab::restore;
+use super::points::{Points, Step};
+use super::session::{Outputs, Session};
+use super::{Error, Outcome, Runner};
+use crate::compare::{self, Contender};
+use crate::fleet::progress::FleetProgress;
+use crate::lab;
+use crate::model::{CompareInfo, PointServerCpu, RunRecord};
+use crate::runner::Observer;
+use crate::store::Store;
+use crate::workload::Job;
+
+/// A run being measured: one contender (`storlab run`) or several in turn
+/// (`storlab compare`, a study's lab), locally or on a fleet.
+pub struct Bench<'s> {
+    /// The run, saved after every point.
+    s: Session<'s>,
+    runner: Runner,
+    /// The comparison being measured; `None`: a plain run (no server CPU and
+    /// no comparison in its record).
+    info: Option<CompareInfo>,
+    repeat: u32,
+    /// The lab's media layer, reset with every restore of its store.
+    media: Option<lab::media::MediaInfo>,
+    /// The fleet's progress lines (per host), in place of the session's.
+    fleet_progress: Option<FleetProgress>,
+}
+
+impl<'s> Bench<'s> {
+    /// Start a run of `contender` (a run's targets), each point `repeat` times.
+    pub fn run(
+        out: Outputs,
+        store: Option<&'s Store>,
+        argv: Vec<String>,
+        contender: &Contender,
+        mut runner: Runner,
+    ) -> Result<Bench<'s>, Error> {
+        let names = contender.urls();
+        // On a lab's targets, the lab's link counters go beside every interval.
+        if runner.opts.probe.is_none() {
+            runner.opts.probe = lab::registry::lab_of(&names).as_ref().and_then(lab_probe);
+        }
+        let quiet = out.quiet;
+        let s = Session::new(out, store, argv, names)?;
+        Ok(Bench {
+            s,
+            fleet_progress: runner.fleet.as_ref().map(|_| FleetProgress::new("", quiet)),
+            repeat: runner.repeat,
+            runner,
+            info: None,
+            media: None,
+        })
+    }
+
+    /// Start the run of a comparison of `contenders` (every target it will
+    /// measure), relative to `baseline`, on `lab` when the targets are a lab's.
+    pub fn compare(
+        out: Outputs,
+        store: Option<&'s Store>,
+        argv: Vec<String>,
+        contenders: &[Contender],
+        lab_state: Option<&lab::LabState>,
+        baseline: &str,
+        mut runner: Runner,
+    ) -> Result<Bench<'s>, Error> {
+        let quiet = out.quiet;
+        let mut s = Session::new(out, store, argv, Vec::new())?;
+        let urls: Vec<String> = contenders.iter().flat_map(Contender::urls).collect();
+        s.record.environment.network = lab_state
+            .filter(|_| contenders.iter().any(|c| c.backing.is_some()))
+            .map(lab::LabState::network)
+            .or_else(|| lab::registry::network_of(&urls));
+        // On a lab, the lab's link counters go beside every interval.
+        runner.opts.probe = match lab_state {
+            Some(l) => lab_probe(l),
+            None => lab::registry::lab_of(&urls).as_ref().and_then(lab_probe),
+        };
+        let info = CompareInfo {
+            baseline: baseline.to_string(),
+            targets: contenders
+                .iter()
+                .map(|c| (c.name.clone(), c.urls().join(",")))
+                .collect(),
+            lab: lab_state.and_then(|l| serde_json::to_value(l).ok()),
+            ..CompareInfo::default()
+        };
+        Ok(Bench {
+            s,
+            fleet_progress: runner.fleet.as_ref().map(|_| FleetProgress::new("", quiet)),
+            repeat: runner.repeat,
+            runner,
+            info: Some(info),
+            media: lab_state.and_then(|l| l.media.clone()),
+        })
+    }
+
+    /// Run every job on each of `contenders` in turn (all jobs on one, then
+    /// the next), restoring the backing store before a test that follows a
+    /// write and once more at the end. Returns whether the run goes on (false:
+    /// interrupted, or a point failed; the session holds why).
+    pub fn measure(&mut self, jobs: &[Job], contenders: &[Contender]) -> Result<bool, Error> {
+        let s = &mut self.s;
+        let comparing = self.info.is_some();
+        let mut dirty = false; // the backing store was written since its last restore
+        let mut go_on = true;
+        'targets: for c in contenders {
+            s.set_targets(c.urls());
+            // Every target starts on the medium as `lab up` left it.
+            if c.backing.is_some()
+                && let Some(m) = &self.media
+            {
+                m.reset()
+                    .map_err(|e| Error::failed(format!("resetting the lab's medium: {e}")))?;
+            }
+            for job in jobs {
+                if dirty {
+                    restore(c, s, self.media.as_ref())?;
+                    dirty = false;
+                }
+                let shown = if comparing {
+                    format!("{} on {}", job.name, c.name)
+                } else {
+                    job.name.clone()
+                };
+                s.begin_job(job, &job.name)?;
+                s.progress.set_job(&shown);
+                if let Some(f) = &mut self.fleet_progress {
+                    f.set_job(&shown);
+                }
+                let mut points = Points::new(job, self.repeat);
+                loop {
+                    let next = match points.step(s) {
+                        Step::Run(n) => n,
+                        Step::JobDone => break,
+                        Step::Stop => {
+                            go_on = false;
+                            break 'targets;
+                        }
+                    };
+                    let spec = &next.spec;
+                    // A repetition is a test of its own: it starts from the initial store too.
+                    if dirty && next.repetition {
+                        restore(c, s, self.media.as_ref())?;
+                        dirty = false;
+                    }
+                    let mut servers = Vec::new();
+                    if comparing {
+                        // The lab's own store is the lab's to fill (see RunOptions::lab_store).
+                        self.runner.opts.lab_store = c.backing.is_some();
+                    }
+                    let runner = &self.runner;
+                    let own = self.fleet_progress.as_mut().map(|f| f as &mut dyn Observer);
+                    let point = s.measure(own, |obs| {
+                        compare::run_measured(c, spec, &mut |spec, t| {
+                            runner.run_point(spec, t, obs)
+                        })
+                        .map(|(p, cpu)| {
+                            servers = cpu;
+                            p
+                        })
+                    });
+                    dirty |= spec.writes();
+                    if let Ok(p) = &point {
+                        points.measured(p);
+                        warn_lost_hosts(p);
+                        if let Some(info) = &mut self.info {
+                            info.server_cpu.push(PointServerCpu {
+                                target: c.name.clone(),
+                                job: job.name.clone(),
+                                point: p.label.clone(),
+                                servers,
+                            });
+                        }
+                    }
+                    go_on = s.keep(point)?;
+                    if let Some(info) = &self.info {
+                        s.record.compare = Some(info.clone());
+                        s.save()?;
+                    }
+                    if !go_on {
+                        break 'targets;
+                    }
+                }
+            }
+        }
+        if dirty && let Some(c) = contenders.iter().find(|c| c.backing.is_some()) {
+            restore(c, s, self.media.as_ref())?;
+        }
+        Ok(go_on)
+    }
+
+    /// The run so far, with its comparison.
+    pub fn record(&self) -> RunRecord {
+        let mut run = self.s.record.clone();
+        if let Some(info) = &self.info {
+            run.compare = Some(info.clone());
+        }
+        run
+    }
+
+    /// End the run: save and record it, hand it to `summary` (what the
+    /// command prints of it), and give back the run as it was saved with its
+    /// outcome.
+    pub fn finish(
+        mut self,
+        summary: impl FnOnce(&RunRecord),
+    ) -> (RunRecord, Result<Outcome, Error>) {
+        if let Some(info) = self.info.take() {
+            self.s.record.compare = Some(info);
+        }
+        self.s.finish(summary)
+    }
+}
+
+/// Tell the user of every host a point lost while the others went on; its
+/// completed intervals are kept.
+fn warn_lost_hosts(p: &crate::model::PointResult) {
+    for h in p.hosts.iter().filter(|h| h.lost && p.error.is_none()) {
+        eprintln!(
+            "storlab: warning: {}; its {} completed interval(s) are kept",
+            h.error.as_deref().unwrap_or("host lost"),
+            h.intervals.len()
+        );
+    }
+}
+
+/// The link counters of `lab` as the per-interval probe of a run on it.
+fn lab_probe(lab: &lab::LabState) -> Option<std::sync::Arc<dyn crate::runner::Probe>> {
+    Some(std::sync::Arc::new(lab::counters::NetProbe::for_lab(lab)))
+}
