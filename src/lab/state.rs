@@ -254,6 +254,7 @@ impl LabState {
             mtu: self.mtu,
             hosts: self.hosts.iter().map(|h| h.name.clone()).collect(),
             net: Some(self.net.as_str().to_string()),
+            medium: self.media.as_ref().map(|m| m.spec.clone()),
         }
     }
 }

@@ -108,6 +108,7 @@ mod tests {
             mtu,
             hosts: vec![],
             net: Some(mode.into()),
+            medium: None,
         }
     }
 

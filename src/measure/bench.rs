@@ -1,6 +1,7 @@
 //! The loop itself: every job on each contender in turn, each job's points
 //! in [`Points`]' order, every point kept and saved before the next.
 
+use super::bound::Watch;
 use super::lab::restore;
 use super::points::{Points, Step};
 use super::session::{Outputs, Session};
@@ -10,7 +11,7 @@ use crate::fleet::progress::FleetProgress;
 use crate::lab;
 use crate::model::{CompareInfo, PointServerCpu, RunRecord};
 use crate::runner::Observer;
-use crate::store::Store;
+use crate::store::{Store, Tee};
 use crate::workload::Job;
 
 /// A run being measured: one contender (`storlab run`) or several in turn
@@ -153,14 +154,22 @@ impl<'s> Bench<'s> {
                     }
                     let runner = &self.runner;
                     let own = self.fleet_progress.as_mut().map(|f| f as &mut dyn Observer);
+                    let media = self.media.as_ref().filter(|_| c.backing.is_some());
+                    let mut watch = Watch::new(&c.servers, media, runner.fleet.is_none());
                     let point = s.measure(own, |obs| {
+                        let mut both = Tee(obs, &mut watch);
                         compare::run_measured(c, spec, &mut |spec, t| {
-                            runner.run_point(spec, t, obs)
+                            runner.run_point(spec, t, &mut both)
                         })
                         .map(|(p, cpu)| {
                             servers = cpu;
                             p
                         })
+                    });
+                    let net = s.record.environment.network.as_ref();
+                    let point = point.map(|mut p| {
+                        p.bound = Some(watch.bound(&p, &c.targets, net));
+                        p
                     });
                     dirty |= spec.writes();
                     if let Ok(p) = &point {

@@ -19,6 +19,7 @@
 //!   left it.
 
 mod bench;
+pub mod bound;
 pub mod lab;
 pub mod points;
 mod runner;

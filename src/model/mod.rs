@@ -3,11 +3,13 @@
 //! comparison read. Only data and what derives from it; no I/O beyond writing
 //! the run document atomically.
 
+mod bound;
 mod compare;
 pub mod meta;
 mod point;
 mod record;
 
+pub use bound::{Bound, Limit, MACHINE_BUSY, SATURATED, Share};
 pub use compare::*;
 pub use point::*;
 pub use record::*;

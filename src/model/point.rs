@@ -138,6 +138,10 @@ pub struct PointResult {
     /// What the steady-state gate found, when the point had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<SteadyOutcome>,
+    /// What bound the point's figures (`None`: not judged, as in runs
+    /// recorded before storlab named it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<super::Bound>,
 }
 
 /// What the steady-state gate found: when the ramp ended and whether the

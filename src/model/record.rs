@@ -56,6 +56,28 @@ pub struct Network {
     /// `mtu` is the loopback interface's) or `netns` (over the lab's veth links).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net: Option<String>,
+    /// The lab's emulated medium (`array-15k`; `none`: no media layer);
+    /// `None` in runs recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub medium: Option<String>,
+}
+
+impl Network {
+    /// Where a run measured, in the words a table header uses: "medium
+    /// array-15k, link 10gbe (MTU 1500)", "medium ram, loopback (no link)".
+    pub fn describe(&self) -> String {
+        let medium = self
+            .medium
+            .as_deref()
+            .map(|m| format!("medium {m}, "))
+            .unwrap_or_default();
+        let link = match (&self.link, self.net.as_deref()) {
+            (Some(l), _) => format!("link {l} (MTU {})", self.mtu),
+            (None, Some("loopback")) => "loopback (no link)".to_string(),
+            (None, _) => "unshaped link".to_string(),
+        };
+        format!("{medium}{link}")
+    }
 }
 
 impl Environment {

@@ -153,6 +153,41 @@ pub fn comparison(c: &Comparison) -> String {
             }
         }
     }
+    // What bound each point: `bound:LIMIT` with the bounding share as its
+    // mean, and `machine_saturated` 1 or 0.
+    for k in 0..c.keys.len() {
+        for t in 0..c.targets.len() {
+            let Some(b) = c.bound(k, t) else { continue };
+            let share = b
+                .shares
+                .iter()
+                .find(|s| s.limit == b.by)
+                .map_or(0.0, |s| s.share);
+            let (job, label) = &c.keys[k];
+            for (metric, v) in [
+                (format!("bound:{}", b.by.as_str().replace(' ', "-")), share),
+                (
+                    "machine_saturated".to_string(),
+                    f64::from(u8::from(b.machine)),
+                ),
+            ] {
+                rows.push(vec![
+                    metric,
+                    job.clone(),
+                    label.clone(),
+                    c.targets[t].clone(),
+                    (t == c.baseline).to_string(),
+                    "1".into(),
+                    format!("{v:.6}"),
+                    format!("{:.6}", 0.0),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]);
+            }
+        }
+    }
     rows.extend(super::meta::csv_rows(c));
     csv_doc(COMPARISON_HEADER, rows)
 }

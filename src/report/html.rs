@@ -468,6 +468,10 @@ pub fn render(c: &Comparison, opts: &ReportOptions) -> String {
         let t = markdown::metric_table(c, m);
         let _ = write!(out, "<h3>{}</h3>{}", esc(&t.title), table(&t));
     }
+    let bound = markdown::bound_table(c);
+    if !bound.rows.is_empty() {
+        let _ = write!(out, "<h2>{}</h2>{}", esc(&bound.title), table(&bound));
+    }
     let sweeps = markdown::sweep_table(c, opts);
     if !sweeps.rows.is_empty() {
         out.push_str("<h2>Sweeps</h2><div class=\"charts\">");

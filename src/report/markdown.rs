@@ -35,16 +35,24 @@ pub fn metric_table(c: &Comparison, m: Metric) -> TextTable {
         head.push(format!("{t}{b}"));
         head.push(format!("{t} rel."));
     }
+    let mut flagged = false;
     let rows = c
         .table(m)
         .rows
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(k, r)| {
             let mut cells = vec![r.job.clone(), r.label.clone()];
-            for cell in &r.cells {
+            for (t, cell) in r.cells.iter().enumerate() {
                 match cell {
                     Some(cell) => {
-                        cells.push(cell.fmt(m));
+                        let mark = if c.machine_bound(k, t) {
+                            flagged = true;
+                            super::text::MACHINE_MARK
+                        } else {
+                            ""
+                        };
+                        cells.push(format!("{}{mark}", cell.fmt(m)));
                         cells.push(cell.fmt_relative());
                     }
                     None => cells.extend(["–".to_string(), "–".to_string()]),
@@ -58,11 +66,18 @@ pub fn metric_table(c: &Comparison, m: Metric) -> TextTable {
     } else {
         "lower is better"
     };
+    let on = match c.measured_on() {
+        d if d.is_empty() => String::new(),
+        d => format!(" Measured on {d}."),
+    };
     let mut note = format!(
-        "{}: relative to {} = 100; {better}.",
+        "{}: relative to {} = 100; {better}.{on}",
         m.name(),
         c.baseline_name()
     );
+    if flagged {
+        let _ = write!(note, " {}.", super::text::MACHINE_NOTE);
+    }
     if c.has_repeats() {
         note.push_str(" Repeated points show mean ±95% confidence interval; ≈ marks a difference within noise (Welch's t-test, 95%).");
     }
@@ -161,6 +176,53 @@ pub fn throughput_table(c: &Comparison) -> TextTable {
     }
 }
 
+/// What bound every load point on every target, with the figure that
+/// decided and each candidate's share.
+pub fn bound_table(c: &Comparison) -> TextTable {
+    let mut rows = Vec::new();
+    for (k, (job, label)) in c.keys.iter().enumerate() {
+        for (t, target) in c.targets.iter().enumerate() {
+            let Some(b) = c.bound(k, t) else { continue };
+            let shares = b
+                .shares
+                .iter()
+                .map(|s| format!("{} {:.0}%", s.what, 100.0 * s.share))
+                .collect::<Vec<_>>()
+                .join(", ");
+            rows.push(vec![
+                job.clone(),
+                label.clone(),
+                target.clone(),
+                b.by.as_str().to_string(),
+                if b.machine { "yes" } else { "no" }.to_string(),
+                b.detail.clone(),
+                shares,
+            ]);
+        }
+    }
+    TextTable {
+        title: "What bound each point".into(),
+        head: [
+            "job",
+            "load point",
+            "target",
+            "bound",
+            "machine saturated",
+            "why",
+            "every share measured",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        note: format!(
+            "A resource at {:.0}% of its capacity or more is saturated; the machine is flagged at {:.0}% of its CPUs busy, and its figures are marked {} in every table.",
+            100.0 * crate::model::SATURATED,
+            100.0 * crate::model::MACHINE_BUSY,
+            super::text::MACHINE_MARK
+        ),
+    }
+}
+
 /// The measuring machine of every run.
 pub fn environment_table(c: &Comparison) -> TextTable {
     let rows = c
@@ -170,7 +232,7 @@ pub fn environment_table(c: &Comparison) -> TextTable {
             let e = &s.run.environment;
             if *e == Environment::default() {
                 // A `storlab meta --json` file records no machine.
-                let mut row = vec!["–".to_string(); 12];
+                let mut row = vec!["–".to_string(); 13];
                 row[0] = s.name.clone();
                 row[2] = status(&s.run).into();
                 row[3] = "not recorded".into();
@@ -195,6 +257,10 @@ pub fn environment_table(c: &Comparison) -> TextTable {
                     .and_then(|l| l.mtu)
                     .map(|m| m.to_string())
                     .unwrap_or_else(|| "–".into()),
+                e.network
+                    .as_ref()
+                    .and_then(|n| n.medium.clone())
+                    .unwrap_or_else(|| "–".into()),
             ]
         })
         .collect();
@@ -202,7 +268,7 @@ pub fn environment_table(c: &Comparison) -> TextTable {
         title: "Environment".into(),
         head: [
             "run", "started", "status", "host", "OS", "kernel", "CPU", "cores", "memory",
-            "storlab", "link", "MTU",
+            "storlab", "link", "MTU", "medium",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -256,6 +322,10 @@ pub fn tables(c: &Comparison, opts: &ReportOptions) -> Vec<TextTable> {
             out.push(sweeps);
         }
         out.push(throughput_table(c));
+        let bound = bound_table(c);
+        if !bound.rows.is_empty() {
+            out.push(bound);
+        }
         let net = super::network::network_table(c);
         if !net.rows.is_empty() {
             out.push(net);

@@ -172,6 +172,35 @@ impl Comparison {
             .collect()
     }
 
+    /// What bound key `k` on target `t`: its first repeat's bound (`None`:
+    /// no point, or none judged).
+    pub fn bound(&self, k: usize, t: usize) -> Option<&crate::model::Bound> {
+        self.points(k, t).into_iter().find_map(|p| p.bound.as_ref())
+    }
+
+    /// Whether any repeat of key `k` on target `t` ran on a saturated
+    /// machine: its figures measure this machine, and are flagged so.
+    pub fn machine_bound(&self, k: usize, t: usize) -> bool {
+        self.points(k, t)
+            .iter()
+            .any(|p| p.bound.as_ref().is_some_and(|b| b.machine))
+    }
+
+    /// Where the runs measured ("medium array-15k, link 10gbe (MTU 1500)"),
+    /// each distinct place once; empty when no run was on a lab.
+    pub fn measured_on(&self) -> String {
+        let mut seen: Vec<String> = Vec::new();
+        for s in &self.sources {
+            if let Some(n) = &s.run.environment.network {
+                let d = n.describe();
+                if !seen.contains(&d) {
+                    seen.push(d);
+                }
+            }
+        }
+        seen.join("; ")
+    }
+
     /// Every repeat of key `k` on target `t`, with the run it belongs to.
     pub fn sourced_points(&self, k: usize, t: usize) -> Vec<(&Source, &PointResult)> {
         self.cells[k][t]

@@ -103,6 +103,9 @@ pub fn job_summary_with(job: &JobRecord, errors: bool) -> String {
         if let Some(s) = &p.steady {
             out.push_str(&steady_line(&p.label, s));
         }
+        if let Some(b) = &p.bound {
+            let _ = writeln!(out, "{}: bound by {b}", p.label);
+        }
     }
     out
 }
@@ -187,7 +190,7 @@ pub fn ms_histogram(p: &PointResult) -> String {
 
 /// The figures of `storlab compare`'s tables, each with its figure relative
 /// to the baseline (`true`) or without.
-const COMPARED: [(Metric, bool); 8] = [
+const COMPARED: [(Metric, bool); 9] = [
     (Metric::Iops, true),
     (Metric::MbS, true),
     (Metric::LatMean, true),
@@ -196,7 +199,15 @@ const COMPARED: [(Metric, bool); 8] = [
     (Metric::ServerCpuPerIo, false),
     (Metric::BothCpuPerIo, true),
     (Metric::ServerCpuPerMb, false),
+    (Metric::HostBusy, false),
 ];
+
+/// The mark beside a figure measured while every CPU of the machine was
+/// busy: the figure measures this machine (the point's bound says so).
+pub const MACHINE_MARK: &str = "!";
+
+/// What a table's note says of [`MACHINE_MARK`].
+pub const MACHINE_NOTE: &str = "! = measured while this machine's CPUs were saturated: the figure measures this machine, not the protocol or the storage";
 
 /// The studies' table for every load point of a comparison: a row per
 /// target with each figure and, in the `rel` columns, the figure relative to
@@ -212,7 +223,12 @@ pub fn comparison_tables(c: &Comparison) -> String {
             head.push("rel".into());
         }
     }
+    head.push("bound".into());
     let baseline = c.baseline_name();
+    let on = match c.measured_on() {
+        d if d.is_empty() => String::new(),
+        d => format!("; {d}"),
+    };
     let mut out = String::new();
     for (k, (job, label)) in c.keys.iter().enumerate() {
         let title = if label == job {
@@ -222,29 +238,42 @@ pub fn comparison_tables(c: &Comparison) -> String {
         };
         let _ = writeln!(
             out,
-            "\n{title}   (relative to {baseline} = 100; latency and CPU: lower is better)"
+            "\n{title}   (relative to {baseline} = 100{on}; latency and CPU: lower is better)"
         );
+        let mut flagged = false;
         let mut rows = Vec::new();
         for (t, target) in c.targets.iter().enumerate() {
             if c.points(k, t).is_empty() {
                 continue;
             }
+            let mark = if c.machine_bound(k, t) {
+                flagged = true;
+                MACHINE_MARK
+            } else {
+                ""
+            };
             let mut row = vec![target.clone()];
             for (&(m, rel), table) in COMPARED.iter().zip(&tables) {
                 let cell = table.rows[k].cells[t].as_ref();
-                row.push(cell.map_or_else(|| "–".into(), |x| x.fmt(m)));
+                row.push(cell.map_or_else(|| "–".into(), |x| format!("{}{mark}", x.fmt(m))));
                 if rel {
                     row.push(cell.map_or_else(|| "–".into(), |x| x.fmt_relative()));
                 }
             }
+            row.push(c.bound(k, t).map_or_else(|| "–".into(), |b| b.cell()));
             rows.push(row);
         }
         out.push_str(&render(&head, &rows));
         let _ = writeln!(
             out,
             "(CPU per I/O by side: client = storlab over the measured intervals; server = the \
-             target's server processes around the whole point; rel: client + server)"
+             target's server processes around the whole point; rel: client + server; host busy: \
+             every process of this machine; bound: what limited the point, `storlab results show` \
+             has the figures that decided)"
         );
+        if flagged {
+            let _ = writeln!(out, "({MACHINE_NOTE})");
+        }
         out.push_str(&noise(c, &tables[0], k));
     }
     out

@@ -649,6 +649,7 @@ impl<'a> Collector<'a> {
                 .gate
                 .as_ref()
                 .map(|g| g.outcome(spec.interval.as_secs_f64())),
+            bound: None,
         }
     }
 }

@@ -105,6 +105,68 @@ fn parse_pid_stat(text: &str) -> Option<(u64, u64)> {
     Some((utime, stime))
 }
 
+/// Cumulative CPU time of each thread of a process, from
+/// `/proc/PID/task/*/stat`: which thread is busiest tells a saturated event
+/// loop apart from a process whose threads share the load.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ThreadsCpu {
+    /// (thread id, user + system seconds so far), by thread id.
+    threads: Vec<(u32, f64)>,
+}
+
+/// What a process's threads used between two readings.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ThreadsUse {
+    /// CPU seconds of all its threads together.
+    pub total_s: f64,
+    /// CPU seconds of its busiest thread.
+    pub busiest_s: f64,
+    /// Threads that used any CPU.
+    pub busy_threads: u32,
+}
+
+impl ThreadsCpu {
+    /// The threads of `pid` now (`std::process::id()` for this process).
+    pub fn of_pid(pid: u32) -> io::Result<ThreadsCpu> {
+        let tck = clock_ticks();
+        let mut threads = Vec::new();
+        for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+            let entry = entry?;
+            let Some(tid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            // A thread may end between the listing and the read: skip it.
+            let Ok(text) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            if let Some((u, s)) = parse_pid_stat(&text) {
+                threads.push((tid, (u + s) as f64 / tck));
+            }
+        }
+        threads.sort_by_key(|t| t.0);
+        Ok(ThreadsCpu { threads })
+    }
+
+    /// What the threads used since `earlier` (threads started meanwhile count
+    /// from zero; threads that ended are gone from both totals).
+    pub fn used_since(&self, earlier: &ThreadsCpu) -> ThreadsUse {
+        let mut u = ThreadsUse::default();
+        for &(tid, now) in &self.threads {
+            let before = earlier
+                .threads
+                .binary_search_by_key(&tid, |t| t.0)
+                .map_or(0.0, |i| earlier.threads[i].1);
+            let d = (now - before).max(0.0);
+            u.total_s += d;
+            u.busiest_s = u.busiest_s.max(d);
+            if d > 0.0 {
+                u.busy_threads += 1;
+            }
+        }
+        u
+    }
+}
+
 /// Host-wide cumulative CPU ticks from the first line of `/proc/stat`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HostCpu {
@@ -162,7 +224,8 @@ fn parse_host_stat(line: &str) -> Option<HostCpu> {
     })
 }
 
-fn online_cores() -> u32 {
+/// CPUs online on this machine.
+pub fn online_cores() -> u32 {
     // SAFETY: sysconf has no memory-safety preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     if n > 0 { n as u32 } else { 1 }
@@ -336,5 +399,29 @@ mod tests {
         assert_eq!(c.host_busy_pct, 30.0);
         assert_eq!(c.cores, 8);
         assert_eq!(CpuSample::combine(&[]), CpuSample::default());
+    }
+
+    #[test]
+    fn the_busiest_thread_is_told_apart_from_the_total() {
+        let me = std::process::id();
+        let before = ThreadsCpu::of_pid(me).unwrap();
+        // One thread spins for 300 ms while this one sleeps.
+        let spin = std::thread::spawn(|| {
+            let t = std::time::Instant::now();
+            let mut x = 0u64;
+            while t.elapsed() < std::time::Duration::from_millis(300) {
+                x = x.wrapping_add(std::hint::black_box(1));
+            }
+            x
+        });
+        // Read while the spinner still lives (an ended thread leaves /proc).
+        std::thread::sleep(std::time::Duration::from_millis(280));
+        let after = ThreadsCpu::of_pid(me).unwrap();
+        spin.join().unwrap();
+        let u = after.used_since(&before);
+        assert!(u.busiest_s >= 0.1, "{u:?}");
+        assert!(u.total_s >= u.busiest_s, "{u:?}");
+        assert!(u.busy_threads >= 1, "{u:?}");
+        assert_eq!(after.used_since(&after).total_s, 0.0);
     }
 }

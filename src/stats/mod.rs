@@ -60,7 +60,7 @@ pub mod histogram;
 pub mod snapshot;
 pub mod summary;
 
-pub use cpu::{CpuMeter, CpuSample, HostCpu, ProcCpu};
+pub use cpu::{CpuMeter, CpuSample, HostCpu, ProcCpu, ThreadsCpu, ThreadsUse};
 pub use histogram::{Histogram, LatHist, SUB_BUCKET_BITS};
 pub use snapshot::{DirStats, Recorder, Snapshot};
 pub use summary::{CpuSummary, DirSummary, MS_HISTOGRAM_LIMIT, Summary};

@@ -336,7 +336,7 @@ impl Store {
         let rows: Vec<PointRow> = self.rows(
             what,
             "SELECT id, state, label, targets, spec, backend, threads, started_unix, prepared,
-                        measured, summary, interrupted, error, hosts, steady
+                        measured, summary, interrupted, error, hosts, steady, bound
                  FROM points WHERE job_id = ?1 ORDER BY seq",
             [job_id],
             PointRow::from_row,
@@ -380,6 +380,10 @@ impl Store {
             steady: r
                 .steady
                 .map(|s| self.decode("the steady-state outcome", &s))
+                .transpose()?,
+            bound: r
+                .bound
+                .map(|b| self.decode("what bound the point", &b))
                 .transpose()?,
         })
     }
@@ -451,6 +455,7 @@ struct PointRow {
     error: Option<String>,
     hosts: String,
     steady: Option<String>,
+    bound: Option<String>,
 }
 
 impl PointRow {
@@ -471,6 +476,7 @@ impl PointRow {
             error: r.get(12)?,
             hosts: r.get(13)?,
             steady: r.get(14)?,
+            bound: r.get(15)?,
         })
     }
 }

@@ -13,7 +13,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// The schema version this storlab writes (and the newest it reads).
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 
 /// What `schema_version.app` holds in a storlab database.
 pub const APP: &str = "storlab";
@@ -121,6 +121,8 @@ pub const MIGRATIONS: [&str; VERSION as usize] = [
         histogram TEXT NOT NULL,        -- JSON: LatHist
         PRIMARY KEY (run_id, seq)
      );",
+    // 5 → 6: what bound each load point.
+    "ALTER TABLE points ADD COLUMN bound TEXT;           -- JSON: Bound, or NULL",
 ];
 
 /// What a new database starts from: version 0, only the version table.

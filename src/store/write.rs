@@ -183,7 +183,8 @@ impl Store {
         tx.execute(
             "UPDATE points SET state = 'done', label = ?2, target = ?3, targets = ?4, spec = ?5,
                     backend = ?6, threads = ?7, started_unix = ?8, prepared = ?9, measured = ?10,
-                    summary = ?11, interrupted = ?12, error = ?13, hosts = ?14, steady = ?15
+                    summary = ?11, interrupted = ?12, error = ?13, hosts = ?14, steady = ?15,
+                    bound = ?16
              WHERE id = ?1",
             params![
                 point.0,
@@ -203,6 +204,10 @@ impl Store {
                 p.steady
                     .as_ref()
                     .map(|s| self.json("the steady-state outcome", s))
+                    .transpose()?,
+                p.bound
+                    .as_ref()
+                    .map(|b| self.json("what bound the point", b))
                     .transpose()?,
             ],
         )
