@@ -99,8 +99,9 @@ impl<'s> Bench<'s> {
     }
 
     /// Run every job on each of `contenders` in turn (all jobs on one, then
-    /// the next), restoring the backing store before a test that follows a
-    /// write and once more at the end. Returns whether the run goes on (false:
+    /// the next), restoring the backing store before a point that follows a
+    /// write (and once more at the end) and resetting the lab's medium before
+    /// every point. Returns whether the run goes on (false:
     /// interrupted, or a point failed; the session holds why).
     pub fn measure(&mut self, jobs: &[Job], contenders: &[Contender]) -> Result<bool, Error> {
         let s = &mut self.s;
@@ -116,11 +117,9 @@ impl<'s> Bench<'s> {
                 m.reset()
                     .map_err(|e| Error::failed(format!("resetting the lab's medium: {e}")))?;
             }
+            // The medium is as `lab up` left it until a point runs on it.
+            let mut fresh = true;
             for job in jobs {
-                if dirty {
-                    restore(c, s, self.media.as_ref())?;
-                    dirty = false;
-                }
                 let shown = if comparing {
                     format!("{} on {}", job.name, c.name)
                 } else {
@@ -142,11 +141,22 @@ impl<'s> Bench<'s> {
                         }
                     };
                     let spec = &next.spec;
-                    // A repetition is a test of its own: it starts from the initial store too.
-                    if dirty && next.repetition {
+                    // Every point is a test of its own (a repetition too): it
+                    // starts from the initial store, on the medium as `lab up`
+                    // left it (idle, caches empty), so no point inherits a
+                    // cache or a queue of writes the one before it filled.
+                    if dirty {
                         restore(c, s, self.media.as_ref())?;
                         dirty = false;
+                    } else if !fresh
+                        && c.backing.is_some()
+                        && let Some(m) = &self.media
+                    {
+                        m.reset().map_err(|e| {
+                            Error::failed(format!("resetting the lab's medium: {e}"))
+                        })?;
                     }
+                    fresh = false;
                     let mut servers = Vec::new();
                     if comparing {
                         // The lab's own store is the lab's to fill (see RunOptions::lab_store).

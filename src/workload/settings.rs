@@ -400,8 +400,12 @@ settings! {
             "" => Err(SpecError::invalid(k, t, "a file path")),
             _ => Ok(PathBuf::from(t)),
         };
-        /// `steadystate`: the figure and criterion of the steady-state gate.
-        steadystate: (SteadyMetric, SteadyCriterion) = "steadystate" => parse_steady;
+        /// `steadystate`: the figure and criterion of the steady-state gate,
+        /// or `none` (no gate, over one a workload it derives from set).
+        steadystate: Option<(SteadyMetric, SteadyCriterion)> = "steadystate" => |k, t| match t.trim() {
+            "none" => Ok(None),
+            _ => parse_steady(k, t).map(Some),
+        };
         /// `steadystate_duration`: the gate's window.
         steadystate_duration: Duration = "steadystate_duration" => dur;
         /// `steadystate_ramp_time`: how long into the ramp the gate starts watching.
@@ -441,7 +445,10 @@ impl Settings {
             spec.journal = Some(v.clone());
             spec.verify = true;
         }
-        if let Some((metric, criterion)) = self.steadystate {
+        if let Some(None) = self.steadystate {
+            spec.steady = None;
+        }
+        if let Some(Some((metric, criterion))) = self.steadystate {
             spec.steady = Some(SteadyGate {
                 metric,
                 criterion,

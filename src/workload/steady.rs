@@ -53,8 +53,7 @@ pub struct SteadyGate {
 }
 
 /// What `steadystate` accepts.
-pub const STEADY_ALLOWED: &str =
-    "iops:P%, iops_slope:P%, bw:P%, bw_slope:P%, lat:P%, lat_slope:P% (P above 0, at most 100)";
+pub const STEADY_ALLOWED: &str = "iops:P%, iops_slope:P%, bw:P%, bw_slope:P%, lat:P%, lat_slope:P% (P above 0, at most 100), or none";
 
 /// Parse `steadystate` ("iops:5%", "bw_slope:0.5%").
 pub fn parse_steady(key: &str, s: &str) -> Result<(SteadyMetric, SteadyCriterion), SpecError> {

@@ -20,7 +20,7 @@ const GROUP_FIELDS: [&str; 9] = [
     "blockalign",
 ];
 /// The fields `show` prints for each load point, in order.
-const POINT_FIELDS: [&str; 10] = [
+const POINT_FIELDS: [&str; 11] = [
     "size",
     "offset",
     "ramp_time",
@@ -31,6 +31,7 @@ const POINT_FIELDS: [&str; 10] = [
     "sync",
     "content",
     "seed",
+    "steadystate",
 ];
 
 /// Every field `show` prints: the keys a `source` note may be given for.
@@ -71,7 +72,7 @@ fn group_values(g: &Group) -> [String; 9] {
 }
 
 /// A load point's own values as `show` prints them, in [`POINT_FIELDS`] order.
-fn point_values(p: &Spec) -> [String; 10] {
+fn point_values(p: &Spec) -> [String; 11] {
     let runtime = if p.runtime.is_zero() {
         "until io_size".to_string()
     } else {
@@ -101,7 +102,26 @@ fn point_values(p: &Spec) -> [String; 10] {
         sync.to_string(),
         content,
         format!("{:#x}", p.seed),
+        steady_text(p),
     ]
+}
+
+/// The steady-state gate as `show` prints it: its criterion and window.
+fn steady_text(p: &Spec) -> String {
+    use super::super::steady::{SteadyCriterion, SteadyMetric};
+    let Some(g) = &p.steady else {
+        return "none".into();
+    };
+    let metric = match g.metric {
+        SteadyMetric::Iops => "iops",
+        SteadyMetric::Bw => "bw",
+        SteadyMetric::Lat => "lat",
+    };
+    let criterion = match g.criterion {
+        SteadyCriterion::Band(pct) => format!("{metric}:{pct}%"),
+        SteadyCriterion::Slope(pct) => format!("{metric}_slope:{pct}%"),
+    };
+    format!("{criterion} over {}", format_duration(g.window))
 }
 
 /// `field` of the full profile's first load point (and first group), as the
