@@ -69,9 +69,11 @@ pub fn predict(p: &Params, w: &Workload) -> Option<Prediction> {
         return None;
     }
     let first = solve(p, w, false);
-    let write_rate = first.iops * (1.0 - w.read) * cached_writes(p, w) * w.bs as f64 / 1e9;
+    let destaged = p.destage_bytes_mean(w.bs, w.random);
+    let write_rate = first.iops * (1.0 - w.read) * cached_writes(p, w) * destaged / 1e9;
     // The write-back cache only holds a burst: past the destage rate, writes
-    // queue behind it as at any FIFO server.
+    // queue behind it as at any FIFO server (a random write costing it the
+    // whole records it touches).
     if write_rate > p.destage {
         return Some(solve(p, w, true));
     }
@@ -135,7 +137,8 @@ fn solve(p: &Params, w: &Workload, destage_bound: bool) -> Prediction {
         delay -= wr * p.cache_ns;
     }
     if destage_bound {
-        st.push(one(wr * cached, bs / p.destage));
+        let destaged = p.destage_bytes_mean(w.bs, w.random);
+        st.push(one(wr * cached, destaged / p.destage));
     }
 
     let mut q = vec![0.0; st.len()];

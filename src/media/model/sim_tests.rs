@@ -62,7 +62,7 @@ fn simulate(m: &Model, w: &Workload, warm: usize, ops: usize) -> (f64, f64) {
 }
 
 /// A random workload over the lab's 1 GiB store.
-fn random(bs: u64, read: f64, qd: u32) -> Workload {
+fn random_workload(bs: u64, read: f64, qd: u32) -> Workload {
     Workload {
         bs,
         read,
@@ -88,7 +88,7 @@ fn simulation_agrees_with_prediction_within_ten_percent() {
         let p = params(preset);
         for (bs, read) in [(4096, 1.0), (8192, 0.7)] {
             for qd in [1, 8, 32] {
-                let w = random(bs, read, qd);
+                let w = random_workload(bs, read, qd);
                 let m = Model::new(preset, p.clone());
                 let (iops, lat) = simulate(&m, &w, 2_000, 40_000);
                 let pr = predict(&p, &w).unwrap();
@@ -256,7 +256,7 @@ fn sync_writes_cost_the_cache_the_log_or_the_devices() {
         let m = Model::new(name, p.clone());
         let w = Workload {
             sync: true,
-            ..random(8192, 0.0, 8)
+            ..random_workload(8192, 0.0, 8)
         };
         // Past the first 200 MiB: the write-back cache is full (steady state).
         let (_, lat) = simulate(&m, &w, 40_000, 20_000);
@@ -380,7 +380,10 @@ fn transaction_groups_stall_the_pools_commits_while_they_are_written() {
     );
     // A group of `interval` at the free rate, written at the destage rate,
     // stalls the commits behind it: some wait far longer than any commit...
-    let group_write = free_iops * interval / 1e9 * 8192.0 / with.destage;
+    // Each random 8 KiB write costs the group a whole record.
+    let per_write = with.destage_bytes_mean(8192, 1.0);
+    assert_eq!(per_write, with.record.unwrap() as f64);
+    let group_write = free_iops * interval / 1e9 * per_write / with.destage;
     assert!(
         max > 0.5 * group_write,
         "max {max} ns, a group takes {group_write} ns"
@@ -391,5 +394,79 @@ fn transaction_groups_stall_the_pools_commits_while_they_are_written() {
     assert!(
         (0.7..1.3).contains(&(iops / expect)),
         "{iops} IOPS, expected about {expect}"
+    );
+}
+
+#[test]
+fn a_random_write_costs_the_destage_every_record_it_touches() {
+    let p = params("raidz-sata");
+    let record = p.record.expect("raidz-sata has ZFS's records");
+    // Exact: a random write inside one record costs the record, across a
+    // boundary two; a sequential one its own length.
+    assert_eq!(p.destage_bytes(0, 8192, false), record);
+    assert_eq!(p.destage_bytes(record - 4096, 8192, false), 2 * record);
+    assert_eq!(p.destage_bytes(record - 4096, 8192, true), 8192);
+    assert_eq!(p.destage_bytes(0, 3 * record, false), 3 * record);
+    // The mean over offsets that are multiples of the size is what the
+    // exact rule gives, averaged over one period of both.
+    for bs in [512, 4096, 8192, 96 << 10, 128 << 10, 192 << 10, 1 << 20] {
+        let period = bs * record / super::params::gcd(bs, record) / bs;
+        let sum: u64 = (0..period)
+            .map(|k| p.destage_bytes(k * bs, bs, false))
+            .sum();
+        let exact = sum as f64 / period as f64;
+        let mean = p.destage_bytes_mean(bs, 1.0);
+        assert!(
+            (mean - exact).abs() < 1e-6,
+            "bs {bs}: mean {mean}, exact {exact}"
+        );
+        assert_eq!(
+            p.destage_bytes_mean(bs, 0.0),
+            bs as f64,
+            "bs {bs} sequential"
+        );
+    }
+    // WAFL's 4 KiB blocks: from 4 KiB up a random write costs its own size.
+    let wafl = params("array-15k");
+    assert_eq!(wafl.destage_bytes_mean(8192, 1.0), 8192.0);
+    assert_eq!(wafl.destage_bytes_mean(512, 1.0), 4096.0);
+}
+
+#[test]
+fn random_writes_drain_slower_than_sequential_ones_by_record_over_size() {
+    // Writes the cache accepts (not synchronous), past the cache's fill:
+    // the destage bounds them.
+    let p = params("raidz-sata-slog");
+    let record = p.record.unwrap() as f64;
+    let run = |random: f64| {
+        let w = Workload {
+            random,
+            ..random_workload(8192, 0.0, 8)
+        };
+        let m = Model::new("t", p.clone());
+        let (iops, lat) = simulate(&m, &w, 40_000, 20_000);
+        let pr = predict(&p, &w).unwrap();
+        close(&format!("random {random} IOPS"), iops, pr.iops);
+        close(&format!("random {random} latency"), lat, pr.latency_ns);
+        (iops, pr.iops)
+    };
+    let (rand_sim, rand_model) = run(1.0);
+    let (seq_sim, seq_model) = run(0.0);
+    let derived = record / 8192.0;
+    for (what, ratio) in [
+        ("simulated", seq_sim / rand_sim),
+        ("predicted", seq_model / rand_model),
+    ] {
+        assert!(
+            (ratio / derived - 1.0).abs() < 0.05,
+            "{what}: sequential / random IOPS {ratio:.2}, record / size {derived}"
+        );
+    }
+    // Random 8 KiB writes drain at the sequential rate x 8 KiB / record.
+    let drained = rand_sim * 8192.0 / 1e9;
+    let expect = p.destage * 8192.0 / record;
+    assert!(
+        (drained / expect - 1.0).abs() < 0.05,
+        "{drained} bytes/ns drained, expected {expect}"
     );
 }

@@ -69,6 +69,12 @@ fn built_in_presets_load_and_every_figure_has_a_source() {
                 src.is_some_and(|s| s.len() > 10),
                 "preset {name}: {key} has no source"
             );
+            // A figure set from a study's result says so up front.
+            let src = src.unwrap_or_default();
+            assert!(
+                !src.contains("fitted") || src.starts_with("fitted: "),
+                "preset {name}: {key}: a fitted figure's source starts with \"fitted: \": {src}"
+            );
         }
     }
     assert!(resolve("ram", None).unwrap().page_cache());
@@ -165,6 +171,18 @@ fn bad_values_name_the_file_preset_key_and_range() {
             "txg_s: only with pool_log = true",
         ),
         (
+            "record_without_cache",
+            "write_cache_mb",
+            "write_cache_mb = 0\nrecord_kb = 128",
+            "record_kb: only with a write-back cache",
+        ),
+        (
+            "record_range",
+            "nvram",
+            "nvram = false\nrecord_kb = 0",
+            "record_kb = 0: out of range (allowed 0.5 to 1048576 KiB)",
+        ),
+        (
             "txg_range",
             "nvram",
             "nvram = false\npool_log = true\ntxg_s = 0",
@@ -205,4 +223,37 @@ fn predictions_come_from_the_model_and_not_for_ram() {
     assert!((4.5e6..5.6e6).contains(&hdd.latency_ns), "{hdd:?}");
     assert!(ssd.latency_ns < 100e3, "{ssd:?}");
     assert!(predict("ram", None, &w).is_err());
+}
+
+/// The model's figures of the built-in preset `name`.
+fn model(name: &str) -> Params {
+    match find(name, None).unwrap().kind {
+        Kind::Model(p) => p,
+        Kind::Ram => panic!("{name} has no model"),
+    }
+}
+
+#[test]
+fn zfs_presets_drain_random_writes_at_the_sequential_rate_times_size_over_record() {
+    for name in ["raidz-sata", "raidz-sata-slog"] {
+        let p = model(name);
+        assert_eq!(
+            p.record,
+            Some(128 << 10),
+            "{name}: ZFS's default recordsize"
+        );
+        // Each mirror or raidz group writes sequential data at its data
+        // disks' rate: the destage is the devices' rate times the devices
+        // (groups) for raidz, one disk's for a mirror of two.
+        let groups = if name == "x4500-raidz" { p.count } else { 1 };
+        let pool = p.transfer * groups as f64;
+        assert!((p.destage / pool - 1.0).abs() < 0.01, "{name}: {p:?}");
+        // And so random 8 KiB writes drain at 8/128 of it: the rule, not a
+        // figure fitted to a study.
+        let random = p.destage * 8192.0 / p.destage_bytes_mean(8192, 1.0);
+        assert!((random / (p.destage / 16.0) - 1.0).abs() < 1e-9, "{name}");
+    }
+    // WAFL writes anywhere in full stripes: random as fast as sequential.
+    let wafl = model("array-15k");
+    assert_eq!(wafl.destage_bytes_mean(8192, 1.0), 8192.0);
 }
