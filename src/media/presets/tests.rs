@@ -49,6 +49,9 @@ fn built_in_presets_load_and_every_figure_has_a_source() {
         "array-15k",
         "raidz-sata",
         "raidz-sata-slog",
+        "freenas-mirror",
+        "x4500-raidz",
+        "ramsan-400",
         "sata-ssd",
         "nvme-ssd",
         "ram",
@@ -235,7 +238,12 @@ fn model(name: &str) -> Params {
 
 #[test]
 fn zfs_presets_drain_random_writes_at_the_sequential_rate_times_size_over_record() {
-    for name in ["raidz-sata", "raidz-sata-slog"] {
+    for name in [
+        "raidz-sata",
+        "raidz-sata-slog",
+        "freenas-mirror",
+        "x4500-raidz",
+    ] {
         let p = model(name);
         assert_eq!(
             p.record,
@@ -256,4 +264,52 @@ fn zfs_presets_drain_random_writes_at_the_sequential_rate_times_size_over_record
     // WAFL writes anywhere in full stripes: random as fast as sequential.
     let wafl = model("array-15k");
     assert_eq!(wafl.destage_bytes_mean(8192, 1.0), 8192.0);
+}
+
+#[test]
+fn the_studies_arrays_predict_what_their_hardware_implies() {
+    let w = |bs, read, qd| Workload {
+        bs,
+        read,
+        random: 1.0,
+        qd,
+        span: 1 << 30,
+        sync: false,
+    };
+    // RamSan-400: a 4 KiB read is a controller's 10 µs plus 4 KiB over its
+    // two 4 Gb ports, the 15 µs TMS quotes; at depth its four controllers
+    // serve 4 / (10 µs + 8 KiB at 800 MB/s) 8 KiB reads a second.
+    let ram = model("ramsan-400");
+    let one = predict("ramsan-400", None, &w(4096, 1.0, 1)).unwrap();
+    let access = 10e3 + 4096.0 / ram.transfer;
+    assert!((one.latency_ns / access - 1.0).abs() < 0.01, "{one:?}");
+    let deep = predict("ramsan-400", None, &w(8192, 1.0, 256)).unwrap();
+    let ceiling = 4.0 / (10e3 + 8192.0 / ram.transfer) * 1e9;
+    assert!(
+        (0.9..=1.0).contains(&(deep.iops / ceiling)),
+        "{deep:?} vs {ceiling}"
+    );
+    // The X4500: sequential 1 MiB reads from six raidz groups of five data
+    // disks at depth reach the groups' combined rate, a little under it
+    // for the cache hits' share.
+    let x = model("x4500-raidz");
+    let seq = Workload {
+        random: 0.0,
+        ..w(1 << 20, 1.0, 64)
+    };
+    let st = predict("x4500-raidz", None, &seq).unwrap();
+    let rate = st.iops * (1 << 20) as f64 / 1e9;
+    let groups = x.transfer * x.count as f64;
+    let misses = 1.0 - x.read_cache as f64 / (1u64 << 30) as f64;
+    assert!(
+        (rate * misses / groups - 1.0).abs() < 0.1,
+        "{rate} bytes/ns from {groups} of groups ({misses} misses)"
+    );
+    // FreeNAS's mirror: a random 8 KiB read is one disk's seek and rotation.
+    let f = predict("freenas-mirror", None, &w(8192, 1.0, 1)).unwrap();
+    let disk = model("freenas-mirror").device_moments(false, 8192, 1.0).0;
+    assert!(
+        f.latency_ns < disk && f.latency_ns > 0.8 * disk,
+        "{f:?} vs {disk}"
+    );
 }
