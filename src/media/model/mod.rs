@@ -14,8 +14,9 @@
 //!   per device; a spindle pays seek and rotation unless the access starts
 //!   where that device's last one ended.
 //! * write-back cache: a write completes at cache speed while the dirty data
-//!   fits; the cache drains at `destage` bytes/s, and a write that finds it
-//!   full waits for room.
+//!   fits; the cache drains sequential data at `destage` bytes/s, a random
+//!   write costing it every whole `record` it touches (ZFS's records), and
+//!   a write that finds it full waits for room.
 //! * synchronous writes: with NVRAM as any write; without, on the log device
 //!   if there is one, else on the devices. A flush waits for the dirty data
 //!   (or writes it to the log device) unless the cache is NVRAM.
