@@ -2,7 +2,9 @@
 //! `MediaServer`, stopped by SIGTERM, killed by SIGKILL or stopped by SIGSTOP
 //! with `cleanup` leaving nothing mounted, a start that fails saying why, the
 //! ranges written through the mount taken at a reset and restored (or the
-//! whole store when the server cannot tell), and nfs-ganesha exporting the FUSE mount to storlab's own NFS client. Needs
+//! whole store when the server cannot tell), the medium's counters it
+//! publishes (busy under a saturating load, idle without one, cleared by a
+//! reset), and nfs-ganesha exporting the FUSE mount to storlab's own NFS client. Needs
 //! root, /dev/fuse and ./setup.sh's packages (nfs-ganesha).
 
 mod support;
@@ -15,6 +17,7 @@ use std::time::{Duration, Instant};
 use storlab::media::dirty::Written;
 use storlab::media::fuse::mount::mounted;
 use storlab::media::serve::{MediaServer, cleanup};
+use storlab::media::stats::{self, MediaStats};
 use storlab::prepare;
 use support::media::Dirs;
 use support::{alive, free_port, text};
@@ -213,6 +216,123 @@ fn only_the_ranges_written_through_the_mount_are_restored_and_every_byte_comes_b
     assert_eq!(s.reset_taking_written().unwrap(), Written::Ranges(vec![]));
     assert_eq!(prepare::restore_ranges(&path, &[]).unwrap(), 0);
     s.stop().unwrap();
+}
+
+/// A preset file in `d` with `slow-disk`: one 7.2k-rpm spindle, no caches.
+fn slow_disk(d: &Dirs) -> PathBuf {
+    let f = d.0.join("slow.toml");
+    fs::write(
+        &f,
+        "[slow-disk]\ndescription = \"one 7.2k disk, nothing cached\"\nkind = \"spindle\"\n\
+         devices = 1\nstripe_kb = 64\nseek_ms = 8\nrpm = 7200\ntransfer_mb_s = 100\n\
+         cache_us = 50\nread_cache_mb = 0\nwrite_cache_mb = 0\nnvram = false\n",
+    )
+    .unwrap();
+    f
+}
+
+/// The server's first statistics written after now (CLOCK_MONOTONIC).
+fn fresh_stats(s: &MediaServer) -> MediaStats {
+    let now = storlab::media::fuse::now_ns();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let st = s.stats().unwrap();
+        if st.at_ns > now {
+            return st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no statistics after {now}: {st:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_published_counters_say_how_busy_the_devices_were_and_a_reset_clears_them() {
+    let d = Dirs::new("stats");
+    let file = slow_disk(&d);
+    let s = d.start_from("slow-disk", Some(&file));
+    let first = s.stats().expect("written before the server was ready");
+    assert_eq!((first.medium.as_str(), first.resets), ("slow-disk", 0));
+    // Idle: the devices did nothing.
+    std::thread::sleep(Duration::from_millis(500));
+    let idle = fresh_stats(&s).since(&first).unwrap();
+    assert!(idle.elapsed_ns >= 400_000_000, "{idle:?}");
+    let busy = idle.busy(stats::DEVICES).unwrap();
+    assert!(busy < 0.05, "idle, the devices {busy} busy: {idle:?}");
+
+    // Four readers of random 4 KiB blocks keep one disk busy all the time.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..4u64)
+        .map(|k| {
+            let (path, stop) = (d.mnt().join("disk.img"), stop.clone());
+            std::thread::spawn(move || {
+                let f = fs::File::open(path).unwrap();
+                let mut buf = vec![0u8; 4096];
+                let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ k;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    f.read_exact_at(&mut buf, (x % 4096) * 4096).unwrap();
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let before = fresh_stats(&s);
+    std::thread::sleep(Duration::from_millis(1500));
+    let after = fresh_stats(&s);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        r.join().unwrap();
+    }
+    let load = after.since(&before).unwrap();
+    let busy = load.busy(stats::DEVICES).unwrap();
+    eprintln!(
+        "idle: devices {:.3} busy; loaded: {busy:.3} busy, {} reads in {:.2} s",
+        idle.busy(stats::DEVICES).unwrap(),
+        load.reads,
+        load.elapsed_ns as f64 / 1e9
+    );
+    assert!(
+        busy > 0.8,
+        "saturated, the devices only {busy} busy: {load:?}"
+    );
+    assert_eq!(load.busiest().unwrap().name, stats::DEVICES);
+    assert!(load.reads > 0 && load.read_hits == 0, "{load:?}");
+    assert_eq!(load.read_bytes, 4096 * load.reads);
+    // The utilization law: the reads in the window times a random read's
+    // mean (8 ms seek, half a turn at 7200 rpm, 4 KiB at 100 MB/s).
+    let service_ns = 8e6 + 60e9 / 7200.0 / 2.0 + 4096.0 / 0.1;
+    let law = load.reads as f64 * service_ns / load.elapsed_ns as f64;
+    assert!(
+        (busy / law - 1.0).abs() < 0.15,
+        "{busy} busy, {} reads x {service_ns} ns over {} ns = {law}",
+        load.reads,
+        load.elapsed_ns
+    );
+
+    // A reset clears the counters and says so in the reset count.
+    s.reset().unwrap();
+    let cleared = s.stats().unwrap();
+    assert_eq!(cleared.resets, 1);
+    let c = &cleared.counters;
+    assert_eq!((c.reads, c.read_bytes, c.writes), (0, 0, 0), "{cleared:?}");
+    assert!(c.stations.iter().all(|st| st.busy_ns == 0), "{cleared:?}");
+    let e = cleared.since(&after).unwrap_err();
+    assert!(e.contains("reset its medium between"), "{e}");
+    s.stop().unwrap();
+    assert!(
+        !d.log().with_extension("stats").exists(),
+        "a server that exits removes its statistics"
+    );
+    // A medium without a model publishes none, and says so.
+    let fixed = d.start("fixed:50");
+    let e = fixed.stats().unwrap_err();
+    assert!(e.contains("publishes no statistics"), "{e}");
+    fixed.stop().unwrap();
 }
 
 /// Stops a process by PID when dropped.

@@ -16,6 +16,7 @@ use super::state::LabState;
 pub use super::state::{MediaInfo, NO_MEDIA};
 use crate::media::fuse::mount;
 use crate::media::serve::{self, MediaServer};
+pub use crate::media::stats::{MediaShares, MediaStats, StationShare};
 use std::path::Path;
 
 /// The media `lab up` (and `compare --lab`, `study`) serves the store on
@@ -139,6 +140,28 @@ pub fn start(
     Ok(info)
 }
 
+impl MediaInfo {
+    /// The medium's counters as its media server last published them: the
+    /// work of each station (devices, destage, log device, host interface,
+    /// transaction groups), read hits and misses, operations and bytes by
+    /// kind, the dirty data, and the time they were taken (`at_ns`, on
+    /// CLOCK_MONOTONIC; at most [`serve::STATS_INTERVAL`] before the call).
+    /// `later.since(&earlier)` turns two into busy shares over the time
+    /// between them ([`MediaStats::since`]: busy ns over elapsed ns times
+    /// copies), refusing a pair with a reset of the medium in between.
+    /// An error says why there are none: no media layer, a medium that
+    /// models no device (`fixed:`, `ram`), a server stopped or gone.
+    pub fn media_stats(&self) -> Result<MediaStats, String> {
+        match &self.server {
+            Some(p) => MediaServer::from_proc(p.clone(), &self.mountpoint).stats(),
+            None => Err(format!(
+                "no media server (--media {}): no medium's statistics",
+                self.spec
+            )),
+        }
+    }
+}
+
 /// Undo the media layer as recorded: detach the loop device, stop the media
 /// server by PID (it unmounts), clean up whatever it left mounted, remove the
 /// mount point. Returns what could not be undone.
@@ -188,5 +211,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("--media-file /nonexistent/media.toml"), "{e}");
+    }
+
+    #[test]
+    fn a_lab_without_a_media_server_says_why_it_has_no_statistics() {
+        let info = MediaInfo {
+            spec: NO_MEDIA.into(),
+            file: None,
+            mountpoint: "/x".into(),
+            server: None,
+            loop_dev: None,
+        };
+        let e = info.media_stats().unwrap_err();
+        assert!(e.contains("no media server (--media none)"), "{e}");
     }
 }

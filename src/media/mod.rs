@@ -65,6 +65,15 @@ pub trait Medium: Send + Sync {
     /// left full by the previous target would slow the next one down).
     fn reset(&self) {}
 
+    /// What the medium has done since its last reset, as of `now_ns` (the
+    /// clock [`Medium::schedule`] is asked on): the work of each of its
+    /// FIFO stations, read-cache hits and misses, operations and bytes by
+    /// kind, the dirty data ([`stats::Counters`]). `None` for a medium that
+    /// models no device (fixed delays, RAM). [`Medium::reset`] clears them.
+    fn counters(&self, _now_ns: u64) -> Option<stats::Counters> {
+        None
+    }
+
     /// Whether the store may be served through the kernel's page cache (the
     /// `ram` medium: no device to emulate); otherwise every operation must
     /// reach [`Medium::schedule`] (direct I/O).
@@ -96,3 +105,4 @@ pub mod fuse;
 pub mod model;
 pub mod presets;
 pub mod serve;
+pub mod stats;

@@ -159,6 +159,7 @@ const COMMON: &[&str] = &[
     "read_cache_mb",
     "write_cache_mb",
     "destage_mb_s",
+    "record_kb",
     "nvram",
     "log_us",
     "log_mb_s",
@@ -300,6 +301,23 @@ impl Keys<'_> {
             self.num(key, 0.0, 1e7, "MiB")
                 .map(|v| (v * 1048576.0) as u64)
         };
+        let write_cache = mib("write_cache_mb")?;
+        // Without a write-back cache nothing is destaged: the rate may be
+        // left out, and a record has nothing to count.
+        let destage = match (write_cache, self.t.get("destage_mb_s")) {
+            (0, None) => f64::INFINITY,
+            _ => mb_s("destage_mb_s")?,
+        };
+        let record = self
+            .opt("record_kb", 0.5, 1048576.0, "KiB")?
+            .map(|kb| (kb * 1024.0) as u64);
+        if record.is_some() && write_cache == 0 {
+            return Err(self.err(
+                "record_kb",
+                ": only with a write-back cache (write_cache_mb above 0): it sets what a \
+                 random write costs the destage",
+            ));
+        }
         Ok(Params {
             devices,
             count: self.whole("devices", 1.0, 1024.0)?,
@@ -310,8 +328,9 @@ impl Keys<'_> {
                 .map(|v| v * 1e6 / 1e9),
             cache_ns: self.num("cache_us", 0.0, 1e6, "µs")? * 1e3,
             read_cache: mib("read_cache_mb")?,
-            write_cache: mib("write_cache_mb")?,
-            destage: mb_s("destage_mb_s")?,
+            write_cache,
+            destage,
+            record,
             nvram,
             log,
             pool_log,

@@ -44,12 +44,16 @@ impl Dirs {
         self.0.join("media.log")
     }
     pub fn start(&self, media: &str) -> MediaServer {
+        self.start_from(media, None)
+    }
+    /// [`Dirs::start`] with a preset of the user's preset file `file`.
+    pub fn start_from(&self, media: &str, file: Option<&Path>) -> MediaServer {
         MediaServer::start_with(
             bin(),
             &self.store(),
             &self.mnt(),
             media,
-            None,
+            file,
             None,
             &self.log(),
         )

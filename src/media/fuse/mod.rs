@@ -36,6 +36,7 @@ pub use fs::CacheMode;
 pub use mount::cleanup;
 pub use reply::Lead;
 pub use session::{Options, Server};
+pub use sys::now_ns;
 
 #[cfg(test)]
 mod tests;

@@ -14,12 +14,17 @@
 //!   per device; a spindle pays seek and rotation unless the access starts
 //!   where that device's last one ended.
 //! * write-back cache: a write completes at cache speed while the dirty data
-//!   fits; the cache drains at `destage` bytes/s, and a write that finds it
-//!   full waits for room.
+//!   fits; the cache drains sequential data at `destage` bytes/s, a random
+//!   write costing it every whole `record` it touches (ZFS's records), and
+//!   a write that finds it full waits for room.
 //! * synchronous writes: with NVRAM as any write; without, on the log device
 //!   if there is one, else on the devices. A flush waits for the dirty data
 //!   (or writes it to the log device) unless the cache is NVRAM.
+//! * counters ([`Medium::counters`]): the work each of these FIFO stations
+//!   has done since the reset, read hits and misses, operations by kind,
+//!   the dirty data; `busy` keeps a station's work on the clock.
 
+mod busy;
 mod params;
 mod predict;
 #[cfg(test)]
@@ -29,6 +34,7 @@ mod state;
 pub use params::{Devices, LogDevice, Params};
 pub use predict::{Prediction, Workload, predict};
 
+use super::stats::Counters;
 use super::{MediaOp, Medium};
 use std::sync::Mutex;
 
@@ -69,5 +75,10 @@ impl Medium for Model {
 
     fn reset(&self) {
         *self.state.lock().unwrap_or_else(|p| p.into_inner()) = state::State::new(&self.params);
+    }
+
+    fn counters(&self, now_ns: u64) -> Option<Counters> {
+        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        Some(st.counters(&self.params, now_ns))
     }
 }

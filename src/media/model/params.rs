@@ -52,10 +52,17 @@ pub struct Params {
     pub cache_ns: f64,
     /// Read cache size, bytes.
     pub read_cache: u64,
-    /// Write-back cache size, bytes (0: writes go to the devices).
+    /// Write-back cache size, bytes (0: writes go to the devices), as the
+    /// destage counts them ([`Params::destage_bytes`]).
     pub write_cache: u64,
-    /// The rate the write-back cache drains to the devices, bytes per ns.
+    /// The rate the write-back cache drains data written sequentially to
+    /// the devices, bytes per ns (infinite when there is no write-back
+    /// cache).
     pub destage: f64,
+    /// The unit the devices rewrite (a ZFS record, a WAFL block): a random
+    /// write costs the destage every whole unit it touches, however little
+    /// of it the write fills; `None`: every write costs its own length.
+    pub record: Option<u64>,
     /// The write-back cache survives power loss (NVRAM, power-loss
     /// protection): a synchronous write or a flush completes in the cache.
     pub nvram: bool,
@@ -73,6 +80,37 @@ pub struct Params {
 }
 
 impl Params {
+    /// The bytes of destage a write of `len` bytes at `offset` costs: its
+    /// own length when it continues a sequential stream (`seq`: the records
+    /// it fills are filled by its neighbours too) or there is no record;
+    /// else every record it touches, whole (a random write into a 128 KiB
+    /// ZFS record has the pool write the record).
+    pub fn destage_bytes(&self, offset: u64, len: u64, seq: bool) -> u64 {
+        match self.record {
+            Some(r) if !seq && len > 0 => {
+                let records = (offset + len - 1) / r - offset / r + 1;
+                (records * r).max(len)
+            }
+            _ => len,
+        }
+    }
+
+    /// Mean of [`Params::destage_bytes`] over a write of `bs` bytes at an
+    /// offset that is a multiple of `bs`, random with probability `random`.
+    /// Over the offsets `k * bs`, a write touches on average
+    /// `(bs + r - gcd(bs, r)) / r` records of `r` bytes.
+    pub fn destage_bytes_mean(&self, bs: u64, random: f64) -> f64 {
+        let own = bs as f64;
+        match self.record {
+            Some(r) if bs > 0 => {
+                let records = (bs + r - gcd(bs, r)) as f64 / r as f64;
+                let whole = (records * r as f64).max(own);
+                random * whole + (1.0 - random) * own
+            }
+            _ => own,
+        }
+    }
+
     /// Access time of one device operation moving `bytes`, given the hash
     /// value `h` (uniform 64 bits) that draws the seek and rotation, for a
     /// random (`seq` false) or sequential access.
@@ -117,6 +155,14 @@ impl Params {
             }
         }
     }
+}
+
+/// Greatest common divisor.
+pub(super) fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// The top 53 bits of `h` as a number in [0, 1).

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::media::presets::{self, Kind};
+use crate::media::stats::{self, MediaStats};
 use crate::media::{MediaOp, Medium, OpKind};
 use crate::workload::pattern::Rng;
 use std::cmp::Reverse;
@@ -21,6 +22,33 @@ fn params(name: &str) -> Params {
 /// Drive `m` with `w` as a closed loop for `warm` then `ops` completions;
 /// returns (IOPS, mean latency ns) over the measured part.
 fn simulate(m: &Model, w: &Workload, warm: usize, ops: usize) -> (f64, f64) {
+    let r = run_closed(m, w, warm, ops);
+    (r.iops, r.latency_ns)
+}
+
+/// What [`run_closed`] measured: the rate and mean latency over the part
+/// after the warm-up, and the medium's counters at its start and end.
+struct Run {
+    iops: f64,
+    latency_ns: f64,
+    before: MediaStats,
+    after: MediaStats,
+}
+
+/// The medium's counters at `at_ns` as a media server would publish them.
+fn snapshot(m: &Model, at_ns: u64) -> MediaStats {
+    MediaStats {
+        version: stats::STATS_VERSION,
+        pid: 1,
+        medium: m.name().to_string(),
+        resets: 0,
+        at_ns,
+        counters: m.counters(at_ns).unwrap(),
+    }
+}
+
+/// [`simulate`], with the counters.
+fn run_closed(m: &Model, w: &Workload, warm: usize, ops: usize) -> Run {
     let mut rng = Rng::new(42);
     let blocks = w.span / w.bs;
     let mut next_seq = 0u64;
@@ -46,23 +74,30 @@ fn simulate(m: &Model, w: &Workload, warm: usize, ops: usize) -> (f64, f64) {
     }
     let (mut start, mut lat_sum, mut done) = (0, 0u64, 0);
     let mut now = 0;
+    let mut before = None;
     while done < warm + ops {
         let Reverse((t, issued)) = inflight.pop().unwrap();
         now = t;
         done += 1;
         if done == warm {
             start = now;
+            before = Some(snapshot(m, now));
         } else if done > warm {
             lat_sum += t - issued;
         }
         inflight.push(Reverse(issue(now, &mut rng)));
     }
     let secs = (now - start) as f64 / 1e9;
-    (ops as f64 / secs, lat_sum as f64 / ops as f64)
+    Run {
+        iops: ops as f64 / secs,
+        latency_ns: lat_sum as f64 / ops as f64,
+        before: before.unwrap_or_else(|| snapshot(m, 0)),
+        after: snapshot(m, now),
+    }
 }
 
 /// A random workload over the lab's 1 GiB store.
-fn random(bs: u64, read: f64, qd: u32) -> Workload {
+fn random_workload(bs: u64, read: f64, qd: u32) -> Workload {
     Workload {
         bs,
         read,
@@ -88,7 +123,7 @@ fn simulation_agrees_with_prediction_within_ten_percent() {
         let p = params(preset);
         for (bs, read) in [(4096, 1.0), (8192, 0.7)] {
             for qd in [1, 8, 32] {
-                let w = random(bs, read, qd);
+                let w = random_workload(bs, read, qd);
                 let m = Model::new(preset, p.clone());
                 let (iops, lat) = simulate(&m, &w, 2_000, 40_000);
                 let pr = predict(&p, &w).unwrap();
@@ -256,7 +291,7 @@ fn sync_writes_cost_the_cache_the_log_or_the_devices() {
         let m = Model::new(name, p.clone());
         let w = Workload {
             sync: true,
-            ..random(8192, 0.0, 8)
+            ..random_workload(8192, 0.0, 8)
         };
         // Past the first 200 MiB: the write-back cache is full (steady state).
         let (_, lat) = simulate(&m, &w, 40_000, 20_000);
@@ -380,7 +415,10 @@ fn transaction_groups_stall_the_pools_commits_while_they_are_written() {
     );
     // A group of `interval` at the free rate, written at the destage rate,
     // stalls the commits behind it: some wait far longer than any commit...
-    let group_write = free_iops * interval / 1e9 * 8192.0 / with.destage;
+    // Each random 8 KiB write costs the group a whole record.
+    let per_write = with.destage_bytes_mean(8192, 1.0);
+    assert_eq!(per_write, with.record.unwrap() as f64);
+    let group_write = free_iops * interval / 1e9 * per_write / with.destage;
     assert!(
         max > 0.5 * group_write,
         "max {max} ns, a group takes {group_write} ns"
@@ -392,4 +430,147 @@ fn transaction_groups_stall_the_pools_commits_while_they_are_written() {
         (0.7..1.3).contains(&(iops / expect)),
         "{iops} IOPS, expected about {expect}"
     );
+}
+
+#[test]
+fn a_random_write_costs_the_destage_every_record_it_touches() {
+    let p = params("raidz-sata");
+    let record = p.record.expect("raidz-sata has ZFS's records");
+    // Exact: a random write inside one record costs the record, across a
+    // boundary two; a sequential one its own length.
+    assert_eq!(p.destage_bytes(0, 8192, false), record);
+    assert_eq!(p.destage_bytes(record - 4096, 8192, false), 2 * record);
+    assert_eq!(p.destage_bytes(record - 4096, 8192, true), 8192);
+    assert_eq!(p.destage_bytes(0, 3 * record, false), 3 * record);
+    // The mean over offsets that are multiples of the size is what the
+    // exact rule gives, averaged over one period of both.
+    for bs in [512, 4096, 8192, 96 << 10, 128 << 10, 192 << 10, 1 << 20] {
+        let period = bs * record / super::params::gcd(bs, record) / bs;
+        let sum: u64 = (0..period)
+            .map(|k| p.destage_bytes(k * bs, bs, false))
+            .sum();
+        let exact = sum as f64 / period as f64;
+        let mean = p.destage_bytes_mean(bs, 1.0);
+        assert!(
+            (mean - exact).abs() < 1e-6,
+            "bs {bs}: mean {mean}, exact {exact}"
+        );
+        assert_eq!(
+            p.destage_bytes_mean(bs, 0.0),
+            bs as f64,
+            "bs {bs} sequential"
+        );
+    }
+    // WAFL's 4 KiB blocks: from 4 KiB up a random write costs its own size.
+    let wafl = params("array-15k");
+    assert_eq!(wafl.destage_bytes_mean(8192, 1.0), 8192.0);
+    assert_eq!(wafl.destage_bytes_mean(512, 1.0), 4096.0);
+}
+
+#[test]
+fn random_writes_drain_slower_than_sequential_ones_by_record_over_size() {
+    // Writes the cache accepts (not synchronous), past the cache's fill:
+    // the destage bounds them.
+    let p = params("raidz-sata-slog");
+    let record = p.record.unwrap() as f64;
+    let run = |random: f64| {
+        let w = Workload {
+            random,
+            ..random_workload(8192, 0.0, 8)
+        };
+        let m = Model::new("t", p.clone());
+        let (iops, lat) = simulate(&m, &w, 40_000, 20_000);
+        let pr = predict(&p, &w).unwrap();
+        close(&format!("random {random} IOPS"), iops, pr.iops);
+        close(&format!("random {random} latency"), lat, pr.latency_ns);
+        (iops, pr.iops)
+    };
+    let (rand_sim, rand_model) = run(1.0);
+    let (seq_sim, seq_model) = run(0.0);
+    let derived = record / 8192.0;
+    for (what, ratio) in [
+        ("simulated", seq_sim / rand_sim),
+        ("predicted", seq_model / rand_model),
+    ] {
+        assert!(
+            (ratio / derived - 1.0).abs() < 0.05,
+            "{what}: sequential / random IOPS {ratio:.2}, record / size {derived}"
+        );
+    }
+    // Random 8 KiB writes drain at the sequential rate x 8 KiB / record.
+    let drained = rand_sim * 8192.0 / 1e9;
+    let expect = p.destage * 8192.0 / record;
+    assert!(
+        (drained / expect - 1.0).abs() < 0.05,
+        "{drained} bytes/ns drained, expected {expect}"
+    );
+}
+
+#[test]
+fn the_counters_say_how_busy_each_station_was() {
+    for (preset, qd) in [("array-15k", 1), ("array-15k", 32), ("raidz-sata", 32)] {
+        let p = params(preset);
+        let m = Model::new(preset, p.clone());
+        let w = random_workload(4096, 1.0, qd);
+        let (warm, ops) = (2_000, 20_000);
+        let r = run_closed(&m, &w, warm, ops);
+        // Every operation issued was counted, and each read hit or missed.
+        let c = &r.after.counters;
+        assert_eq!(
+            c.reads,
+            (warm + ops) as u64 + u64::from(qd),
+            "{preset} QD {qd}"
+        );
+        assert_eq!(c.read_hits + c.read_misses, c.reads);
+        assert_eq!(c.read_bytes, 4096 * c.reads);
+        assert_eq!((c.writes, c.flushes, c.dirty_bytes), (0, 0, 0));
+        // The utilization law: the devices' busy share is the misses' rate
+        // times a miss's mean service, over the devices.
+        let s = r.after.since(&r.before).unwrap();
+        let misses = s.read_misses as f64 / s.reads as f64;
+        let service = p.device_moments(false, 4096, 1.0).0;
+        let expect = r.iops * misses * service / 1e9 / p.count as f64;
+        let busy = s.busy(stats::DEVICES).unwrap();
+        eprintln!("{preset} QD {qd}: devices {busy:.3} busy, expected {expect:.3}");
+        assert!(
+            (busy / expect - 1.0).abs() < 0.03,
+            "{preset} QD {qd}: devices {busy} busy, the utilization law says {expect}"
+        );
+        assert_eq!(s.busiest().unwrap().name, stats::DEVICES);
+    }
+    // Two disks under 32 outstanding reads are saturated.
+    let p = params("raidz-sata");
+    let m = Model::new("t", p);
+    let r = run_closed(&m, &random_workload(4096, 1.0, 32), 2_000, 20_000);
+    let busy = r
+        .after
+        .since(&r.before)
+        .unwrap()
+        .busy(stats::DEVICES)
+        .unwrap();
+    assert!(busy > 0.9, "raidz-sata QD 32: devices {busy} busy");
+}
+
+#[test]
+fn writes_past_the_cache_keep_the_destage_busy_and_the_cache_full() {
+    let p = params("raidz-sata-slog");
+    let m = Model::new("t", p.clone());
+    let r = run_closed(&m, &random_workload(8192, 0.0, 8), 20_000, 10_000);
+    let s = r.after.since(&r.before).unwrap();
+    let destage = s.busy(stats::DESTAGE).unwrap();
+    assert!(destage > 0.98, "destage {destage} busy: {s:?}");
+    assert_eq!(s.busiest().unwrap().name, stats::DESTAGE);
+    // The writes went to the cache, none to the disks or the log.
+    assert_eq!(s.busy(stats::DEVICES), Some(0.0));
+    assert_eq!(s.busy(stats::LOG), Some(0.0));
+    // Issued in the window: the write after each of its 10,000 completions
+    // and the one after the warm-up's last.
+    assert_eq!((s.writes, s.sync_writes), (10_001, 0));
+    let full = s.dirty_bytes as f64 / p.write_cache as f64;
+    assert!(full > 0.99, "the cache {full} full");
+    // A reset clears every counter.
+    m.reset();
+    let c = m.counters(r.after.at_ns).unwrap();
+    assert!(c.stations.iter().all(|s| s.busy_ns == 0), "{c:?}");
+    assert_eq!((c.writes, c.write_bytes, c.dirty_bytes), (0, 0, 0));
 }

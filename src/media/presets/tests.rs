@@ -49,6 +49,9 @@ fn built_in_presets_load_and_every_figure_has_a_source() {
         "array-15k",
         "raidz-sata",
         "raidz-sata-slog",
+        "freenas-mirror",
+        "x4500-raidz",
+        "ramsan-400",
         "sata-ssd",
         "nvme-ssd",
         "ram",
@@ -68,6 +71,12 @@ fn built_in_presets_load_and_every_figure_has_a_source() {
             assert!(
                 src.is_some_and(|s| s.len() > 10),
                 "preset {name}: {key} has no source"
+            );
+            // A figure set from a study's result says so up front.
+            let src = src.unwrap_or_default();
+            assert!(
+                !src.contains("fitted") || src.starts_with("fitted: "),
+                "preset {name}: {key}: a fitted figure's source starts with \"fitted: \": {src}"
             );
         }
     }
@@ -165,6 +174,18 @@ fn bad_values_name_the_file_preset_key_and_range() {
             "txg_s: only with pool_log = true",
         ),
         (
+            "record_without_cache",
+            "write_cache_mb",
+            "write_cache_mb = 0\nrecord_kb = 128",
+            "record_kb: only with a write-back cache",
+        ),
+        (
+            "record_range",
+            "nvram",
+            "nvram = false\nrecord_kb = 0",
+            "record_kb = 0: out of range (allowed 0.5 to 1048576 KiB)",
+        ),
+        (
             "txg_range",
             "nvram",
             "nvram = false\npool_log = true\ntxg_s = 0",
@@ -205,4 +226,90 @@ fn predictions_come_from_the_model_and_not_for_ram() {
     assert!((4.5e6..5.6e6).contains(&hdd.latency_ns), "{hdd:?}");
     assert!(ssd.latency_ns < 100e3, "{ssd:?}");
     assert!(predict("ram", None, &w).is_err());
+}
+
+/// The model's figures of the built-in preset `name`.
+fn model(name: &str) -> Params {
+    match find(name, None).unwrap().kind {
+        Kind::Model(p) => p,
+        Kind::Ram => panic!("{name} has no model"),
+    }
+}
+
+#[test]
+fn zfs_presets_drain_random_writes_at_the_sequential_rate_times_size_over_record() {
+    for name in [
+        "raidz-sata",
+        "raidz-sata-slog",
+        "freenas-mirror",
+        "x4500-raidz",
+    ] {
+        let p = model(name);
+        assert_eq!(
+            p.record,
+            Some(128 << 10),
+            "{name}: ZFS's default recordsize"
+        );
+        // Each mirror or raidz group writes sequential data at its data
+        // disks' rate: the destage is the devices' rate times the devices
+        // (groups) for raidz, one disk's for a mirror of two.
+        let groups = if name == "x4500-raidz" { p.count } else { 1 };
+        let pool = p.transfer * groups as f64;
+        assert!((p.destage / pool - 1.0).abs() < 0.01, "{name}: {p:?}");
+        // And so random 8 KiB writes drain at 8/128 of it: the rule, not a
+        // figure fitted to a study.
+        let random = p.destage * 8192.0 / p.destage_bytes_mean(8192, 1.0);
+        assert!((random / (p.destage / 16.0) - 1.0).abs() < 1e-9, "{name}");
+    }
+    // WAFL writes anywhere in full stripes: random as fast as sequential.
+    let wafl = model("array-15k");
+    assert_eq!(wafl.destage_bytes_mean(8192, 1.0), 8192.0);
+}
+
+#[test]
+fn the_studies_arrays_predict_what_their_hardware_implies() {
+    let w = |bs, read, qd| Workload {
+        bs,
+        read,
+        random: 1.0,
+        qd,
+        span: 1 << 30,
+        sync: false,
+    };
+    // RamSan-400: a 4 KiB read is a controller's 10 µs plus 4 KiB over its
+    // two 4 Gb ports, the 15 µs TMS quotes; at depth its four controllers
+    // serve 4 / (10 µs + 8 KiB at 800 MB/s) 8 KiB reads a second.
+    let ram = model("ramsan-400");
+    let one = predict("ramsan-400", None, &w(4096, 1.0, 1)).unwrap();
+    let access = 10e3 + 4096.0 / ram.transfer;
+    assert!((one.latency_ns / access - 1.0).abs() < 0.01, "{one:?}");
+    let deep = predict("ramsan-400", None, &w(8192, 1.0, 256)).unwrap();
+    let ceiling = 4.0 / (10e3 + 8192.0 / ram.transfer) * 1e9;
+    assert!(
+        (0.9..=1.0).contains(&(deep.iops / ceiling)),
+        "{deep:?} vs {ceiling}"
+    );
+    // The X4500: sequential 1 MiB reads from six raidz groups of five data
+    // disks at depth reach the groups' combined rate, a little under it
+    // for the cache hits' share.
+    let x = model("x4500-raidz");
+    let seq = Workload {
+        random: 0.0,
+        ..w(1 << 20, 1.0, 64)
+    };
+    let st = predict("x4500-raidz", None, &seq).unwrap();
+    let rate = st.iops * (1 << 20) as f64 / 1e9;
+    let groups = x.transfer * x.count as f64;
+    let misses = 1.0 - x.read_cache as f64 / (1u64 << 30) as f64;
+    assert!(
+        (rate * misses / groups - 1.0).abs() < 0.1,
+        "{rate} bytes/ns from {groups} of groups ({misses} misses)"
+    );
+    // FreeNAS's mirror: a random 8 KiB read is one disk's seek and rotation.
+    let f = predict("freenas-mirror", None, &w(8192, 1.0, 1)).unwrap();
+    let disk = model("freenas-mirror").device_moments(false, 8192, 1.0).0;
+    assert!(
+        f.latency_ns < disk && f.latency_ns > 0.8 * disk,
+        "{f:?} vs {disk}"
+    );
 }

@@ -32,13 +32,25 @@
 //!   the request the map is kept (a plain reset). A server that leaves the
 //!   request unanswered (one older than the map) cannot tell: the lab then
 //!   restores the whole store, as it does on `unknown`.
+//! * `LOG.stats`, the medium's counters ([`MediaStats`]: the work each
+//!   station has done, read hits and misses, operations by kind, the dirty
+//!   data, with the time on CLOCK_MONOTONIC and the resets so far): a
+//!   server whose medium is a model writes it before its first ready file,
+//!   rewrites it every [`STATS_INTERVAL`] from a thread of its own and at
+//!   once after each reset (before the ready file), each time by renaming
+//!   a whole file over it, and removes it when it exits. No signal and no
+//!   request: any process reads the latest ([`MediaServer::stats`]), and
+//!   two snapshots give the shares over the time between them
+//!   ([`MediaStats::since`]). A fixed or RAM medium writes none.
 
 use super::Medium;
 use super::dirty::{self, Written};
 use super::fuse::{self, CacheMode, Options, Server};
+use super::stats::{MediaStats, STATS_VERSION};
 use crate::process::{self, Proc};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use super::fixed::FixedDelay;
@@ -113,6 +125,82 @@ fn dirty_file(ready: &Path) -> PathBuf {
     ready.with_extension("dirty")
 }
 
+/// The statistics file beside the ready file `ready`.
+fn stats_file(ready: &Path) -> PathBuf {
+    ready.with_extension("stats")
+}
+
+/// How often a server rewrites its statistics file.
+pub const STATS_INTERVAL: Duration = Duration::from_millis(200);
+
+/// A statistics file older than this is refused: its server is stopped or
+/// gone.
+const STATS_STALE: Duration = Duration::from_secs(5);
+
+/// Writes the medium's counters into the statistics file, one writer at a
+/// time: the statistics thread, and the main loop after a reset (which it
+/// does under the same lock, so no snapshot mixes the old counters with
+/// the new reset count).
+struct Publisher {
+    file: PathBuf,
+    medium: Arc<dyn Medium>,
+    /// Resets done so far.
+    resets: Mutex<u64>,
+}
+
+impl Publisher {
+    /// Write a snapshot now (nothing for a medium without counters).
+    fn publish(&self) -> Result<(), String> {
+        let resets = self.resets.lock().unwrap_or_else(|p| p.into_inner());
+        self.write(*resets)
+    }
+
+    /// Reset the medium, count it, and write the fresh counters.
+    fn reset(&self) -> Result<(), String> {
+        let mut resets = self.resets.lock().unwrap_or_else(|p| p.into_inner());
+        self.medium.reset();
+        *resets += 1;
+        self.write(*resets)
+    }
+
+    fn write(&self, resets: u64) -> Result<(), String> {
+        let at_ns = fuse::now_ns();
+        let Some(counters) = self.medium.counters(at_ns) else {
+            return Ok(());
+        };
+        let stats = MediaStats {
+            version: STATS_VERSION,
+            pid: std::process::id(),
+            medium: self.medium.name().to_string(),
+            resets,
+            at_ns,
+            counters,
+        };
+        write_ready(&self.file, &stats.to_json())
+    }
+}
+
+/// The statistics thread: [`Publisher::publish`] every [`STATS_INTERVAL`]
+/// until `stop` (a failure is said once, and the next tried again).
+fn publish_every(p: Arc<Publisher>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut said = false;
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::park_timeout(STATS_INTERVAL);
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            match p.publish() {
+                Err(e) if !said => {
+                    eprintln!("storlab media: the statistics not written (will retry): {e}");
+                    said = true;
+                }
+                _ => {}
+            }
+        }
+    })
+}
+
 /// Serve in the foreground until SIGTERM, SIGINT or SIGHUP (resetting the
 /// medium on each [`RESET_SIGNAL`]); then unmount.
 pub fn run(cfg: ServeConfig) -> Result<(), String> {
@@ -132,6 +220,21 @@ pub fn run(cfg: ServeConfig) -> Result<(), String> {
         cfg.mountpoint.display(),
         std::process::id()
     );
+    let publisher = cfg.ready_file.as_deref().map(|f| {
+        Arc::new(Publisher {
+            file: stats_file(f),
+            medium: medium.clone(),
+            resets: Mutex::new(0),
+        })
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let publishing = match &publisher {
+        Some(p) => {
+            p.publish()?;
+            Some(publish_every(p.clone(), stop.clone()))
+        }
+        None => None,
+    };
     if let Some(f) = &cfg.ready_file {
         write_ready(f, &ready_text(0))?;
     }
@@ -151,12 +254,25 @@ pub fn run(cfg: ServeConfig) -> Result<(), String> {
                 }
             }
         }
-        medium.reset();
+        match &publisher {
+            // Not fatal: the statistics then lag until the thread's next.
+            Some(p) => {
+                if let Err(e) = p.reset() {
+                    eprintln!("storlab media: the statistics after the reset not written: {e}");
+                }
+            }
+            None => medium.reset(),
+        }
         resets += 1;
         if let Some(f) = &cfg.ready_file {
             write_ready(f, &ready_text(resets))?;
         }
     };
+    stop.store(true, Ordering::Relaxed);
+    if let Some(t) = publishing {
+        t.thread().unpark();
+        let _ = t.join();
+    }
     println!(
         "storlab media: signal {sig}, unmounting; {}",
         server.timing_summary()
@@ -164,6 +280,7 @@ pub fn run(cfg: ServeConfig) -> Result<(), String> {
     let r = server.unmount();
     if let Some(f) = &cfg.ready_file {
         let _ = std::fs::remove_file(f);
+        let _ = std::fs::remove_file(stats_file(f));
     }
     r
 }
@@ -227,6 +344,7 @@ impl MediaServer {
         let ready = log.with_extension("ready");
         let _ = std::fs::remove_file(&ready);
         let _ = std::fs::remove_file(dirty_file(&ready));
+        let _ = std::fs::remove_file(stats_file(&ready));
         let (Some(backing_dir), Some(name)) = (store.parent(), store.file_name()) else {
             return Err(format!(
                 "store {}: not a file in a directory",
@@ -347,6 +465,49 @@ impl MediaServer {
                 d.display()
             )),
         })
+    }
+
+    /// The medium's counters as the server last wrote them (at most
+    /// [`STATS_INTERVAL`] old; `at_ns` says when, on CLOCK_MONOTONIC). Two
+    /// give the shares between them ([`MediaStats::since`]). An error names
+    /// the file and why: none (a fixed or RAM medium keeps no counters, or
+    /// an older storlab started the server), unreadable, another server's,
+    /// or not rewritten for seconds (the server is stopped or gone).
+    pub fn stats(&self) -> Result<MediaStats, String> {
+        let f = stats_file(&self.ready_file());
+        let text = std::fs::read_to_string(&f).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                format!(
+                    "media server pid {} publishes no statistics ({} does not exist: its medium \
+                     models no device, such as fixed: or ram, or an older storlab started it)",
+                    self.proc.pid,
+                    f.display()
+                )
+            } else {
+                format!("cannot read the media statistics {}: {e}", f.display())
+            }
+        })?;
+        let stats = MediaStats::parse(&text, &f.display().to_string())?;
+        if stats.pid != self.proc.pid {
+            return Err(format!(
+                "{}: written by pid {}, not by the media server pid {}",
+                f.display(),
+                stats.pid,
+                self.proc.pid
+            ));
+        }
+        let age = Duration::from_nanos(fuse::now_ns().saturating_sub(stats.at_ns));
+        if age > STATS_STALE {
+            return Err(format!(
+                "media server pid {} last wrote {} {:.1} s ago (it rewrites it every {} ms): \
+                 stopped or gone",
+                self.proc.pid,
+                f.display(),
+                age.as_secs_f64(),
+                STATS_INTERVAL.as_millis()
+            ));
+        }
+        Ok(stats)
     }
 
     /// Its ready file.
