@@ -584,7 +584,7 @@ fn agents(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabEr
     let token_file = cfg.state_dir.join(hosts::TOKEN_FILE);
     st.token_file = Some(token_file.clone());
     st.save().map_err(LabError::System)?;
-    hosts::write_token(&token_file)?;
+    crate::fleet::auth::write_token(&token_file).map_err(LabError::System)?;
     let token = crate::fleet::auth::load_token(&token_file).map_err(LabError::System)?;
     let allow = agent_allow(&t);
     for i in 0..st.hosts.len() {
