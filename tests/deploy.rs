@@ -1,4 +1,5 @@
-//! `storlab fleet deploy|status|stop` for real.
+//! `storlab fleet deploy|status|stop` for real, and the Kubernetes recipe
+//! checked offline.
 //!
 //! The deploy test needs root (it is a lab test: network namespaces) and the
 //! packages ./setup.sh installs: a lab with 4 bare host namespaces (`lab up
@@ -779,4 +780,326 @@ fn quoted_words_come_back_intact_through_a_shell() {
         .map(String::from)
         .collect();
     assert_eq!(got, words);
+}
+
+/// `kubectl` with no cluster and no kubeconfig of the user's.
+fn kubectl(dir: &Path, args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, "").unwrap();
+    let mut c = Command::new("kubectl")
+        .args(args)
+        .env("KUBECONFIG", &kubeconfig)
+        .env("HOME", dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("kubectl: {e} (Debian package kubernetes-client: run ./setup.sh)")
+        });
+    c.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    c.wait_with_output().unwrap()
+}
+
+/// Whether every field of `want` is in `got` with the same value (`got` may
+/// have more: the defaults kubectl fills in).
+fn subset(want: &serde_json::Value, got: &serde_json::Value, path: &str) -> Result<(), String> {
+    use serde_json::Value;
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            for (k, v) in w {
+                let p = format!("{path}.{k}");
+                subset(
+                    v,
+                    g.get(k).ok_or(format!(
+                        "{p}: dropped by kubectl (not a field of that type)"
+                    ))?,
+                    &p,
+                )?;
+            }
+            Ok(())
+        }
+        (Value::Array(w), Value::Array(g)) if w.len() == g.len() => w
+            .iter()
+            .zip(g)
+            .enumerate()
+            .try_for_each(|(i, (w, g))| subset(w, g, &format!("{path}[{i}]"))),
+        _ if want == got => Ok(()),
+        _ => Err(format!("{path}: wrote {want}, kubectl read {got}")),
+    }
+}
+
+#[test]
+fn the_kubernetes_manifest_decodes_in_kubectl_as_written() {
+    let dir = support::TempDir::new("manifest", "kubectl");
+    let token = dir.join("token");
+    std::fs::write(&token, "0123456789abcdef0123456789abcdef\n").unwrap();
+    let args = [
+        "fleet",
+        "manifest",
+        "--agents",
+        "3",
+        "--allow",
+        "null:",
+        "--allow",
+        "/srv/storlab",
+        "--token-file",
+        token.to_str().unwrap(),
+        "--",
+        "--target",
+        "null:",
+        "--vms",
+        "6",
+    ];
+    let yaml = ok(storlab().args(args).output().unwrap(), "fleet manifest");
+    let cfg = storlab::deploy::manifest::ManifestConfig {
+        namespace: "storlab".into(),
+        image: format!("registry.example/storlab:{}", env!("CARGO_PKG_VERSION")),
+        agent_port: 7878,
+        allow: vec!["null:".into(), "/srv/storlab".into()],
+        agents: 3,
+        token_file: Some(token.clone()),
+        run_args: ["--target", "null:", "--vms", "6"]
+            .map(String::from)
+            .to_vec(),
+    };
+    let docs = storlab::deploy::manifest::documents(&cfg).unwrap();
+    let texts: Vec<&str> = yaml
+        .split("---\n")
+        .filter(|t| !t.trim().is_empty())
+        .collect();
+    assert_eq!(texts.len(), docs.len(), "{yaml}");
+    let version = kubectl(dir.path(), &["version", "--client"], "");
+    let version = String::from_utf8_lossy(&version.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    for (t, d) in texts.iter().zip(&docs) {
+        let kind = d.object["kind"].as_str().unwrap();
+        // `set env --local` decodes the object into its Go type offline, with
+        // no cluster; it sets an environment variable only on pod templates.
+        let o = kubectl(
+            dir.path(),
+            &[
+                "set",
+                "env",
+                "--local",
+                "-f",
+                "-",
+                "-o",
+                "json",
+                "STORLAB_KUBECTL_CHECK=1",
+            ],
+            t,
+        );
+        match kind {
+            "DaemonSet" | "Job" => {
+                assert!(
+                    o.status.success(),
+                    "kubectl ({version}) on the {kind}: {}",
+                    text(&o)
+                );
+                let mut got: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+                // The variable set for the check comes off again: kubectl sets
+                // it on every container (1.32: init containers too; 1.20: not).
+                let spec = &mut got["spec"]["template"]["spec"];
+                let mut set = 0;
+                for list in ["containers", "initContainers"] {
+                    for c in spec[list].as_array_mut().into_iter().flatten() {
+                        let env = c["env"].as_array_mut();
+                        if let Some(env) = env
+                            && env
+                                .last()
+                                .is_some_and(|e| e["name"] == "STORLAB_KUBECTL_CHECK")
+                        {
+                            env.pop();
+                            set += 1;
+                        }
+                    }
+                }
+                assert!(
+                    set >= 1,
+                    "kubectl ({version}) set the check variable: {got}"
+                );
+                subset(&d.object, &got, kind)
+                    .unwrap_or_else(|e| panic!("kubectl ({version}): {e}"));
+            }
+            _ => {
+                // Decoded into its type (a field of a wrong type fails before this).
+                let e = String::from_utf8_lossy(&o.stderr).into_owned();
+                assert!(
+                    e.contains(&format!("*v1.{kind}"))
+                        && e.contains("does not have a pod template"),
+                    "kubectl ({version}) on the {kind}: {e}"
+                );
+            }
+        }
+    }
+    // The Secret as the manifest's comment says to make it, offline too.
+    let from_file = format!("--from-file=token={}", token.display());
+    let o = kubectl(
+        dir.path(),
+        &[
+            "-n",
+            "storlab",
+            "create",
+            "secret",
+            "generic",
+            "storlab-token",
+            &from_file,
+            "--dry-run=client",
+            "-o",
+            "json",
+        ],
+        "",
+    );
+    let secret: serde_json::Value =
+        serde_json::from_slice(&ok(o, "kubectl create secret").into_bytes()).unwrap();
+    assert_eq!(secret["metadata"]["name"], "storlab-token");
+    assert!(secret["data"]["token"].is_string());
+}
+
+#[test]
+fn the_example_manifest_is_what_the_command_prints() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let file = std::fs::read_to_string(root.join("deploy/kubernetes.yaml")).unwrap();
+    let (head, body) = file
+        .split_once("\n---\n")
+        .map(|(h, b)| (h, format!("---\n{b}")))
+        .unwrap();
+    let cmd = head
+        .lines()
+        .find_map(|l| l.strip_prefix("# made by: storlab "))
+        .expect("deploy/kubernetes.yaml names the command that made it");
+    let args: Vec<&str> = cmd.split_whitespace().collect();
+    let printed = ok(storlab().args(&args).output().unwrap(), "fleet manifest");
+    assert_eq!(
+        body, printed,
+        "deploy/kubernetes.yaml is stale: run `storlab {cmd}`"
+    );
+}
+
+/// What a minimal Debian image (debootstrap's minbase, which the slim images
+/// are) holds, as far as this machine's packages tell: every installed package
+/// of priority required or marked essential, and what they depend on.
+fn minbase() -> std::collections::BTreeSet<String> {
+    let o = run(
+        "dpkg-query",
+        &[
+            "-W",
+            "-f",
+            "${Package}\t${Priority}\t${Essential}\t${Pre-Depends}, ${Depends}\n",
+        ],
+    );
+    let mut deps = std::collections::BTreeMap::new();
+    let mut todo = Vec::new();
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let [pkg, prio, essential, depends] = f[..] else {
+            continue;
+        };
+        let names: Vec<String> = depends
+            .split([',', '|'])
+            .filter_map(|d| d.split_whitespace().next())
+            .map(|d| d.split(':').next().unwrap().to_string())
+            .collect();
+        deps.insert(pkg.to_string(), names);
+        if prio == "required" || essential == "yes" {
+            todo.push(pkg.to_string());
+        }
+    }
+    let mut base = std::collections::BTreeSet::new();
+    while let Some(p) = todo.pop() {
+        if base.insert(p.clone()) {
+            todo.extend(deps.get(&p).into_iter().flatten().cloned());
+        }
+    }
+    assert!(base.contains("libc6"), "the base holds libc6: {base:?}");
+    base
+}
+
+#[test]
+fn the_containerfile_installs_every_library_the_binary_links() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let recipe = std::fs::read_to_string(root.join("deploy/Containerfile")).unwrap();
+    assert!(
+        recipe
+            .lines()
+            .any(|l| l.trim() == "FROM debian:bookworm-slim"),
+        "{recipe}"
+    );
+    assert!(
+        recipe
+            .lines()
+            .any(|l| l.trim() == "COPY target/release/storlab /usr/local/bin/storlab"),
+        "{recipe}"
+    );
+    let joined = recipe.replace("\\\n", " ");
+    let install = joined
+        .lines()
+        .find(|l| l.contains("apt-get install"))
+        .expect("an apt-get install line");
+    let packages: Vec<&str> = install
+        .split("apt-get install")
+        .nth(1)
+        .unwrap()
+        .split("&&")
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .filter(|w| !w.starts_with('-'))
+        .collect();
+    for p in &packages {
+        let o = run("dpkg-query", &["-W", "-f", "${Status}", p]);
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("install ok installed"),
+            "the Containerfile's {p} is not a package installed here (a typo?)"
+        );
+    }
+    let elf = ok(
+        run("readelf", &["-d", env!("CARGO_BIN_EXE_storlab")]),
+        "readelf (binutils)",
+    );
+    let needed: Vec<&str> = elf
+        .lines()
+        .filter(|l| l.contains("(NEEDED)"))
+        .filter_map(|l| l.split('[').nth(1)?.split(']').next())
+        .collect();
+    assert!(needed.contains(&"libc.so.6"), "{elf}");
+    let ldd = ok(run("ldd", &[env!("CARGO_BIN_EXE_storlab")]), "ldd");
+    let base = minbase();
+    for lib in needed {
+        let path = ldd
+            .lines()
+            .map(str::trim)
+            .find_map(|l| match l.split_once(" => ") {
+                // `libfoo.so.1 => /path (addr)`, or the loader: `/path/ld-linux... (addr)`
+                Some((name, rest)) if name == lib => rest.split_whitespace().next(),
+                None if l.split_whitespace().next()?.ends_with(&format!("/{lib}")) => {
+                    l.split_whitespace().next()
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("ldd does not resolve {lib}: {ldd}"));
+        // dpkg knows a library by the path its package installed, which the
+        // merged /usr may show under another name: try the ones it can have.
+        let real = std::fs::canonicalize(path).unwrap().display().to_string();
+        let unmerged = real.strip_prefix("/usr").unwrap_or(&real).to_string();
+        let owner = [path.to_string(), real.clone(), unmerged]
+            .iter()
+            .find_map(|p| {
+                let o = run("dpkg", &["-S", p]);
+                let out = String::from_utf8_lossy(&o.stdout).into_owned();
+                let pkg = out.split(':').next()?.trim().to_string();
+                (o.status.success() && !pkg.is_empty()).then_some(pkg)
+            })
+            .unwrap_or_else(|| panic!("no Debian package holds {lib} ({real})"));
+        assert!(
+            base.contains(&owner) || packages.contains(&owner.as_str()),
+            "{lib} comes from {owner}, which debian:bookworm-slim lacks (not required, essential \
+             or a dependency of one) and the Containerfile does not install"
+        );
+    }
 }

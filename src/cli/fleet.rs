@@ -1,10 +1,13 @@
 //! `storlab fleet`: agents deployed by an orchestrator that already exists:
 //! over ssh (`deploy`, `status`, `stop`; the hidden `host-up`, `supervise`
-//! and `host-down` are what a deploy runs on each host). See docs/fleet.md.
+//! and `host-down` are what a deploy runs on each host) or on Kubernetes
+//! (`manifest`, and `discover`, the controller Job's first step). See
+//! docs/fleet.md.
 
 use super::{CliError, ExitCode};
-use crate::deploy::{self, DeployConfig, HostLines, host, ssh::SshOptions};
+use crate::deploy::{self, DeployConfig, HostLines, host, manifest, ssh::SshOptions};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// `storlab fleet` subcommands.
 #[derive(clap::Subcommand, Debug)]
@@ -31,6 +34,27 @@ pub enum FleetCmd {
         /// Hosts stopped at once.
         #[arg(long, default_value_t = 16)]
         parallel: usize,
+    },
+    /// Print Kubernetes objects for a fleet: a DaemonSet of agents (token
+    /// from a Secret, node network), a headless Service, a Job running the
+    /// controller. Arguments after `--` are the controller's `storlab run`
+    /// arguments.
+    Manifest(ManifestArgs),
+    /// Wait until NAME resolves to N addresses and write them as a `--hosts`
+    /// file (the controller Job's init container runs this).
+    Discover {
+        /// The agents' Service, NAME:PORT.
+        #[arg(long, value_name = "NAME:PORT")]
+        service: String,
+        /// How many agents to wait for.
+        #[arg(long, value_name = "N")]
+        expect: usize,
+        /// Give up after this many seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+        timeout: u64,
+        /// The hosts file to write.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
     },
     /// Start the supervised agent in a deployed directory (run by deploy over ssh).
     #[command(hide = true)]
@@ -111,6 +135,32 @@ pub struct DeployArgs {
     pub parallel: usize,
 }
 
+/// Arguments of `storlab fleet manifest`.
+#[derive(clap::Args, Debug)]
+pub struct ManifestArgs {
+    /// The namespace of every object.
+    #[arg(long, default_value = "storlab")]
+    pub namespace: String,
+    /// The image built from deploy/Containerfile.
+    #[arg(long, default_value = concat!("registry.example/storlab:", env!("CARGO_PKG_VERSION")))]
+    pub image: String,
+    /// The agents' port on each node.
+    #[arg(long, default_value_t = deploy::AGENT_PORT)]
+    pub agent_port: u16,
+    /// What the agents may touch (their --allow). Repeat.
+    #[arg(long, value_name = "PATH_OR_URL_PREFIX", num_args = 1.., required = true)]
+    pub allow: Vec<String>,
+    /// How many agents the controller waits for (the nodes the agents run on).
+    #[arg(long, value_name = "N")]
+    pub agents: u32,
+    /// Put this token file into the Secret (default: no Secret; make it with kubectl).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The controller's `storlab run` arguments (default: a 30 s null: run, two VMs per agent).
+    #[arg(last = true)]
+    pub run_args: Vec<String>,
+}
+
 /// Print each host's line: as it is, or on stderr when it is a failure.
 fn print_line(r: &Result<String, String>) {
     match r {
@@ -156,6 +206,38 @@ pub fn run(cmd: FleetCmd) -> Result<ExitCode, CliError> {
                 "fleet stop (the hosts not stopped stay in the record: run it again)",
             )
             .inspect(|_| println!("fleet deployed from {} stopped", dir.display()))
+        }
+        FleetCmd::Manifest(a) => {
+            let run_args = if a.run_args.is_empty() {
+                manifest::default_run_args(a.agents)
+            } else {
+                a.run_args
+            };
+            let cfg = manifest::ManifestConfig {
+                namespace: a.namespace,
+                image: a.image,
+                agent_port: a.agent_port,
+                allow: a.allow,
+                agents: a.agents,
+                token_file: a.token_file,
+                run_args,
+            };
+            print!("{}", manifest::render(&cfg).map_err(CliError::input)?);
+            Ok(ExitCode::Ok)
+        }
+        FleetCmd::Discover {
+            service,
+            expect,
+            timeout,
+            out,
+        } => {
+            let found =
+                manifest::discover(&service, expect, Duration::from_secs(timeout), &out, &|m| {
+                    eprintln!("storlab fleet discover: {m}")
+                })
+                .map_err(CliError::failed)?;
+            println!("{} agent(s) written to {}", found.len(), out.display());
+            Ok(ExitCode::Ok)
         }
         FleetCmd::HostUp {
             dir,

@@ -1,5 +1,6 @@
 //! Deploying agents with an orchestrator that already exists: ssh
-//! (`storlab fleet deploy|status|stop`, Debian's OpenSSH client).
+//! (`storlab fleet deploy|status|stop`, Debian's OpenSSH client) or
+//! Kubernetes (`storlab fleet manifest`, [`manifest`]).
 //!
 //! A deploy, for every host at once (at most `parallel` at a time):
 //! 1. checks from here that nothing answers yet on the agent's address (a
@@ -21,8 +22,10 @@
 
 mod down;
 pub mod host;
+pub mod manifest;
 pub mod ssh;
 mod up;
+mod yaml;
 
 pub use down::{status, stop};
 pub use up::deploy;
