@@ -489,6 +489,7 @@ fn deploy_run_and_stop_a_fleet_over_ssh_on_four_namespace_hosts() {
     let failed_deploy_s = t.elapsed().as_secs_f64();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    eprintln!("the failed deploy said:\n{err}");
     let lines: Vec<&str> = err
         .lines()
         .filter(|l| l.starts_with("storlab: host"))
