@@ -170,14 +170,23 @@ fn print_line(r: &Result<String, String>) {
 }
 
 /// The exit of a deploy, status or stop whose lines were printed as they came.
+/// `what` names the command and what became of the hosts when some failed;
+/// a failure before any host (no fleet recorded, a bad token file) is the
+/// one line already printed.
 fn outcome(r: Result<HostLines, HostLines>, what: &str) -> Result<ExitCode, CliError> {
     match r {
         Ok(_) => Ok(ExitCode::Ok),
         Err(lines) => {
-            let failed = lines.iter().filter(|l| l.is_err()).count();
-            Err(CliError::failed(format!(
-                "{what}: {failed} failure(s), each named above"
-            )))
+            let hosts = lines
+                .iter()
+                .filter(|l| l.as_ref().is_err_and(|e| e.starts_with("host ")))
+                .count();
+            let cmd = what.split(" (").next().unwrap_or(what);
+            Err(CliError::failed(if hosts == 0 {
+                format!("{cmd}: nothing was done")
+            } else {
+                format!("{what}: {hosts} host(s) failed, each named above")
+            }))
         }
     }
 }
