@@ -11,7 +11,14 @@ cd "$(dirname "$0")"
 # libsqlite3-dev: the results database (rusqlite links the system SQLite). chromium: the HTML report test.
 # libssl-dev + pkg-config: the agent's optional TLS (system OpenSSL); openssl: the TLS test makes a
 # certificate. g++: libFuzzer (the fuzz targets' runtime, built by tests/fuzz_targets.rs).
-PACKAGES=(fio time jq nfs-ganesha nfs-ganesha-vfs libiscsi-dev libiscsi-bin tgt libnbd-dev nbdkit rpcbind iproute2 util-linux qemu-utils nbd-server istgt libnfs-utils libsqlite3-dev chromium libssl-dev pkg-config openssl g++)
+# openssh-client + openssh-server: `storlab fleet deploy` drives ssh, and tests/deploy.rs runs
+# sshd in the lab's host namespaces (started and stopped by the test; the package's own
+# service is not needed). binutils: readelf, tests/deploy.rs reads the libraries the binary links.
+PACKAGES=(fio time jq nfs-ganesha nfs-ganesha-vfs libiscsi-dev libiscsi-bin tgt libnbd-dev nbdkit rpcbind iproute2 util-linux qemu-utils nbd-server istgt libnfs-utils libsqlite3-dev chromium libssl-dev pkg-config openssl g++ openssh-client openssh-server binutils)
+# kubernetes-client: Debian's kubectl, with which tests/deploy.rs decodes the Kubernetes
+# manifest offline. Some machine images ship Google's `kubectl` package instead, which owns
+# /usr/bin/kubectl (the two cannot both be installed): there that kubectl is used.
+command -v kubectl >/dev/null || PACKAGES+=(kubernetes-client)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -8,6 +8,7 @@
 pub mod backends;
 pub mod cli;
 pub mod compare;
+pub mod deploy;
 pub mod engine;
 pub mod fleet;
 pub mod io;

@@ -96,6 +96,19 @@ impl Proc {
     }
 }
 
+/// The running process `pid` (not a zombie) as a [`Proc`] with its start
+/// time now, to be recognised later; `None` when no such process runs.
+pub fn find(pid: u32, log: &Path) -> Option<Proc> {
+    match stat(pid) {
+        Some((start_time, false)) => Some(Proc {
+            pid,
+            start_time,
+            log: log.to_path_buf(),
+        }),
+        _ => None,
+    }
+}
+
 /// Signal a PID found by namespace membership (not recorded at spawn): SIGKILL.
 pub fn kill_pid(pid: u32) {
     if let Some((start, false)) = stat(pid) {

@@ -53,6 +53,10 @@ pub struct LabUpArgs {
     /// The agents' port (on each host's address).
     #[arg(long, default_value_t = lab::hosts::AGENT_PORT)]
     agent_port: u16,
+    /// Make the --hosts namespaces without agents, for agents deployed
+    /// another way (`storlab fleet deploy` over ssh).
+    #[arg(long)]
+    no_agents: bool,
     /// Where the servers listen: loopback (127.0.0.1 of this namespace;
     /// the default without --hosts, --link or --mtu) or netns (the
     /// storage host's namespace, over a veth link; the default with them).
@@ -78,6 +82,11 @@ impl LabUpArgs {
         } else {
             NetMode::Loopback
         });
+        if self.no_agents && self.hosts == 0 {
+            return Err(CliError::input(
+                "--no-agents needs --hosts N: without hosts the lab starts no agent",
+            ));
+        }
         if net == NetMode::Loopback && self.mtu.is_some() {
             return Err(CliError::input(format!(
                 "--mtu needs --net netns: --net loopback serves on 127.0.0.1, whose MTU is not \
@@ -102,6 +111,7 @@ impl LabUpArgs {
             link: self.link.clone(),
             mtu: self.mtu.unwrap_or(1500),
             agent_port: self.agent_port,
+            agents: !self.no_agents,
             net,
             media: self
                 .media

@@ -6,6 +6,7 @@ mod agent;
 mod compare;
 mod convert;
 mod diff;
+mod fleet;
 pub mod lab;
 mod media;
 pub mod meta;
@@ -126,6 +127,11 @@ enum Command {
     Study(Box<study::StudyArgs>),
     /// Serve runs for a fleet controller (`storlab run --hosts`): see docs/fleet.md.
     Agent(agent::AgentArgs),
+    /// Agents deployed over ssh or on Kubernetes: deploy, status, stop, manifest (docs/fleet.md).
+    Fleet {
+        #[command(subcommand)]
+        cmd: fleet::FleetCmd,
+    },
     /// The protocol lab: one backing store served over NFS, iSCSI and NBD.
     Lab {
         #[command(subcommand)]
@@ -422,6 +428,7 @@ pub fn main_with(args: Vec<String>) -> i32 {
         Command::Compare(a) => compare::run(*a, args),
         Command::Study(a) => study::run(*a, args),
         Command::Agent(a) => agent::run(a),
+        Command::Fleet { cmd } => fleet::run(cmd),
         Command::Lab { cmd } => lab::run(cmd),
         Command::Results(a) => results::run(a),
         Command::Report(a) => report::run(a),

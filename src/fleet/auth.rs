@@ -19,6 +19,29 @@ pub const FAILURE_WINDOW: Duration = Duration::from_secs(60);
 /// then the oldest, so a flood of addresses cannot grow memory without bound.
 pub const MAX_TRACKED_PEERS: usize = 4096;
 
+/// Write a fresh random token (32 bytes from /dev/urandom as 64 hex digits)
+/// to `path`, mode 0600; the error names the file.
+pub fn write_token(path: &Path) -> Result<(), String> {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut raw = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut raw))
+        .map_err(|e| format!("cannot read /dev/urandom for the agent token: {e}"))?;
+    let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let err = |e: std::io::Error| format!("cannot write token file {}: {e}", path.display());
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(err)?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(err)?;
+    f.write_all(format!("{token}\n").as_bytes()).map_err(err)
+}
+
 /// Read a token file: its first line, trimmed; refuses an empty one.
 pub fn load_token(path: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(path)
@@ -174,5 +197,21 @@ mod tests {
         std::fs::write(&f, "a-long-enough-token\nignored\n").unwrap();
         assert_eq!(load_token(&f).unwrap(), "a-long-enough-token");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_written_token_is_private_and_loads() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = crate::workload::testing::temp_dir("token");
+        let p = dir.join("agent.token");
+        write_token(&p).unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let t = load_token(&p).unwrap();
+        assert_eq!(t.len(), 64);
+        assert!(t.chars().all(|c| c.is_ascii_hexdigit()));
+        write_token(&p).unwrap();
+        assert_ne!(load_token(&p).unwrap(), t, "a fresh token each time");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -74,28 +74,41 @@ pub fn parse_hosts(arg: &str) -> Result<Vec<String>, String> {
     Ok(items)
 }
 
+/// Say hello to the agent at `host` (`HOST:PORT`) with `token`: reachable,
+/// token accepted, same protocol version, `targets` allowed; returns its
+/// version and clock offset. The error names the agent and what is wrong.
+pub fn check_agent(
+    host: &str,
+    token: &str,
+    tls: Option<&super::remote::TlsTrust>,
+    targets: &[Target],
+) -> Result<HostCheck, RunError> {
+    let plan = HostPlan {
+        spec: crate::workload::jobfile::default_spec("check"),
+        vms: Vec::new(),
+        targets: targets.to_vec(),
+        threads: None,
+        allow_overwrite: false,
+        lab_store: false,
+    };
+    RemoteRunner::new(host, token).with_tls(tls).check(&plan)
+}
+
 /// Check every agent of `cfg` before the first point (reachable, token,
 /// protocol version, `targets` allowed), in parallel; returns one line for
 /// the user with the versions and clock offsets. The error names every
 /// failing host and why.
 pub fn check_fleet(cfg: &FleetConfig, targets: &[Target]) -> Result<String, RunError> {
-    let plan = HostPlan {
-        spec: crate::workload::jobfile::default_spec("check"),
-        vms: Vec::new(),
-        targets: targets.to_vec(),
-        threads: cfg.threads,
-        allow_overwrite: cfg.allow_overwrite,
-        lab_store: false,
-    };
     let results: Vec<(String, Result<HostCheck, RunError>)> = std::thread::scope(|s| {
         let handles: Vec<_> = cfg
             .hosts
             .iter()
             .map(|h| {
-                let plan = &plan;
                 s.spawn(move || {
-                    let mut r = RemoteRunner::new(h, &cfg.token).with_tls(cfg.tls.as_ref());
-                    (h.clone(), r.check(plan))
+                    (
+                        h.clone(),
+                        check_agent(h, &cfg.token, cfg.tls.as_ref(), targets),
+                    )
                 })
             })
             .collect();

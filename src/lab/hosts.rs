@@ -139,31 +139,6 @@ pub fn destroy(ip: &Path, name: &str) -> Result<(), String> {
     process::run(ip, &["netns", "del", name]).map(|_| ())
 }
 
-/// Write a fresh random token (64 hex digits) to `path`, mode 0600.
-pub fn write_token(path: &Path) -> Result<(), LabError> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let mut raw = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut raw))
-        .map_err(|e| {
-            LabError::System(format!("cannot read /dev/urandom for the agent token: {e}"))
-        })?;
-    let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
-    let err = |e: std::io::Error| {
-        LabError::System(format!("cannot write token file {}: {e}", path.display()))
-    };
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(err)?;
-    f.set_permissions(std::fs::Permissions::from_mode(0o600))
-        .map_err(err)?;
-    f.write_all(format!("{token}\n").as_bytes()).map_err(err)
-}
-
 /// Start `storlab agent` in host `h`'s namespace, listening on `h.addr:port`,
 /// allowed to touch `allow` only.
 pub fn start_agent(
@@ -274,18 +249,5 @@ mod tests {
         let ifs = path_interfaces(&ns, Some("stl3br"), &[h]);
         assert_eq!(ifs.len(), 5);
         assert_eq!(ifs[0], (None, "stl3h".to_string()));
-    }
-
-    #[test]
-    fn token_file_is_private() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = crate::workload::testing::temp_dir("token");
-        let p = dir.join(TOKEN_FILE);
-        write_token(&p).unwrap();
-        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600);
-        let t = std::fs::read_to_string(&p).unwrap();
-        assert_eq!(t.trim().len(), 64);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

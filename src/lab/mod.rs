@@ -114,6 +114,9 @@ pub struct LabConfig {
     pub mtu: u32,
     /// Port of the agents (on each host's address).
     pub agent_port: u16,
+    /// Start an agent on each host (`false`: `--no-agents`, bare hosts for
+    /// agents deployed otherwise, e.g. by `storlab fleet deploy`).
+    pub agents: bool,
     /// Where the servers listen: 127.0.0.1 (`loopback`) or the storage
     /// host's namespace (`netns`, needed for hosts, shaping and MTU).
     pub net: NetMode,
@@ -136,6 +139,7 @@ impl LabConfig {
             link: None,
             mtu: 1500,
             agent_port: hosts::AGENT_PORT,
+            agents: true,
             net: NetMode::Loopback,
             media: media::LAB_DEFAULT_MEDIA.to_string(),
             media_file: None,
@@ -570,7 +574,7 @@ fn network(cfg: &LabConfig, tools: &Tools, ns: &Netns, st: &mut LabState) -> Res
 /// The token file and one agent per host, each allowed the lab's network
 /// targets and `null:`.
 fn agents(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabError> {
-    if st.hosts.is_empty() {
+    if st.hosts.is_empty() || !cfg.agents {
         return Ok(());
     }
     let Some(t) = st.targets.clone() else {
@@ -584,7 +588,7 @@ fn agents(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabEr
     let token_file = cfg.state_dir.join(hosts::TOKEN_FILE);
     st.token_file = Some(token_file.clone());
     st.save().map_err(LabError::System)?;
-    hosts::write_token(&token_file)?;
+    crate::fleet::auth::write_token(&token_file).map_err(LabError::System)?;
     let token = crate::fleet::auth::load_token(&token_file).map_err(LabError::System)?;
     let allow = agent_allow(&t);
     for i in 0..st.hosts.len() {
@@ -616,7 +620,7 @@ fn agents(cfg: &LabConfig, tools: &Tools, st: &mut LabState) -> Result<(), LabEr
 
 /// The agents' `--allow` entries: each network target of the lab, cut at its
 /// export (NFS: every file of the export; iSCSI: every LUN of the target), and `null:`.
-fn agent_allow(t: &Targets) -> Vec<String> {
+pub fn agent_allow(t: &Targets) -> Vec<String> {
     let cut = |url: &str, parts: usize| -> String {
         let url = url.split('?').next().unwrap_or(url);
         // scheme, "", authority, then `parts` path components.
