@@ -69,6 +69,11 @@ fn the_main_job_puts_every_protocol_beside_the_fc_baseline_on_the_default_array(
         .map(|(_, l)| l.clone())
         .collect();
     assert!(loads.len() >= 2, "load points: {loads:?}");
+    assert!(
+        stdout.contains("medium array-15k"),
+        "every table names its medium\n{stdout}"
+    );
+    baseline_follows_the_model(&doc, &names[0].1, &stdout);
     for load in &loads {
         let base = iops[&(want[0].to_string(), load.clone())];
         for name in &want[1..] {
@@ -79,4 +84,58 @@ fn the_main_job_puts_every_protocol_beside_the_fc_baseline_on_the_default_array(
             );
         }
     }
+}
+
+/// The FC baseline at each load point within 15% of what `storlab media
+/// --predict` says the array does for that mix, outstanding I/O and region
+/// touched, never more than 5% below the point before it, and every point
+/// names what bound it.
+fn baseline_follows_the_model(doc: &Value, url: &str, stdout: &str) {
+    let mut last: Option<f64> = None;
+    for job in doc["jobs"].as_array().unwrap() {
+        for p in job["points"].as_array().unwrap() {
+            assert!(
+                p["bound"]["by"].is_string(),
+                "point {} names no bound: {}",
+                p["label"],
+                p["bound"]
+            );
+            if p["targets"][0] != url {
+                continue;
+            }
+            let spec = &p["spec"];
+            let g = &spec["groups"][0];
+            let vms = g["vms"].as_u64().unwrap();
+            let disks = g["disks_per_vm"].as_u64().unwrap();
+            let oio = vms * g["access"]["iodepth"].as_u64().unwrap();
+            let span = vms * disks * spec["size"].as_u64().unwrap();
+            let o = storlab()
+                .args(["media", "--predict", "array-15k", "--json", "--rwmixread"])
+                .arg(g["access"]["read_pct"].to_string())
+                .arg("--iodepth")
+                .arg(oio.to_string())
+                .arg("--size")
+                .arg(span.to_string())
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", support::text(&o));
+            let pred: Value = serde_json::from_slice(&o.stdout).unwrap();
+            let model = pred[0]["iops"].as_f64().unwrap();
+            let got = p["summary"]["total"]["iops"].as_f64().unwrap();
+            assert!(
+                (got / model - 1.0).abs() <= 0.15,
+                "FC baseline at {}: {got:.0} IOPS, the model {model:.0} for {oio} OIO over {span} bytes\n{stdout}",
+                p["label"]
+            );
+            if let Some(before) = last {
+                assert!(
+                    got >= 0.95 * before,
+                    "FC baseline fell from {before:.0} to {got:.0} IOPS at {}\n{stdout}",
+                    p["label"]
+                );
+            }
+            last = Some(got);
+        }
+    }
+    assert!(last.is_some(), "no point on the baseline {url}");
 }

@@ -10,7 +10,7 @@
 //! into a [`Bound`].
 
 use crate::compare::ServerProc;
-use crate::lab::media::MediaInfo;
+use crate::lab::media::{MediaInfo, MediaStats};
 use crate::linkmodel::{self, Dir};
 use crate::model::{Bound, IntervalRecord, Limit, Network, Phase, PointResult, Share};
 use crate::runner::Observer;
@@ -27,6 +27,8 @@ struct Reading {
     me: Option<ThreadsCpu>,
     /// Each server's threads, in the contender's order.
     servers: Vec<Option<ThreadsCpu>>,
+    /// The medium's counters as its server last published them.
+    medium: Option<MediaStats>,
 }
 
 /// The observer that takes the readings of one point.
@@ -64,6 +66,7 @@ impl<'a> Watch<'a> {
                 .iter()
                 .map(|s| ThreadsCpu::of_pid(s.pid).ok())
                 .collect(),
+            medium: self.media.and_then(|m| m.media_stats().ok()),
         }
     }
 
@@ -98,6 +101,16 @@ impl<'a> Watch<'a> {
                         });
                     }
                 }
+            }
+            if let (Some(x), Some(y)) = (&a.medium, &b.medium)
+                && let Ok(shares_of) = y.since(x)
+                && let Some(st) = shares_of.busiest()
+            {
+                shares.push(Share {
+                    limit: Limit::Medium,
+                    share: st.busy,
+                    what: format!("{}'s {}", shares_of.medium, st.name),
+                });
             }
         }
         if !self.local {

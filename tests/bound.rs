@@ -1,0 +1,96 @@
+//! What bound a load point is named from what was measured, and it is real:
+//! the same 4 KiB random reads over NFSv3 on a lab whose store is in RAM
+//! and reached over loopback (nothing slower than this machine's two CPUs)
+//! are flagged machine-bound, and on a lab whose store is one emulated
+//! 7.2k-rpm disk they are named medium-bound, not machine-bound. Needs root
+//! and ./setup.sh's packages.
+
+mod support;
+
+use serde_json::Value;
+use support::{TempDir, storlab, text};
+
+/// The same workload on both labs: 4 KiB random reads, 4 workers of 16
+/// outstanding I/Os, 4 s measured.
+const WORKLOAD: [&str; 14] = [
+    "--rw",
+    "randread",
+    "--bs",
+    "4k",
+    "--numjobs",
+    "4",
+    "--iodepth",
+    "16",
+    "--size",
+    "64m",
+    "--ramp_time",
+    "1",
+    "--runtime",
+    "4",
+];
+
+/// `compare --lab` on `media` (with the preset file `file`, if any) over
+/// nfs3, the workload above; its one point's `bound` and the printed tables.
+fn bound_on(dir: &TempDir, media: &str, file: Option<&std::path::Path>) -> (Value, String) {
+    let json = dir.join(&format!("{media}.json"));
+    let mut cmd = storlab();
+    cmd.args(["compare", "--lab", "--media", media, "--targets", "nfs3"]);
+    if let Some(f) = file {
+        cmd.arg("--media-file").arg(f);
+    }
+    cmd.args(WORKLOAD)
+        .args(["--no-db", "-q", "--json"])
+        .arg(&json);
+    let o = support::lab::run_with_temporary_lab(cmd, "compare");
+    assert!(o.status.success(), "{}", text(&o));
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let p = &doc["jobs"][0]["points"][0];
+    (
+        p["bound"].clone(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn a_fast_lab_is_machine_bound_and_a_slow_medium_is_media_bound() {
+    support::assert_root("the lab needs root");
+    let dir = TempDir::new("bound", "media");
+
+    let (fast, out) = bound_on(&dir, "ram", None);
+    assert_eq!(fast["machine"], true, "RAM over loopback: {fast}\n{out}");
+    assert!(
+        out.contains("!"),
+        "a machine-bound figure is marked in the table\n{out}"
+    );
+    let host = fast["shares"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["limit"] == "machine")
+        .and_then(|s| s["share"].as_f64())
+        .unwrap();
+    assert!(host >= 0.9, "the host's CPUs {host:.2} busy\n{fast}");
+
+    let file = dir.join("slow.toml");
+    std::fs::write(
+        &file,
+        "[slow-disk]\ndescription = \"one 7.2k disk, nothing cached\"\nkind = \"spindle\"\n\
+         devices = 1\nstripe_kb = 64\nseek_ms = 8\nrpm = 7200\ntransfer_mb_s = 100\n\
+         cache_us = 50\nread_cache_mb = 0\nwrite_cache_mb = 0\nnvram = false\n",
+    )
+    .unwrap();
+    let (slow, out) = bound_on(&dir, "slow-disk", Some(&file));
+    assert_eq!(slow["by"], "medium", "one slow disk: {slow}\n{out}");
+    assert_eq!(slow["machine"], false, "one slow disk: {slow}\n{out}");
+    assert!(
+        slow["detail"]
+            .as_str()
+            .unwrap()
+            .contains("slow-disk's devices"),
+        "{slow}"
+    );
+    assert!(
+        out.contains("medium slow-disk"),
+        "the table names the medium\n{out}"
+    );
+}
