@@ -24,6 +24,7 @@
 //! to the target (Linux's NFS mount option of that name; for iSCSI, N
 //! sessions; for NBD, the server must advertise multi-conn).
 
+use crate::linkmodel::Protocol;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -572,6 +573,29 @@ impl Target {
         }
     }
 
+    /// The protocol this target's I/O crosses a network link in, as the wire
+    /// model frames it: `None` for `file:` and `null:` (no wire; a `file:`
+    /// capped at an FC link crosses no lab link) and NBD over a Unix socket
+    /// (no link). storlab's NFSv4 client speaks 4.0, and 4.1 with
+    /// `version=4.1`.
+    pub fn network_protocol(&self) -> Option<Protocol> {
+        match self {
+            Target::Null | Target::File(_) | Target::Fc { .. } => None,
+            Target::Nfs(NfsTarget { version: 3, .. }) => Some(Protocol::Nfs3),
+            Target::Nfs(NfsTarget { minor: 1, .. }) => Some(Protocol::Nfs41),
+            Target::Nfs { .. } => Some(Protocol::Nfs4),
+            Target::Iscsi { .. } => Some(Protocol::Iscsi),
+            Target::Nbd {
+                addr: NbdAddr::Unix(_),
+                ..
+            } => None,
+            Target::Nbd { replies, .. } => Some(match replies {
+                NbdReplies::Simple => Protocol::Nbd,
+                NbdReplies::Structured => Protocol::NbdStructured,
+            }),
+        }
+    }
+
     /// The backend that serves this target.
     pub fn backend_name(&self) -> &'static str {
         match self {
@@ -889,6 +913,24 @@ mod tests {
         ] {
             assert_eq!(Target::parse(s).unwrap().to_string(), s);
         }
+    }
+
+    #[test]
+    fn targets_map_to_their_wire_protocol() {
+        let p = |url: &str| Target::parse(url).unwrap().network_protocol();
+        assert_eq!(p("nfs://h/e/f?version=3"), Some(Protocol::Nfs3));
+        assert_eq!(p("nfs://h/e/f?version=4"), Some(Protocol::Nfs4));
+        assert_eq!(p("nfs://h/e/f?version=4.1"), Some(Protocol::Nfs41));
+        assert_eq!(p("iscsi://h/iqn.2025-01.x:y/1"), Some(Protocol::Iscsi));
+        assert_eq!(p("nbd://h/x"), Some(Protocol::Nbd));
+        assert_eq!(
+            p("nbd://h/x?replies=structured"),
+            Some(Protocol::NbdStructured)
+        );
+        assert_eq!(p("nbd+unix:///x?socket=/tmp/s"), None);
+        assert_eq!(p("null:"), None);
+        assert_eq!(p("file:/tmp"), None);
+        assert_eq!(p("file:/dev/loop3?fc=8gfc"), None);
     }
 
     #[test]

@@ -159,10 +159,11 @@ fn link_share(p: &PointResult, targets: &[Target], net: Option<&Network>) -> Opt
                 format!("the {link} link"),
             ),
             _ => {
-                let (Some(net), Some(proto)) = (net, linkmodel::lab::protocol_of(t)) else {
+                let (Some(net), Some(proto)) = (net, t.network_protocol()) else {
                     continue;
                 };
-                let cap = linkmodel::lab::for_network(net, proto, size, dir)
+                let cap = net
+                    .estimate(proto, size, dir)
                     .ok()
                     .flatten()
                     .map(|e| e.payload_bytes_per_s);
