@@ -5,8 +5,8 @@
 //! FCoE, a kernel iSCSI LUN, an NFS mount, NVMe-oF) is reached this way through
 //! its device or mount path. `file:PATH?fc=8gfc` is the same path reached as
 //! over a Fibre Channel link: the lab's block baseline in the FC role, capped
-//! at the link's payload rate (`1gfc` .. `32gfc`, [`FC_LINKS`]; the wire model
-//! gives the rate). A `?` anywhere else in a `file:` path is part of the path.
+//! at the link's payload rate (`1gfc` .. `32gfc`, the wire model's FC links,
+//! [`fc_links`]; the wire model gives the rate). A `?` anywhere else in a `file:` path is part of the path.
 //! `null:` completes every I/O at once. The protocol schemes reach servers
 //! from user space:
 //!
@@ -74,9 +74,11 @@ fn parse_nconnect(v: &str) -> Result<u8, String> {
             "invalid nconnect={v:?} (allowed: 1..={MAX_NCONNECT})"
         ))
 }
-/// The Fibre Channel links a `file:PATH?fc=LINK` target may name (the wire
-/// model's FC links, `crate::linkmodel`).
-pub const FC_LINKS: &[&str] = &["1gfc", "2gfc", "4gfc", "8gfc", "16gfc", "32gfc"];
+/// The Fibre Channel links a `file:PATH?fc=LINK` target may name: the wire
+/// model's catalogued links that carry FC, slowest first.
+pub fn fc_links() -> Vec<String> {
+    Protocol::Fc.links().into_iter().map(|l| l.name).collect()
+}
 
 /// Default ports of the protocols.
 pub const NFS_PORT: u16 = 2049;
@@ -97,7 +99,7 @@ pub enum Target {
     Fc {
         /// The directory, file or device.
         path: PathBuf,
-        /// The FC link, one of [`FC_LINKS`].
+        /// The FC link, one of [`fc_links`].
         link: String,
     },
     /// A file on an NFS export.
@@ -329,10 +331,11 @@ impl Target {
                     if p.is_empty() {
                         return Err(err("file: needs a path"));
                     }
-                    if !FC_LINKS.contains(&link) {
+                    let allowed = fc_links();
+                    if !allowed.iter().any(|l| l == link) {
                         return Err(err(&format!(
                             "invalid fc={link:?} (allowed: {})",
-                            FC_LINKS.join(", ")
+                            allowed.join(", ")
                         )));
                     }
                     return Ok(Target::Fc {
@@ -776,7 +779,10 @@ mod tests {
         let e = Target::parse("file:/dev/loop3?fc=10gfc")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("\"10gfc\"") && e.contains("32gfc"), "{e}");
+        assert!(
+            e.contains("invalid fc=\"10gfc\" (allowed: 1gfc, 2gfc, 4gfc, 8gfc, 16gfc, 32gfc)"),
+            "{e}"
+        );
         assert!(Target::parse("file:?fc=8gfc").is_err());
     }
 
