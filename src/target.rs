@@ -5,8 +5,10 @@
 //! FCoE, a kernel iSCSI LUN, an NFS mount, NVMe-oF) is reached this way through
 //! its device or mount path. `file:PATH?fc=8gfc` is the same path reached as
 //! over a Fibre Channel link: the lab's block baseline in the FC role, capped
-//! at the link's payload rate (`1gfc` .. `32gfc`, the wire model's FC links,
-//! [`fc_links`]; the wire model gives the rate). A `?` anywhere else in a `file:` path is part of the path.
+//! at the link's payload rate (`1gfc` .. `32gfc`, the wire model's FC links;
+//! the wire model gives the rate); `file:PATH?fcoe=10gbe` the same over FCoE,
+//! FC frames in Ethernet on a link of 10 Gb/s or more (`10gbe` .. `100gbe`;
+//! [`FcWire`]). A `?` anywhere else in a `file:` path is part of the path.
 //! `null:` completes every I/O at once. The protocol schemes reach servers
 //! from user space:
 //!
@@ -27,38 +29,57 @@
 use crate::linkmodel::Protocol;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
-/// The schemes a target may use, for error messages.
 /// Each scheme's form, by the prefix that selects it, in the order an error
 /// lists them.
-const SCHEME_FORMS: [(&str, &str); 6] = [
-    ("file:", "file:PATH[?fc=1gfc..32gfc]"),
-    ("null:", "null:"),
-    (
-        "nfs:",
-        "nfs://HOST[:PORT]/EXPORT/FILE?version=3|4|4.0|4.1[&nconnect=1..16][&stable=unstable|file][&mountport=PORT]",
-    ),
-    ("iscsi:", "iscsi://HOST[:PORT]/IQN/LUN[?nconnect=1..16]"),
-    (
-        "nbd:",
-        "nbd://HOST[:PORT]/EXPORT[?replies=simple|structured][&nconnect=1..16]",
-    ),
-    ("nbd+unix:", "nbd+unix:///EXPORT?socket=PATH"),
-];
+fn scheme_forms() -> [(&'static str, &'static str); 6] {
+    // The `file:` form names the wire model's links, so it is made once.
+    static FILE_FORM: LazyLock<String> = LazyLock::new(|| {
+        let caps: Vec<String> = FcWire::ALL
+            .iter()
+            .map(|w| {
+                let links = w.links();
+                let (first, last) = (links.first(), links.last());
+                format!(
+                    "?{}={}..{}",
+                    w.key(),
+                    first.map_or("", String::as_str),
+                    last.map_or("", String::as_str)
+                )
+            })
+            .collect();
+        format!("file:PATH[{}]", caps.join("|"))
+    });
+    [
+        ("file:", FILE_FORM.as_str()),
+        ("null:", "null:"),
+        (
+            "nfs:",
+            "nfs://HOST[:PORT]/EXPORT/FILE?version=3|4|4.0|4.1[&nconnect=1..16][&stable=unstable|file][&mountport=PORT]",
+        ),
+        ("iscsi:", "iscsi://HOST[:PORT]/IQN/LUN[?nconnect=1..16]"),
+        (
+            "nbd:",
+            "nbd://HOST[:PORT]/EXPORT[?replies=simple|structured][&nconnect=1..16]",
+        ),
+        ("nbd+unix:", "nbd+unix:///EXPORT?socket=PATH"),
+    ]
+}
 
 /// Every scheme's form, as an error lists them.
 pub fn allowed_schemes() -> String {
-    SCHEME_FORMS.map(|(_, form)| form).join(", ")
+    scheme_forms().map(|(_, form)| form).join(", ")
 }
 
 /// The form of the scheme `input` starts with (the longest prefix, so
 /// `nbd+unix:` is not taken for `nbd:`); None for an unknown scheme.
 fn scheme_form(input: &str) -> Option<&'static str> {
-    SCHEME_FORMS
-        .iter()
+    scheme_forms()
+        .into_iter()
         .filter(|(prefix, _)| input.starts_with(prefix))
         .max_by_key(|(prefix, _)| prefix.len())
-        .map(|&(_, form)| form)
+        .map(|(_, form)| form)
 }
 
 /// The most connections `nconnect=N` may ask for (Linux's NFS client caps
@@ -74,10 +95,71 @@ fn parse_nconnect(v: &str) -> Result<u8, String> {
             "invalid nconnect={v:?} (allowed: 1..={MAX_NCONNECT})"
         ))
 }
-/// The Fibre Channel links a `file:PATH?fc=LINK` target may name: the wire
-/// model's catalogued links that carry FC, slowest first.
-pub fn fc_links() -> Vec<String> {
-    Protocol::Fc.links().into_iter().map(|l| l.name).collect()
+
+/// How the link of a capped `file:` target carries the block path's FCP
+/// frames: natively (`?fc=LINK`) or in Ethernet frames (`?fcoe=LINK`). The
+/// links each may name, and what they carry, are the wire model's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FcWire {
+    /// Fibre Channel (FC-FS): `?fc=` one of the FC links, `1gfc` .. `32gfc`.
+    Fc,
+    /// FC over Ethernet (FC-BB-5): `?fcoe=` an Ethernet link FCoE runs on,
+    /// `10gbe` .. `100gbe`.
+    Fcoe,
+}
+
+impl FcWire {
+    /// Both, in the order an error lists them.
+    pub const ALL: [FcWire; 2] = [FcWire::Fc, FcWire::Fcoe];
+
+    /// The URL key that names its link: `fc` or `fcoe`.
+    pub fn key(self) -> &'static str {
+        match self {
+            FcWire::Fc => "fc",
+            FcWire::Fcoe => "fcoe",
+        }
+    }
+
+    /// Its name in text: `FC` or `FCoE`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FcWire::Fc => "FC",
+            FcWire::Fcoe => "FCoE",
+        }
+    }
+
+    /// The wire model's protocol: FCP in FC frames, or in FCoE frames.
+    pub fn protocol(self) -> Protocol {
+        match self {
+            FcWire::Fc => Protocol::Fc,
+            FcWire::Fcoe => Protocol::Fcoe,
+        }
+    }
+
+    /// The links its key may name: the wire model's catalogued links that
+    /// carry its protocol, slowest first.
+    pub fn links(self) -> Vec<String> {
+        self.protocol()
+            .links()
+            .into_iter()
+            .map(|l| l.name)
+            .collect()
+    }
+
+    /// `link` if its key may name it; else the error naming the key, the
+    /// value and the allowed links.
+    fn check(self, link: &str) -> Result<String, String> {
+        let allowed = self.links();
+        if allowed.iter().any(|l| l == link) {
+            Ok(link.to_string())
+        } else {
+            Err(format!(
+                "invalid {}={link:?} (allowed: {})",
+                self.key(),
+                allowed.join(", ")
+            ))
+        }
+    }
 }
 
 /// Default ports of the protocols.
@@ -95,12 +177,15 @@ pub enum Target {
     /// A local path: directory, regular file or block device, through io_uring.
     File(PathBuf),
     /// A local path (normally a block device) reached as over a Fibre Channel
-    /// link: the file backend, its bandwidth capped at the link's payload rate.
+    /// link, native or in Ethernet (FCoE): the file backend, its bandwidth
+    /// capped at the link's payload rate.
     Fc {
         /// The directory, file or device.
         path: PathBuf,
-        /// The FC link, one of [`fc_links`].
+        /// The link, one of `wire`'s ([`FcWire::links`]).
         link: String,
+        /// How the link carries the frames: FC or FCoE.
+        wire: FcWire,
     },
     /// A file on an NFS export.
     Nfs(NfsTarget),
@@ -327,20 +412,21 @@ impl Target {
             }
             "file" => {
                 let path = rest.strip_prefix("//").unwrap_or(rest);
-                if let Some((p, link)) = path.rsplit_once("?fc=") {
+                // The last `?fc=` or `?fcoe=` caps the path; any other `?`
+                // is part of it.
+                let cap = FcWire::ALL
+                    .into_iter()
+                    .filter_map(|w| path.rfind(&format!("?{}=", w.key())).map(|at| (at, w)))
+                    .max_by_key(|&(at, _)| at);
+                if let Some((at, wire)) = cap {
+                    let (p, link) = (&path[..at], &path[at + wire.key().len() + 2..]);
                     if p.is_empty() {
                         return Err(err("file: needs a path"));
                     }
-                    let allowed = fc_links();
-                    if !allowed.iter().any(|l| l == link) {
-                        return Err(err(&format!(
-                            "invalid fc={link:?} (allowed: {})",
-                            allowed.join(", ")
-                        )));
-                    }
                     return Ok(Target::Fc {
                         path: PathBuf::from(p),
-                        link: link.to_string(),
+                        link: wire.check(link).map_err(|r| err(&r))?,
+                        wire,
                     });
                 }
                 if path.is_empty() {
@@ -568,7 +654,7 @@ impl Target {
         t
     }
 
-    /// The local path of a `file:` target (capped at an FC link or not).
+    /// The local path of a `file:` target (capped at an FC or FCoE link or not).
     pub fn local_path(&self) -> Option<&Path> {
         match self {
             Target::File(p) | Target::Fc { path: p, .. } => Some(p),
@@ -578,7 +664,7 @@ impl Target {
 
     /// The protocol this target's I/O crosses a network link in, as the wire
     /// model frames it: `None` for `file:` and `null:` (no wire; a `file:`
-    /// capped at an FC link crosses no lab link) and NBD over a Unix socket
+    /// capped at an FC or FCoE link crosses no lab link) and NBD over a Unix socket
     /// (no link). storlab's NFSv4 client speaks 4.0, and 4.1 with
     /// `version=4.1`.
     pub fn network_protocol(&self) -> Option<Protocol> {
@@ -633,7 +719,9 @@ impl fmt::Display for Target {
         match self {
             Target::Null => write!(f, "null:"),
             Target::File(p) => write!(f, "file:{}", p.display()),
-            Target::Fc { path, link } => write!(f, "file:{}?fc={link}", path.display()),
+            Target::Fc { path, link, wire } => {
+                write!(f, "file:{}?{}={link}", path.display(), wire.key())
+            }
             Target::Nfs(NfsTarget {
                 host,
                 port,
@@ -765,7 +853,8 @@ mod tests {
             t,
             Target::Fc {
                 path: "/dev/loop3".into(),
-                link: "8gfc".into()
+                link: "8gfc".into(),
+                wire: FcWire::Fc,
             }
         );
         assert_eq!(t.to_string(), "file:/dev/loop3?fc=8gfc");
@@ -784,6 +873,66 @@ mod tests {
             "{e}"
         );
         assert!(Target::parse("file:?fc=8gfc").is_err());
+    }
+
+    #[test]
+    fn a_file_capped_at_an_fcoe_link_round_trips_and_bad_links_are_named() {
+        let t = Target::parse("file:/dev/loop3?fcoe=10gbe").unwrap();
+        assert_eq!(
+            t,
+            Target::Fc {
+                path: "/dev/loop3".into(),
+                link: "10gbe".into(),
+                wire: FcWire::Fcoe,
+            }
+        );
+        assert_eq!(t.to_string(), "file:/dev/loop3?fcoe=10gbe");
+        assert_eq!(t.storage(), Target::File("/dev/loop3".into()));
+        assert_eq!(t.backend_name(), "file");
+        // FCoE runs on Ethernet of 10 Gb/s or more, never on an FC link; FC
+        // never on Ethernet.
+        for (url, want) in [
+            (
+                "file:/d?fcoe=1gbe",
+                "invalid fcoe=\"1gbe\" (allowed: 10gbe, 25gbe, 40gbe, 100gbe)",
+            ),
+            (
+                "file:/d?fcoe=8gfc",
+                "invalid fcoe=\"8gfc\" (allowed: 10gbe, 25gbe, 40gbe, 100gbe)",
+            ),
+            (
+                "file:/d?fc=10gbe",
+                "invalid fc=\"10gbe\" (allowed: 1gfc, 2gfc, 4gfc, 8gfc, 16gfc, 32gfc)",
+            ),
+            (
+                "file:/d?fcoe=",
+                "invalid fcoe=\"\" (allowed: 10gbe, 25gbe, 40gbe, 100gbe)",
+            ),
+        ] {
+            let e = Target::parse(url).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+            assert!(
+                e.contains("(form: file:PATH[?fc=1gfc..32gfc|?fcoe=10gbe..100gbe])"),
+                "{e}"
+            );
+        }
+        assert!(Target::parse("file:?fcoe=10gbe").is_err());
+        // The last cap wins; what is before it is the path.
+        assert_eq!(
+            Target::parse("file:/a?fc=8gfc?fcoe=25gbe").unwrap(),
+            Target::Fc {
+                path: "/a?fc=8gfc".into(),
+                link: "25gbe".into(),
+                wire: FcWire::Fcoe,
+            }
+        );
+        // Each wire's links are the wire model's that carry its protocol.
+        for w in FcWire::ALL {
+            for l in w.links() {
+                let link = crate::linkmodel::Link::named(&l).unwrap();
+                assert!(w.protocol().runs_on(&link), "{l}");
+            }
+        }
     }
 
     #[test]
@@ -899,6 +1048,8 @@ mod tests {
         for s in [
             "null:",
             "file:/a/b",
+            "file:/a/b?fc=32gfc",
+            "file:/a/b?fcoe=100gbe",
             "nfs://h:2049/export/f?version=3",
             "nfs://h:12049/e/d/f?version=4&mountport=20048",
             "iscsi://10.99.0.1:3260/iqn.2026-11.lab.storlab:store/1",
@@ -937,6 +1088,7 @@ mod tests {
         assert_eq!(p("null:"), None);
         assert_eq!(p("file:/tmp"), None);
         assert_eq!(p("file:/dev/loop3?fc=8gfc"), None);
+        assert_eq!(p("file:/dev/loop3?fcoe=10gbe"), None);
     }
 
     #[test]
