@@ -38,6 +38,7 @@ pub mod registry;
 pub mod restart;
 pub mod rpcbind;
 pub mod state;
+pub mod targets;
 pub mod tgt;
 pub mod tools;
 
@@ -46,6 +47,7 @@ pub use hosts::Host;
 pub use link::Link;
 pub use net::NetMode;
 pub use state::{LabState, Phase, Server, Targets};
+pub use targets::LabTarget;
 
 use crate::process::{self, Proc};
 use netns::Netns;
