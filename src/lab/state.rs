@@ -4,6 +4,7 @@
 use super::backing::BackingInfo;
 use super::hosts::Host;
 use super::link::Link;
+use super::media_choice::MediaChoice;
 use super::net::NetMode;
 use super::netns::Netns;
 use super::targets::{LabTarget, Reach};
@@ -195,7 +196,10 @@ impl LabState {
     /// Whether the media server still runs (`None`: the lab has no media
     /// layer, as labs recorded before it or made with `--media none`).
     pub fn media_running(&self) -> Option<bool> {
-        let m = self.media.as_ref().filter(|m| m.spec != NO_MEDIA)?;
+        let m = self
+            .media
+            .as_ref()
+            .filter(|m| m.media != MediaChoice::None)?;
         Some(
             m.server
                 .as_ref()
@@ -262,25 +266,20 @@ impl LabState {
             mtu: self.mtu,
             hosts: self.hosts.iter().map(|h| h.name.clone()).collect(),
             net: Some(self.net.as_str().to_string()),
-            medium: self.media.as_ref().map(|m| m.spec.clone()),
+            medium: self.media.as_ref().map(|m| m.media.spec().to_string()),
         }
     }
 }
 
-/// `--media none`: no media layer at all. Every server and the loop device
-/// open the backing file itself, as labs did before media; for measuring
-/// what the media layer costs (bench/media_ceiling.sh), not for studies.
-pub const NO_MEDIA: &str = "none";
-
 /// The media layer as made.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MediaInfo {
-    /// The `--media` preset or spec.
-    pub spec: String,
-    /// The `--media-file` the preset comes from, if any.
-    #[serde(default)]
-    pub file: Option<PathBuf>,
-    /// Where the media file system is mounted.
+    /// What it serves the store on, recorded as `spec` (the `--media` name,
+    /// `none` for no layer) and `file` (the `--media-file`, if any).
+    #[serde(flatten)]
+    pub media: MediaChoice,
+    /// Where the media file system is mounted (the backing directory itself
+    /// under `--media none`).
     pub mountpoint: PathBuf,
     /// The media server, once it answers.
     #[serde(default)]
@@ -317,7 +316,7 @@ impl MediaInfo {
                 .reset_taking_written(),
             None => Ok(Written::Unknown(format!(
                 "no media layer (--media {}): nothing records the writes",
-                self.spec
+                self.media.spec()
             ))),
         }
     }
@@ -378,6 +377,32 @@ mod tests {
             .collect();
         assert_eq!(names, ["local", "nfs3", "nfs4", "iscsi", "nbd"]);
         assert_eq!(targets(None, None).url(LabTarget::Fcoe10), None);
+    }
+
+    #[test]
+    fn a_media_record_of_the_old_code_loads_and_is_written_back_the_same() {
+        // As the code before the typed choice wrote them (`spec` a string,
+        // "none" for no layer).
+        for (json, want) in [
+            (
+                r#"{"spec":"none","file":null,"mountpoint":"/dev/shm/storlab-lab1","server":null,"loop_dev":null}"#,
+                MediaChoice::None,
+            ),
+            (
+                r#"{"spec":"array-15k","file":null,"mountpoint":"/s/media","server":null,"loop_dev":null}"#,
+                MediaChoice::lab_default(),
+            ),
+        ] {
+            let m: MediaInfo = serde_json::from_str(json).unwrap();
+            assert_eq!(m.media, want);
+            assert_eq!(serde_json::to_string(&m).unwrap(), json);
+        }
+        let st: LabState = serde_json::from_str(
+            r#"{"state_dir":"/x","boot_id":"b","phase":"up","netns":null,"backing":null,
+                "servers":[],"targets":null,"media":{"spec":"none","mountpoint":"/b"}}"#,
+        )
+        .unwrap();
+        assert_eq!(st.media.unwrap().media, MediaChoice::None);
     }
 
     #[test]
