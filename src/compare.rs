@@ -6,7 +6,7 @@
 //! relative to the baseline is [`crate::report::relative`]'s, printed by
 //! [`crate::report::text::comparison_tables`].
 
-use crate::lab::LabState;
+use crate::lab::{LabState, LabTarget};
 use crate::model::{PointResult, ServerCpu};
 use crate::runner::RunError;
 use crate::stats::ProcCpu;
@@ -61,23 +61,26 @@ impl Contender {
 }
 
 /// The lab target names, in the studies' usual order: the block baseline
-/// (uncapped, then at each FC link's payload rate), the store file itself
-/// through the media mount, then the protocols.
-pub const LAB_TARGETS: &[&str] = &[
-    "block", "fc2", "fc4", "fc8", "fc16", "fc32", "local", "nfs3", "nfs4", "nfs41", "iscsi", "nbd",
-];
+/// (uncapped, then at each FC link's and 10 Gb FCoE's payload rate), the
+/// store file itself through the media mount, then the protocols
+/// ([`LabTarget`]).
+pub const LAB_TARGETS: &[&str] = &LabTarget::NAMES;
 
 /// What `compare --lab` runs without `--targets`: the block baseline in the
 /// FC role on 8 Gb FC (the studies' baseline = 100), then every protocol.
-pub const DEFAULT_LAB_TARGETS: &[&str] = &["fc8", "nfs3", "nfs4", "iscsi", "nbd"];
+pub const DEFAULT_LAB_TARGETS: &[&str] = &[
+    LabTarget::Fc8.name(),
+    LabTarget::Nfs3.name(),
+    LabTarget::Nfs4.name(),
+    LabTarget::Iscsi.name(),
+    LabTarget::Nbd.name(),
+];
 
 /// The name a lab target goes by in tables, as the studies name their
-/// baseline: `fc8` is "FC 8Gb (block)"; other names are their own.
+/// baseline: `fc8` is "FC 8Gb (block)", `fcoe10` "FCoE 10Gb (block)"
+/// ([`LabTarget::label`]); other names are their own.
 pub fn label(name: &str) -> String {
-    match name.strip_prefix("fc").filter(|g| g.parse::<u32>().is_ok()) {
-        Some(gb) if LAB_TARGETS.contains(&name) => format!("FC {gb}Gb (block)"),
-        _ => name.to_string(),
-    }
+    LabTarget::parse(name).map_or_else(|_| name.to_string(), |t| t.label().to_string())
 }
 
 /// Resolve `--targets` entries: a lab target name (with URL options:
@@ -132,12 +135,12 @@ fn lab_contender(entry: &str, lab: Option<&LabState>) -> Result<Contender, Strin
 }
 
 fn lab_contender_named(name: &str, lab: Option<&LabState>) -> Result<Contender, String> {
-    let allowed = LAB_TARGETS.join(", ");
-    if !LAB_TARGETS.contains(&name) {
-        return Err(format!(
-            "unknown target {name:?} (allowed: a lab target ({allowed}), NAME=URL, or a URL)"
-        ));
-    }
+    let t = LabTarget::parse(name).map_err(|_| {
+        format!(
+            "unknown target {name:?} (allowed: a lab target ({}), NAME=URL, or a URL)",
+            LabTarget::allowed()
+        )
+    })?;
     let lab = lab.ok_or_else(|| {
         format!("target {name:?} names a lab target, but no lab is up (run `storlab lab up` first)")
     })?;
@@ -147,19 +150,15 @@ fn lab_contender_named(name: &str, lab: Option<&LabState>) -> Result<Contender, 
             lab.state_dir.display()
         )
     })?;
-    let url = targets
-        .list()
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, u)| u.to_string())
-        .unwrap_or_default();
-    let server = match name {
-        "nfs3" | "nfs4" | "nfs41" => Some("ganesha"),
-        "iscsi" => Some("tgtd"),
-        "nbd" => Some("nbdkit"),
-        _ => None,
-    };
-    let servers = server
+    let url = targets.url(t).ok_or_else(|| {
+        format!(
+            "the lab in {} has no {name:?} target (it was brought up before the block baseline: \
+             run `storlab lab down`, then `storlab lab up`)",
+            lab.state_dir.display()
+        )
+    })?;
+    let servers = t
+        .server()
         .and_then(|s| lab.server(s))
         .map(|s| {
             vec![ServerProc {
@@ -168,15 +167,8 @@ fn lab_contender_named(name: &str, lab: Option<&LabState>) -> Result<Contender, 
             }]
         })
         .unwrap_or_default();
-    if url.is_empty() {
-        return Err(format!(
-            "the lab in {} has no {name:?} target (it was brought up before the block baseline: \
-             run `storlab lab down`, then `storlab lab up`)",
-            lab.state_dir.display()
-        ));
-    }
     Ok(Contender {
-        name: label(name),
+        name: t.label().to_string(),
         targets: vec![Target::parse(&url).map_err(|e| e.to_string())?],
         servers,
         backing: lab.backing.as_ref().map(|b| b.path.clone()),
@@ -236,7 +228,7 @@ mod tests {
         let e = resolve(&["nfs5".into()], None).unwrap_err();
         assert!(
             e.contains("nfs5")
-                && e.contains("fc8, fc16, fc32, local, nfs3, nfs4, nfs41, iscsi, nbd"),
+                && e.contains("fc8, fc16, fc32, fcoe10, local, nfs3, nfs4, nfs41, iscsi, nbd"),
             "{e}"
         );
         let e = resolve(&["null:".into(), "null:".into()], None).unwrap_err();
@@ -255,6 +247,8 @@ mod tests {
     fn fc_targets_read_like_the_studies_baseline() {
         assert_eq!(label("fc8"), "FC 8Gb (block)");
         assert_eq!(label("fc32"), "FC 32Gb (block)");
+        assert_eq!(label("fcoe10"), "FCoE 10Gb (block)");
+        assert_eq!(label("fcoe25"), "fcoe25");
         assert_eq!(label("nfs3"), "nfs3");
         assert_eq!(label("fc7"), "fc7");
         for t in DEFAULT_LAB_TARGETS {

@@ -5,8 +5,10 @@
 //! FCoE, a kernel iSCSI LUN, an NFS mount, NVMe-oF) is reached this way through
 //! its device or mount path. `file:PATH?fc=8gfc` is the same path reached as
 //! over a Fibre Channel link: the lab's block baseline in the FC role, capped
-//! at the link's payload rate (`1gfc` .. `32gfc`, [`FC_LINKS`]; the wire model
-//! gives the rate). A `?` anywhere else in a `file:` path is part of the path.
+//! at the link's payload rate (`1gfc` .. `32gfc`, the wire model's FC links;
+//! the wire model gives the rate); `file:PATH?fcoe=10gbe` the same over FCoE,
+//! FC frames in Ethernet on a link of 10 Gb/s or more (`10gbe` .. `100gbe`;
+//! [`FcWire`]). A `?` anywhere else in a `file:` path is part of the path.
 //! `null:` completes every I/O at once. The protocol schemes reach servers
 //! from user space:
 //!
@@ -24,40 +26,60 @@
 //! to the target (Linux's NFS mount option of that name; for iSCSI, N
 //! sessions; for NBD, the server must advertise multi-conn).
 
+use crate::linkmodel::Protocol;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
-/// The schemes a target may use, for error messages.
 /// Each scheme's form, by the prefix that selects it, in the order an error
 /// lists them.
-const SCHEME_FORMS: [(&str, &str); 6] = [
-    ("file:", "file:PATH[?fc=1gfc..32gfc]"),
-    ("null:", "null:"),
-    (
-        "nfs:",
-        "nfs://HOST[:PORT]/EXPORT/FILE?version=3|4|4.0|4.1[&nconnect=1..16][&stable=unstable|file][&mountport=PORT]",
-    ),
-    ("iscsi:", "iscsi://HOST[:PORT]/IQN/LUN[?nconnect=1..16]"),
-    (
-        "nbd:",
-        "nbd://HOST[:PORT]/EXPORT[?replies=simple|structured][&nconnect=1..16]",
-    ),
-    ("nbd+unix:", "nbd+unix:///EXPORT?socket=PATH"),
-];
+fn scheme_forms() -> [(&'static str, &'static str); 6] {
+    // The `file:` form names the wire model's links, so it is made once.
+    static FILE_FORM: LazyLock<String> = LazyLock::new(|| {
+        let caps: Vec<String> = FcWire::ALL
+            .iter()
+            .map(|w| {
+                let links = w.links();
+                let (first, last) = (links.first(), links.last());
+                format!(
+                    "?{}={}..{}",
+                    w.key(),
+                    first.map_or("", String::as_str),
+                    last.map_or("", String::as_str)
+                )
+            })
+            .collect();
+        format!("file:PATH[{}]", caps.join("|"))
+    });
+    [
+        ("file:", FILE_FORM.as_str()),
+        ("null:", "null:"),
+        (
+            "nfs:",
+            "nfs://HOST[:PORT]/EXPORT/FILE?version=3|4|4.0|4.1[&nconnect=1..16][&stable=unstable|file][&mountport=PORT]",
+        ),
+        ("iscsi:", "iscsi://HOST[:PORT]/IQN/LUN[?nconnect=1..16]"),
+        (
+            "nbd:",
+            "nbd://HOST[:PORT]/EXPORT[?replies=simple|structured][&nconnect=1..16]",
+        ),
+        ("nbd+unix:", "nbd+unix:///EXPORT?socket=PATH"),
+    ]
+}
 
 /// Every scheme's form, as an error lists them.
 pub fn allowed_schemes() -> String {
-    SCHEME_FORMS.map(|(_, form)| form).join(", ")
+    scheme_forms().map(|(_, form)| form).join(", ")
 }
 
 /// The form of the scheme `input` starts with (the longest prefix, so
 /// `nbd+unix:` is not taken for `nbd:`); None for an unknown scheme.
 fn scheme_form(input: &str) -> Option<&'static str> {
-    SCHEME_FORMS
-        .iter()
+    scheme_forms()
+        .into_iter()
         .filter(|(prefix, _)| input.starts_with(prefix))
         .max_by_key(|(prefix, _)| prefix.len())
-        .map(|&(_, form)| form)
+        .map(|(_, form)| form)
 }
 
 /// The most connections `nconnect=N` may ask for (Linux's NFS client caps
@@ -73,9 +95,72 @@ fn parse_nconnect(v: &str) -> Result<u8, String> {
             "invalid nconnect={v:?} (allowed: 1..={MAX_NCONNECT})"
         ))
 }
-/// The Fibre Channel links a `file:PATH?fc=LINK` target may name (the wire
-/// model's FC links, `crate::linkmodel`).
-pub const FC_LINKS: &[&str] = &["1gfc", "2gfc", "4gfc", "8gfc", "16gfc", "32gfc"];
+
+/// How the link of a capped `file:` target carries the block path's FCP
+/// frames: natively (`?fc=LINK`) or in Ethernet frames (`?fcoe=LINK`). The
+/// links each may name, and what they carry, are the wire model's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FcWire {
+    /// Fibre Channel (FC-FS): `?fc=` one of the FC links, `1gfc` .. `32gfc`.
+    Fc,
+    /// FC over Ethernet (FC-BB-5): `?fcoe=` an Ethernet link FCoE runs on,
+    /// `10gbe` .. `100gbe`.
+    Fcoe,
+}
+
+impl FcWire {
+    /// Both, in the order an error lists them.
+    pub const ALL: [FcWire; 2] = [FcWire::Fc, FcWire::Fcoe];
+
+    /// The URL key that names its link: `fc` or `fcoe`.
+    pub fn key(self) -> &'static str {
+        match self {
+            FcWire::Fc => "fc",
+            FcWire::Fcoe => "fcoe",
+        }
+    }
+
+    /// Its name in text: `FC` or `FCoE`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FcWire::Fc => "FC",
+            FcWire::Fcoe => "FCoE",
+        }
+    }
+
+    /// The wire model's protocol: FCP in FC frames, or in FCoE frames.
+    pub fn protocol(self) -> Protocol {
+        match self {
+            FcWire::Fc => Protocol::Fc,
+            FcWire::Fcoe => Protocol::Fcoe,
+        }
+    }
+
+    /// The links its key may name: the wire model's catalogued links that
+    /// carry its protocol, slowest first.
+    pub fn links(self) -> Vec<String> {
+        self.protocol()
+            .links()
+            .into_iter()
+            .map(|l| l.name)
+            .collect()
+    }
+
+    /// `link` if its key may name it; else the error naming the key, the
+    /// value and the allowed links.
+    fn check(self, link: &str) -> Result<String, String> {
+        let allowed = self.links();
+        if allowed.iter().any(|l| l == link) {
+            Ok(link.to_string())
+        } else {
+            Err(format!(
+                "invalid {}={link:?} (allowed: {})",
+                self.key(),
+                allowed.join(", ")
+            ))
+        }
+    }
+}
 
 /// Default ports of the protocols.
 pub const NFS_PORT: u16 = 2049;
@@ -92,12 +177,15 @@ pub enum Target {
     /// A local path: directory, regular file or block device, through io_uring.
     File(PathBuf),
     /// A local path (normally a block device) reached as over a Fibre Channel
-    /// link: the file backend, its bandwidth capped at the link's payload rate.
+    /// link, native or in Ethernet (FCoE): the file backend, its bandwidth
+    /// capped at the link's payload rate.
     Fc {
         /// The directory, file or device.
         path: PathBuf,
-        /// The FC link, one of [`FC_LINKS`].
+        /// The link, one of `wire`'s ([`FcWire::links`]).
         link: String,
+        /// How the link carries the frames: FC or FCoE.
+        wire: FcWire,
     },
     /// A file on an NFS export.
     Nfs(NfsTarget),
@@ -324,19 +412,21 @@ impl Target {
             }
             "file" => {
                 let path = rest.strip_prefix("//").unwrap_or(rest);
-                if let Some((p, link)) = path.rsplit_once("?fc=") {
+                // The last `?fc=` or `?fcoe=` caps the path; any other `?`
+                // is part of it.
+                let cap = FcWire::ALL
+                    .into_iter()
+                    .filter_map(|w| path.rfind(&format!("?{}=", w.key())).map(|at| (at, w)))
+                    .max_by_key(|&(at, _)| at);
+                if let Some((at, wire)) = cap {
+                    let (p, link) = (&path[..at], &path[at + wire.key().len() + 2..]);
                     if p.is_empty() {
                         return Err(err("file: needs a path"));
                     }
-                    if !FC_LINKS.contains(&link) {
-                        return Err(err(&format!(
-                            "invalid fc={link:?} (allowed: {})",
-                            FC_LINKS.join(", ")
-                        )));
-                    }
                     return Ok(Target::Fc {
                         path: PathBuf::from(p),
-                        link: link.to_string(),
+                        link: wire.check(link).map_err(|r| err(&r))?,
+                        wire,
                     });
                 }
                 if path.is_empty() {
@@ -564,11 +654,34 @@ impl Target {
         t
     }
 
-    /// The local path of a `file:` target (capped at an FC link or not).
+    /// The local path of a `file:` target (capped at an FC or FCoE link or not).
     pub fn local_path(&self) -> Option<&Path> {
         match self {
             Target::File(p) | Target::Fc { path: p, .. } => Some(p),
             _ => None,
+        }
+    }
+
+    /// The protocol this target's I/O crosses a network link in, as the wire
+    /// model frames it: `None` for `file:` and `null:` (no wire; a `file:`
+    /// capped at an FC or FCoE link crosses no lab link) and NBD over a Unix socket
+    /// (no link). storlab's NFSv4 client speaks 4.0, and 4.1 with
+    /// `version=4.1`.
+    pub fn network_protocol(&self) -> Option<Protocol> {
+        match self {
+            Target::Null | Target::File(_) | Target::Fc { .. } => None,
+            Target::Nfs(NfsTarget { version: 3, .. }) => Some(Protocol::Nfs3),
+            Target::Nfs(NfsTarget { minor: 1, .. }) => Some(Protocol::Nfs41),
+            Target::Nfs { .. } => Some(Protocol::Nfs4),
+            Target::Iscsi { .. } => Some(Protocol::Iscsi),
+            Target::Nbd {
+                addr: NbdAddr::Unix(_),
+                ..
+            } => None,
+            Target::Nbd { replies, .. } => Some(match replies {
+                NbdReplies::Simple => Protocol::Nbd,
+                NbdReplies::Structured => Protocol::NbdStructured,
+            }),
         }
     }
 
@@ -606,7 +719,9 @@ impl fmt::Display for Target {
         match self {
             Target::Null => write!(f, "null:"),
             Target::File(p) => write!(f, "file:{}", p.display()),
-            Target::Fc { path, link } => write!(f, "file:{}?fc={link}", path.display()),
+            Target::Fc { path, link, wire } => {
+                write!(f, "file:{}?{}={link}", path.display(), wire.key())
+            }
             Target::Nfs(NfsTarget {
                 host,
                 port,
@@ -678,273 +793,4 @@ impl fmt::Display for Target {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_file_and_null() {
-        assert_eq!(Target::parse("null:").unwrap(), Target::Null);
-        for (url, path) in [
-            ("file:/tmp/x", "/tmp/x"),
-            ("file:///tmp/x", "/tmp/x"),
-            ("file:rel/dir", "rel/dir"),
-        ] {
-            assert_eq!(
-                Target::parse(url).unwrap(),
-                Target::File(path.into()),
-                "{url}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_directory_url_may_end_at_the_export() {
-        let t = Target::parse_dir("nfs://h:2049/storlab?version=4.1&mountport=7").unwrap();
-        let Target::Nfs(NfsTarget {
-            export,
-            path,
-            minor,
-            mount_port,
-            ..
-        }) = &t
-        else {
-            panic!("{t:?}")
-        };
-        assert_eq!(
-            (export.as_str(), path.as_str(), *minor),
-            ("/storlab", "", 1)
-        );
-        assert_eq!(*mount_port, Some(7));
-        assert_eq!(Target::parse_dir(&t.to_string()).unwrap(), t);
-        let t = Target::parse_dir("nfs://h/storlab/runs/a/?version=3").unwrap();
-        assert!(
-            matches!(&t, Target::Nfs(NfsTarget { path, .. }) if path == "runs/a"),
-            "{t:?}"
-        );
-        // A file URL still needs its file; a directory URL needs an export.
-        assert!(Target::parse("nfs://h/storlab?version=3").is_err());
-        let e = Target::parse_dir("nfs://h/?version=3").unwrap_err();
-        assert!(e.to_string().contains("/EXPORT[/DIR]"), "{e}");
-        assert_eq!(
-            Target::parse_dir("file:/tmp/d").unwrap(),
-            Target::File("/tmp/d".into())
-        );
-    }
-
-    #[test]
-    fn a_file_capped_at_an_fc_link_round_trips_and_bad_links_are_named() {
-        let t = Target::parse("file:/dev/loop3?fc=8gfc").unwrap();
-        assert_eq!(
-            t,
-            Target::Fc {
-                path: "/dev/loop3".into(),
-                link: "8gfc".into()
-            }
-        );
-        assert_eq!(t.to_string(), "file:/dev/loop3?fc=8gfc");
-        assert_eq!(t.local_path(), Some(Path::new("/dev/loop3")));
-        assert_eq!(t.backend_name(), "file");
-        // Any other `?` stays part of the path.
-        assert_eq!(
-            Target::parse("file:/tmp/a?b").unwrap(),
-            Target::File("/tmp/a?b".into())
-        );
-        let e = Target::parse("file:/dev/loop3?fc=10gfc")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("\"10gfc\"") && e.contains("32gfc"), "{e}");
-        assert!(Target::parse("file:?fc=8gfc").is_err());
-    }
-
-    #[test]
-    fn parses_protocol_urls() {
-        assert_eq!(
-            Target::parse("nfs://127.0.0.1:12049/export/data/disk.img?version=4").unwrap(),
-            Target::Nfs(NfsTarget {
-                host: "127.0.0.1".into(),
-                port: 12049,
-                mount_port: None,
-                export: "/export".into(),
-                path: "data/disk.img".into(),
-                version: 4,
-                minor: 0,
-                nconnect: 1,
-                file_sync: false,
-            })
-        );
-        let t = Target::parse("nfs://h/a/b/f?export=/a/b&mountport=20048").unwrap();
-        assert!(
-            matches!(&t, Target::Nfs(NfsTarget { export, path, mount_port: Some(20048), version: 3, port: 2049, .. })
-            if export == "/a/b" && path == "f")
-        );
-        assert_eq!(
-            Target::parse("iscsi://[::1]:3261/iqn.2026-11.lab.storlab:store/1").unwrap(),
-            Target::Iscsi {
-                host: "::1".into(),
-                port: 3261,
-                iqn: "iqn.2026-11.lab.storlab:store".into(),
-                lun: 1,
-                nconnect: 1,
-            }
-        );
-        assert_eq!(
-            Target::parse("nbd://localhost/store").unwrap(),
-            Target::Nbd {
-                addr: NbdAddr::Tcp {
-                    host: "localhost".into(),
-                    port: 10809
-                },
-                export: "store".into(),
-                replies: NbdReplies::Simple,
-                nconnect: 1,
-            }
-        );
-        assert_eq!(
-            Target::parse("nbd+unix:///store?socket=/run/x.sock").unwrap(),
-            Target::Nbd {
-                addr: NbdAddr::Unix("/run/x.sock".into()),
-                export: "store".into(),
-                replies: NbdReplies::Simple,
-                nconnect: 1,
-            }
-        );
-    }
-
-    #[test]
-    fn errors_name_input_and_allowed_schemes() {
-        for bad in [
-            "/tmp/x",
-            "nfs3:/x",
-            "file:",
-            "null:/x",
-            ":x",
-            "nfs://h/export",
-            "nfs://h/e/f?version=5",
-            "nfs://h/e/f?version=4.2",
-            "nfs://h:0/e/f",
-            "nfs://h/e/../f",
-            "iscsi://h/notaname/1",
-            "iscsi://h/iqn.x/lun",
-            "nbd+unix:///e",
-            "nbd://h/e?x=1",
-            "nbd://h/e?replies=fast",
-            "nbd+unix:///e?socket=/s&replies=",
-            "nbd:/h",
-            "nfs://h/e/f?nconnect=0",
-            "nfs://h/e/f?nconnect=17",
-            "nfs://h/e/f?stable=data",
-            "nbd://h/e?nconnect=x",
-            "nbd+unix:///e?socket=/s&nconnect=",
-        ] {
-            let e = Target::parse(bad).unwrap_err().to_string();
-            assert!(e.contains(&format!("{bad:?}")), "{e}");
-            // One form: the scheme's own, or every scheme's when the scheme
-            // itself is unknown; never both, and one list of allowed values.
-            match scheme_form(bad) {
-                Some(form) => {
-                    assert!(e.contains(&format!("(form: {form})")), "{e}");
-                    assert!(!e.contains(&allowed_schemes()), "{e}");
-                }
-                None => {
-                    assert!(
-                        e.contains(&format!("(allowed: {})", allowed_schemes())),
-                        "{e}"
-                    );
-                    assert!(!e.contains("(form: "), "{e}");
-                }
-            }
-            assert!(e.matches("(allowed: ").count() <= 1, "{e}");
-        }
-        for bad in ["bogus://x", "nf://h/e/f"] {
-            let e = Target::parse(bad).unwrap_err().to_string();
-            assert!(
-                e.contains(&format!("(allowed: {})", allowed_schemes())),
-                "{e}"
-            );
-        }
-    }
-
-    #[test]
-    fn display_round_trips() {
-        for s in [
-            "null:",
-            "file:/a/b",
-            "nfs://h:2049/export/f?version=3",
-            "nfs://h:12049/e/d/f?version=4&mountport=20048",
-            "iscsi://10.99.0.1:3260/iqn.2026-11.lab.storlab:store/1",
-            "nbd://h:10809/e",
-            "nbd://h:10809/e?replies=structured",
-            "nbd+unix:///e?socket=/run/s.sock&replies=structured",
-            "nbd+unix:///e?socket=/s",
-            "nfs://h:2049/e/f?version=4&nconnect=4",
-            "nfs://h:2049/e/f?version=4.1&nconnect=4",
-            "nfs://h:2049/e/f?version=4.1",
-            "nfs://h:2049/e/f?version=3&stable=file",
-            "nfs://h:2049/e/f?version=4.1&stable=file&nconnect=2",
-            "nfs://h:2049/a/b/f?version=3&export=/a/b&nconnect=16",
-            "nbd://h:10809/e?nconnect=2",
-            "nbd://h:10809/e?replies=structured&nconnect=8",
-            "nbd+unix:///e?socket=/s&nconnect=3",
-            "iscsi://h:3260/iqn.2026-11.lab.storlab:store/1?nconnect=2",
-        ] {
-            assert_eq!(Target::parse(s).unwrap().to_string(), s);
-        }
-    }
-
-    #[test]
-    fn storage_ignores_how_it_is_reached() {
-        let a = Target::parse("nbd://h/e?replies=structured&nconnect=4").unwrap();
-        let b = Target::parse("nbd://h/e").unwrap();
-        assert_ne!(a, b);
-        assert_eq!(a.storage(), b);
-        let a = Target::parse("nfs://h/e/f?nconnect=2&stable=file").unwrap();
-        assert_eq!(a.storage(), Target::parse("nfs://h/e/f").unwrap());
-        assert_ne!(a.storage(), Target::parse("nfs://h/e/g").unwrap());
-    }
-
-    #[test]
-    fn nconnect_errors_name_the_option_and_its_range() {
-        for bad in ["0", "17", "256", "-1", "four", ""] {
-            let e = Target::parse(&format!("nfs://h/e/f?nconnect={bad}"))
-                .unwrap_err()
-                .to_string();
-            assert!(
-                e.contains(&format!("invalid nconnect={bad:?} (allowed: 1..=16)")),
-                "{e}"
-            );
-        }
-        let e = Target::parse("nfs://h/e/f?nconnects=2")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("unknown query parameter \"nconnects\" (allowed: version, mountport, export, nconnect, stable)"),
-            "{e}"
-        );
-        let t = Target::parse("nfs://h/e/f?nconnect=16").unwrap();
-        assert!(matches!(t, Target::Nfs(NfsTarget { nconnect: 16, .. })));
-    }
-
-    #[test]
-    fn nfs_versions_and_their_errors() {
-        for (v, version, minor) in [("3", 3, 0), ("4", 4, 0), ("4.0", 4, 0), ("4.1", 4, 1)] {
-            let t = Target::parse(&format!("nfs://h/e/f?version={v}")).unwrap();
-            assert!(
-                matches!(t, Target::Nfs(NfsTarget { version: a, minor: b, .. }) if a == version && b == minor),
-                "{v}: {t:?}"
-            );
-        }
-        let t = Target::parse("nfs://h/e/f?version=4.0").unwrap();
-        assert_eq!(t.to_string(), "nfs://h:2049/e/f?version=4");
-        for bad in ["4.2", "5", "41", "4.", ""] {
-            let e = Target::parse(&format!("nfs://h/e/f?version={bad}"))
-                .unwrap_err()
-                .to_string();
-            assert!(
-                e.contains(&format!(
-                    "invalid version={bad:?} (allowed: 3, 4, 4.0, 4.1)"
-                )),
-                "{e}"
-            );
-        }
-    }
-}
+mod tests;

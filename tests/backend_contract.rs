@@ -1,9 +1,9 @@
 //! The backend contract (`storlab::io::Backend`'s docs), checked against every
-//! backend: null, file (io_uring, and psync: `file+psync`), a file capped at an FC link, NFSv3 and NFSv4
-//! (nfs-ganesha), iSCSI (tgt) and NBD (nbdkit), the protocols also with
-//! `nconnect=2` (two connections or sessions per target). Each line of the
-//! table at the bottom is one backend; a new backend gets every check by
-//! adding its line.
+//! backend: null, file (io_uring, and psync: `file+psync`), a file capped at
+//! an FC link and at an FCoE link, NFSv3 and NFSv4 (nfs-ganesha), iSCSI (tgt)
+//! and NBD (nbdkit), the protocols also with `nconnect=2` (two connections or
+//! sessions per target). Each line of the table at the bottom is one
+//! backend; a new backend gets every check by adding its line.
 //!
 //! The protocol backends run against a lab of their own (`storlab lab up
 //! --net loopback`, 64 MiB, servers started, restarted and stopped by PID by
@@ -40,7 +40,7 @@ static LABS: Mutex<()> = Mutex::new(());
 /// One backend, and what its storage does where the contract leaves a choice.
 struct Row {
     /// `null`, `file`, or the lab's target name (`nfs3`, `nfs4`, `iscsi`, `nbd`),
-    /// with `?query` to add to its URL (`nbd?nconnect=2`, `file?fc=8gfc`).
+    /// with `?query` to add to its URL (`nbd?nconnect=2`, `file?fc=8gfc`, `file?fcoe=10gbe`).
     target: &'static str,
     /// The lab server behind it, to stall and restart.
     server: Option<&'static str>,
@@ -96,7 +96,7 @@ struct Fixture {
 
 impl Fixture {
     fn new(row: &'static Row) -> Fixture {
-        // `kind?query`: the query (nconnect=N, fc=LINK) goes on the URL.
+        // `kind?query`: the query (nconnect=N, fc=LINK, fcoe=LINK) goes on the URL.
         let (kind, query) = match row.target.split_once('?') {
             Some((k, q)) => (k, format!("?{q}")),
             None => (row.target, String::new()),
@@ -538,6 +538,7 @@ backends! {
     iscsi: Row { target: "iscsi", server: Some("tgtd"), moves_data: true, knows_size: true, unaligned: Unaligned::Einval, sync_says: &["FUA", "SYNCHRONIZE CACHE"] };
     nbd: Row { target: "nbd", server: Some("nbdkit"), moves_data: true, knows_size: true, unaligned: Unaligned::Carried, sync_says: &["FUA", "flush"] };
     fc: Row { target: "file?fc=8gfc", server: None, moves_data: true, knows_size: false, unaligned: Unaligned::Either, sync_says: &[] };
+    fcoe: Row { target: "file?fcoe=10gbe", server: None, moves_data: true, knows_size: false, unaligned: Unaligned::Either, sync_says: &[] };
     nfs3_nconnect: Row { target: "nfs3?nconnect=2", server: Some("ganesha"), moves_data: true, knows_size: true, unaligned: Unaligned::Carried, sync_says: &["FILE_SYNC"] };
     nfs4_nconnect: Row { target: "nfs4?nconnect=2", server: Some("ganesha"), moves_data: true, knows_size: true, unaligned: Unaligned::Carried, sync_says: &["FILE_SYNC"] };
     nfs41_nconnect: Row { target: "nfs41?nconnect=2", server: Some("ganesha"), moves_data: true, knows_size: true, unaligned: Unaligned::Carried, sync_says: &["FILE_SYNC"] };

@@ -113,6 +113,13 @@ fn a_media_lab_serves_fc8_and_nfs3_through_the_mount_and_down_leaves_nothing() {
         status.contains("media: fixed:200 mounted at") && status.contains(&dev),
         "{status}"
     );
+    // The block baseline in the FC and FCoE roles, derived from it.
+    for (name, cap) in [("fc8", "fc=8gfc"), ("fcoe10", "fcoe=10gbe")] {
+        assert!(
+            status.contains(&format!("  {name:<6} file:{dev}?{cap}\n")),
+            "{name}: {status}"
+        );
+    }
 
     // The media server sends each reply early by its own round trip, which
     // it measured at mount and names in its log ("… µs round trip charged"):
@@ -155,18 +162,31 @@ fn a_media_lab_serves_fc8_and_nfs3_through_the_mount_and_down_leaves_nothing() {
         );
     }
 
-    // compare names the FC baseline as the studies do, and it is the baseline.
+    // compare names the FC baseline as the studies do, and it is the
+    // baseline; FCoE goes by its own name beside it.
     let o = lab
         .storlab()
         .args(["compare", "--no-db", "--state-dir"])
         .arg(lab.dir.as_os_str())
-        .args(["--targets", "fc8,nfs3", "--rw", "randread", "--bs", "4k"])
+        .args([
+            "--targets",
+            "fc8,fcoe10,nfs3",
+            "--rw",
+            "randread",
+            "--bs",
+            "4k",
+        ])
         .args(["--size", "8m", "--ramp_time", "0", "--runtime", "1"])
         .output()
         .unwrap();
     let out = text(&o);
     assert!(o.status.success(), "compare: {out}");
     assert!(out.contains("relative to FC 8Gb (block) = 100"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("FCoE 10Gb (block) ")),
+        "no FCoE row: {out}"
+    );
 
     let servers: Vec<i32> = ["rpcbind", "ganesha", "tgtd", "nbdkit"]
         .iter()

@@ -230,8 +230,10 @@ fn a_shaped_1gbe_link_carries_what_the_model_says() {
             let url = lab.url(name);
             let mut m = read_64k(&lab, &agent, &token, &url);
             assert_eq!((m.net.link_rate_bps, m.net.mtu), (Some(1_000_000_000), mtu));
-            let protocol = lab::protocol_of(&Target::parse(&url).unwrap()).unwrap();
-            let model = lab::for_network(&m.net, protocol, 65536, Dir::Read)
+            let protocol = Target::parse(&url).unwrap().network_protocol().unwrap();
+            let model = m
+                .net
+                .estimate(protocol, 65536, Dir::Read)
                 .unwrap()
                 .expect("a shaped lab link has a model");
             let pct = |mb_s: f64| lab::percent_of_model(mb_s * 1e6, &model);

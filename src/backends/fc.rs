@@ -1,5 +1,6 @@
-//! A backend capped at a Fibre Channel link's payload rate: the block
-//! baseline in the FC role (`file:/dev/loopN?fc=8gfc`).
+//! A backend capped at a Fibre Channel link's payload rate, native or over
+//! Ethernet: the block baseline in the FC role (`file:/dev/loopN?fc=8gfc`) or
+//! the FCoE role (`file:/dev/loopN?fcoe=10gbe`).
 //!
 //! [`FcCapped`] wraps the backend that moves the bytes (the file backend over
 //! the lab's loop device) and holds each completion until the link could have
@@ -7,8 +8,9 @@
 //! full-duplex link (reads' data flows target to initiator, writes' data the
 //! other way) for `len / rate` seconds, where `rate` is the wire model's
 //! payload rate for that I/O size and direction
-//! ([`crate::linkmodel::lab::fc_cap`]: FC frames, 8b/10b or 64b/66b encoding,
-//! the command, transfer-ready and response frames of each exchange). The
+//! ([`crate::linkmodel::lab::block_cap`]: FC frames, natively with 8b/10b or
+//! 64b/66b encoding or each in a tagged Ethernet frame for FCoE, and the
+//! command, transfer-ready and response frames of each exchange). The
 //! link is a serial resource per direction: a transfer starts when the I/O
 //! has completed below and the previous transfer in its direction has ended.
 //! So large I/O is capped in MB/s at the model's rate and small I/O only by
@@ -24,7 +26,8 @@
 //! statistics: the engine stamps every I/O as for any backend.
 
 use crate::io::{Backend, BackendError, BufferPool, Completion, QueueError, Request, Wait};
-use crate::linkmodel::{self, lab::fc_cap};
+use crate::linkmodel::{self, lab::block_cap};
+use crate::target::FcWire;
 use crate::workload::Dir;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -60,9 +63,10 @@ fn clock_of(target: &str) -> Arc<LinkClock> {
     m.entry(target.to_string()).or_default().clone()
 }
 
-/// A backend whose completions wait for an FC link; see the module docs.
+/// A backend whose completions wait for an FC or FCoE link; see the module docs.
 pub struct FcCapped {
     inner: Box<dyn Backend>,
+    wire: FcWire,
     link: String,
     target: String,
     clock: Arc<LinkClock>,
@@ -75,16 +79,20 @@ pub struct FcCapped {
 }
 
 impl FcCapped {
-    /// Cap `inner` (serving `target`) at FC link `link` (`1gfc` .. `32gfc`).
+    /// Cap `inner` (serving `target`) at `link`, carrying FC frames as
+    /// `wire` says: an FC link (`1gfc` .. `32gfc`) or, for FCoE, an Ethernet
+    /// link of 10 Gb/s or more (`10gbe` .. `100gbe`).
     pub fn new(
         inner: Box<dyn Backend>,
         target: &str,
+        wire: FcWire,
         link: &str,
     ) -> Result<FcCapped, BackendError> {
-        fc_cap(link, 4096, linkmodel::Dir::Read)
+        block_cap(wire.protocol(), link, 4096, linkmodel::Dir::Read)
             .map_err(|e| BackendError::new(target, e.to_string()))?;
         Ok(FcCapped {
             inner,
+            wire,
             link: link.to_string(),
             target: target.to_string(),
             clock: clock_of(target),
@@ -104,7 +112,7 @@ impl FcCapped {
                     Dir::Read => linkmodel::Dir::Read,
                     Dir::Write => linkmodel::Dir::Write,
                 };
-                let rate = fc_cap(&self.link, u64::from(len.max(1)), d)
+                let rate = block_cap(self.wire.protocol(), &self.link, u64::from(len.max(1)), d)
                     .map_err(|e| BackendError::new(&self.target, e.to_string()))?;
                 let s = 1.0 / rate;
                 self.per_byte.insert(key, s);
@@ -168,8 +176,9 @@ unsafe impl Backend for FcCapped {
     fn features(&self) -> String {
         let inner = self.inner.features();
         let cap = format!(
-            "O_DIRECT, capped at the {} FC link's payload rate",
-            self.link
+            "O_DIRECT, capped at the {} {} link's payload rate",
+            self.link,
+            self.wire.name()
         );
         if inner.is_empty() {
             cap
@@ -251,13 +260,17 @@ mod tests {
     use crate::backends::null::NullBackend;
     use crate::io::{Io, Lane};
 
-    /// Read `n` I/Os of `len` bytes through a capped null backend, `depth` at
-    /// a time; returns the bytes per second achieved.
-    fn throughput(link: &str, len: u32, n: usize, depth: usize) -> f64 {
-        let target = format!("null:?test={link}-{len}-{n}-{depth}");
-        let b = FcCapped::new(Box::new(NullBackend::new(depth)), &target, link).unwrap();
+    /// Move `n` I/Os of `len` bytes in `dir` through a null backend capped at
+    /// `link`, `depth` at a time; returns the bytes per second achieved.
+    fn throughput(wire: FcWire, link: &str, dir: Dir, len: u32, n: usize, depth: usize) -> f64 {
+        let target = format!("null:?test={}-{link}-{dir:?}-{len}-{n}-{depth}", wire.key());
+        let b = FcCapped::new(Box::new(NullBackend::new(depth)), &target, wire, link).unwrap();
         let mut lane = Lane::new(Box::new(b), BufferPool::new(depth, len as usize)).unwrap();
-        let ios = vec![Io::read(0, len); n];
+        let io = match dir {
+            Dir::Read => Io::read(0, len),
+            Dir::Write => Io::write(0, len),
+        };
+        let ios = vec![io; n];
         let t = Instant::now();
         lane.run(
             &ios,
@@ -273,10 +286,19 @@ mod tests {
         f64::from(len) * n as f64 / t.elapsed().as_secs_f64()
     }
 
+    /// The wire model's payload rate for `len`-byte I/Os in `dir` on `link`.
+    fn model(wire: FcWire, link: &str, dir: Dir, len: u32) -> f64 {
+        let d = match dir {
+            Dir::Read => linkmodel::Dir::Read,
+            Dir::Write => linkmodel::Dir::Write,
+        };
+        block_cap(wire.protocol(), link, u64::from(len), d).unwrap()
+    }
+
     #[test]
     fn large_reads_run_at_the_models_rate_and_no_faster() {
-        let model = fc_cap("2gfc", 1 << 20, linkmodel::Dir::Read).unwrap();
-        let got = throughput("2gfc", 1 << 20, 40, 4);
+        let model = model(FcWire::Fc, "2gfc", Dir::Read, 1 << 20);
+        let got = throughput(FcWire::Fc, "2gfc", Dir::Read, 1 << 20, 40, 4);
         assert!(
             got <= model * 1.02 && got >= model * 0.85,
             "{got:.0} B/s against the model's {model:.0}"
@@ -284,10 +306,47 @@ mod tests {
     }
 
     #[test]
+    fn large_fcoe_reads_and_writes_run_at_the_models_rate_and_no_faster() {
+        // 10 GbE FCoE carries about 1198 MB/s of 1 MiB I/Os: 300 of them take
+        // a quarter of a second each way.
+        for dir in [Dir::Read, Dir::Write] {
+            let model = model(FcWire::Fcoe, "10gbe", dir, 1 << 20);
+            assert!(model > 1.19e9 && model < 1.2e9, "{dir:?}: {model:.0}");
+            let got = throughput(FcWire::Fcoe, "10gbe", dir, 1 << 20, 300, 4);
+            assert!(
+                got <= model * 1.02 && got >= model * 0.85,
+                "{dir:?}: {got:.0} B/s against the model's {model:.0}"
+            );
+        }
+    }
+
+    #[test]
     fn an_unknown_link_is_refused_naming_it() {
-        let e = FcCapped::new(Box::new(NullBackend::new(1)), "null:", "3gfc")
+        let e = FcCapped::new(Box::new(NullBackend::new(1)), "null:", FcWire::Fc, "3gfc")
             .err()
             .unwrap();
         assert!(e.to_string().contains("3gfc"), "{e}");
+        // FCoE is carried by Ethernet of 10 Gb/s or more only.
+        for link in ["8gfc", "1gbe"] {
+            let e = FcCapped::new(Box::new(NullBackend::new(1)), "null:", FcWire::Fcoe, link)
+                .err()
+                .unwrap();
+            assert!(
+                e.to_string()
+                    .contains(&format!("fcoe does not run on {link}")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn its_features_name_the_link_and_how_it_carries_fc() {
+        let f = |wire, link| {
+            FcCapped::new(Box::new(NullBackend::new(1)), "null:", wire, link)
+                .unwrap()
+                .features()
+        };
+        assert!(f(FcWire::Fc, "8gfc").ends_with("capped at the 8gfc FC link's payload rate"));
+        assert!(f(FcWire::Fcoe, "10gbe").ends_with("capped at the 10gbe FCoE link's payload rate"));
     }
 }

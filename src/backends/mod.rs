@@ -29,7 +29,7 @@ pub fn open(
         Target::Null => Ok(Box::new(null::NullBackend::new(opts.depth as usize))),
         Target::File(_) => open_files(disks, opts),
         // The FC role: a LUN the host does not cache, whatever the workload says.
-        Target::Fc { link, .. } => Ok(Box::new(fc::FcCapped::new(
+        Target::Fc { link, wire, .. } => Ok(Box::new(fc::FcCapped::new(
             open_files(
                 disks,
                 &OpenOptions {
@@ -38,6 +38,7 @@ pub fn open(
                 },
             )?,
             &target.to_string(),
+            *wire,
             link,
         )?)),
         Target::Nbd { .. } => Ok(Box::new(nbd::NbdBackend::open(

@@ -19,10 +19,9 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     session::check_outputs(&args.out)?;
     let _temporary = if args.lab {
         let mut cfg = lab::LabConfig::new(TemporaryLab::temp_dir("compare"));
-        if let Some(m) = &args.media {
-            cfg.media = m.clone();
-        }
-        cfg.media_file = args.media_file.clone();
+        cfg.media =
+            lab::MediaChoice::from_options(args.media.as_deref(), args.media_file.as_deref())
+                .map_err(CliError::input)?;
         Some(TemporaryLab::up(&cfg, args.out.exec.quiet)?)
     } else {
         None

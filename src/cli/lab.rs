@@ -1,10 +1,10 @@
 //! `storlab lab up|status|down`: the protocol lab (see docs/lab.md).
 
 use super::{CliError, ExitCode};
-use crate::lab::{self, Backing, LabConfig, LabError, LabState, Link, NetMode, Ports};
+use crate::lab::{self, Backing, LabConfig, LabError, LabState, Link, MediaChoice, NetMode, Ports};
 use crate::workload::units::{format_size, parse_size};
 use clap::ValueEnum;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where the backing store lives.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -74,8 +74,23 @@ pub struct LabUpArgs {
 }
 
 impl LabUpArgs {
-    /// The lab these options describe, with its state in `state_dir`.
+    /// The lab these options describe, with its state in `state_dir`, on the
+    /// medium `--media` and `--media-file` name (the lab's default without
+    /// `--media`), checked here.
     pub fn config(&self, state_dir: PathBuf) -> Result<LabConfig, CliError> {
+        let media = MediaChoice::from_options(self.media.as_deref(), self.media_file.as_deref())
+            .map_err(CliError::input)?;
+        self.config_on(state_dir, media)
+    }
+
+    /// The `--media-file` the media's presets may come from.
+    pub fn media_file(&self) -> Option<&Path> {
+        self.media_file.as_deref()
+    }
+
+    /// The lab these options describe on `media`, whatever `--media` says
+    /// (a study reads its own media from it, one lab each).
+    pub fn config_on(&self, state_dir: PathBuf, media: MediaChoice) -> Result<LabConfig, CliError> {
         let networked = self.hosts > 0 || self.link.is_some() || self.mtu.is_some();
         let net = self.net.unwrap_or(if networked {
             NetMode::Netns
@@ -113,11 +128,7 @@ impl LabUpArgs {
             agent_port: self.agent_port,
             agents: !self.no_agents,
             net,
-            media: self
-                .media
-                .clone()
-                .unwrap_or_else(|| lab::media::LAB_DEFAULT_MEDIA.to_string()),
-            media_file: self.media_file.clone(),
+            media,
         })
     }
 }
@@ -237,15 +248,15 @@ fn status_text(st: &LabState) -> String {
             format_size(b.size)
         ));
     }
-    if let Some(m) = st.media.as_ref().filter(|m| m.spec == lab::media::NO_MEDIA) {
+    if let Some(m) = st.media.as_ref().filter(|m| m.media == MediaChoice::None) {
         out.push_str(&format!(
             "media: none (every server opens the backing file in {} itself)\n",
             m.mountpoint.display()
         ));
     } else if let Some(m) = &st.media {
         let file = m
-            .file
-            .as_ref()
+            .media
+            .file()
             .map(|f| format!(" from {}", f.display()))
             .unwrap_or_default();
         let server = match &m.server {
@@ -262,7 +273,7 @@ fn status_text(st: &LabState) -> String {
         };
         out.push_str(&format!(
             "media: {}{file} mounted at {} ({server})\n",
-            m.spec,
+            m.media.spec(),
             m.mountpoint.display()
         ));
         if let Some(l) = &m.loop_dev {

@@ -4,6 +4,7 @@
 //! storlab's NFS client.
 
 use super::{CliError, ExitCode};
+use crate::lab::LabTarget;
 use crate::meta::copy::{self, CopySpec};
 use crate::meta::mix::Mix;
 use crate::meta::{self, Failure, MetaError, MetaSpec, RunDir};
@@ -89,16 +90,18 @@ fn size(opt: &str, v: &str, lo: u64, hi: u64) -> Result<u64, CliError> {
     Ok(n)
 }
 
-/// The lab target names `--target` takes: its NFS targets.
-const LAB_NFS: [&str; 3] = ["nfs3", "nfs4", "nfs41"];
+/// The lab targets `--target` takes: its NFS targets.
+fn lab_nfs() -> impl Iterator<Item = LabTarget> {
+    LabTarget::all().filter(|t| t.nfs())
+}
 
-/// A lab's NFS target by name, as the directory at the root of its export.
-fn lab_directory(name: &str, state_dir: &Path) -> Result<Target, CliError> {
+/// A lab's NFS target, as the directory at the root of its export.
+fn lab_directory(target: LabTarget, state_dir: &Path) -> Result<Target, CliError> {
     let state = crate::lab::status(state_dir)
         .filter(|s| s.targets.is_some())
         .ok_or_else(|| {
             CliError::input(format!(
-                "invalid --target \"{name}\": no lab is up in {} (run `storlab lab up` first, \
+                "invalid --target \"{target}\": no lab is up in {} (run `storlab lab up` first, \
                  or give --state-dir)",
                 state_dir.display()
             ))
@@ -106,15 +109,10 @@ fn lab_directory(name: &str, state_dir: &Path) -> Result<Target, CliError> {
     let url = state
         .targets
         .as_ref()
-        .and_then(|t| {
-            t.list()
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, u)| u.to_string())
-        })
+        .and_then(|t| t.url(target))
         .ok_or_else(|| {
             CliError::input(format!(
-                "invalid --target \"{name}\": the lab in {} has no such target",
+                "invalid --target \"{target}\": the lab in {} has no such target",
                 state_dir.display()
             ))
         })?;
@@ -128,11 +126,14 @@ fn lab_directory(name: &str, state_dir: &Path) -> Result<Target, CliError> {
 /// The target as a directory: file: or nfs:// only, or a lab's NFS target by
 /// name (the lab in `state_dir`).
 pub fn parse_target(s: &str, state_dir: &Path) -> Result<Target, CliError> {
-    if LAB_NFS.contains(&s) {
-        return lab_directory(s, state_dir);
+    if let Some(t) = lab_nfs().find(|t| t.name() == s) {
+        return lab_directory(t, state_dir);
     }
-    let allowed = "allowed: file:DIR, nfs://HOST[:PORT]/EXPORT[/DIR]?version=3|4|4.1, \
-                   or a lab's nfs3, nfs4, nfs41";
+    let names: Vec<&str> = lab_nfs().map(LabTarget::name).collect();
+    let allowed = format!(
+        "allowed: file:DIR, nfs://HOST[:PORT]/EXPORT[/DIR]?version=3|4|4.1, or a lab's {}",
+        names.join(", ")
+    );
     let t = Target::parse_dir(s).map_err(|e| {
         CliError::input(format!(
             "invalid --target \"{s}\": {} ({allowed})",

@@ -375,8 +375,8 @@ pub struct CompareArgs {
     /// What to run on every target.
     #[command(flatten)]
     pub job: JobArgs,
-    /// Targets in order: lab names (block, fc2, fc4, fc8, fc16, fc32, local,
-    /// nfs3, nfs4, nfs41, iscsi, nbd), NAME=URL, or URLs. With --lab, default
+    /// Targets in order: lab names (block, fc2, fc4, fc8, fc16, fc32, fcoe10,
+    /// local, nfs3, nfs4, nfs41, iscsi, nbd), NAME=URL, or URLs. With --lab, default
     /// fc8,nfs3,nfs4,iscsi,nbd: the block baseline on 8 Gb FC = 100.
     #[arg(
         long,
@@ -455,5 +455,26 @@ pub fn main_with(args: Vec<String>) -> i32 {
             eprintln!("storlab: error: {}", e.message);
             e.code as i32
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn compare_targets_help_names_every_lab_target() {
+        let cmd = Cli::command();
+        let compare = cmd.find_subcommand("compare").unwrap();
+        let targets = compare
+            .get_arguments()
+            .find(|a| a.get_id() == "targets")
+            .unwrap();
+        let help = targets.get_help().unwrap().to_string().replace('\n', " ");
+        assert!(
+            help.contains(&format!("lab names ({})", crate::lab::LabTarget::allowed())),
+            "{help}"
+        );
     }
 }

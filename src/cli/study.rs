@@ -5,7 +5,7 @@
 use super::lab::LabUpArgs;
 use super::{CliError, ExecArgs, ExitCode, ProfileArg, RecordArgs, session};
 use crate::compare::LAB_TARGETS;
-use crate::lab;
+use crate::lab::{self, MediaChoice};
 use crate::measure::study::{Part, Plan, on_medium};
 use crate::measure::{Runner, TemporaryLab};
 use crate::study::{self, STUDIES};
@@ -118,8 +118,11 @@ fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
             )));
         }
     }
-    // The lab options and media are checked once, before anything runs.
-    let cfg = a.lab.config(TemporaryLab::temp_dir("study"))?;
+    // The lab options and media are checked once, before anything runs
+    // (each lab's medium is one of the study's media, below).
+    let cfg = a
+        .lab
+        .config_on(TemporaryLab::temp_dir("study"), MediaChoice::lab_default())?;
     let asked: Vec<String> = a
         .lab
         .media
@@ -127,21 +130,22 @@ fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
         .flat_map(|m| m.split(','))
         .map(|m| m.trim().to_string())
         .collect();
-    let media: Vec<Option<String>> = if !asked.is_empty() {
+    let names: Vec<Option<String>> = if !asked.is_empty() {
         asked.iter().cloned().map(Some).collect()
     } else if study.media.is_empty() {
         vec![None]
     } else {
         study.media.iter().map(|m| Some(m.to_string())).collect()
     };
-    for (i, m) in media.iter().enumerate() {
-        if media[..i].contains(m) {
+    let mut media = Vec::new();
+    for (i, m) in names.iter().enumerate() {
+        if names[..i].contains(m) {
             return Err(CliError::input(format!(
                 "invalid --media: {} is named twice",
                 m.as_deref().unwrap_or("")
             )));
         }
-        on_medium(cfg.clone(), m.as_deref())?;
+        media.push((m.clone(), on_medium(m.as_deref(), a.lab.media_file())?));
     }
     let parts = study
         .parts

@@ -1,7 +1,8 @@
 //! `storlab wire`: the wire-efficiency model's table (docs/wire-model.md).
 
 use super::{CliError, ExitCode};
-use crate::linkmodel::table::{self, Filter};
+use crate::lab::LabTarget;
+use crate::linkmodel::table::{self, Filter, Row};
 
 /// Arguments of `storlab wire`.
 #[derive(clap::Args, Debug)]
@@ -36,12 +37,46 @@ pub fn run(args: WireArgs) -> Result<ExitCode, CliError> {
     )
     .map_err(CliError::input)?;
     let rows = filter.rows().map_err(CliError::input)?;
+    let labs = lab_targets(&rows);
     if args.json {
-        let text = serde_json::to_string_pretty(&table::json(&rows))
+        let mut doc = table::json(&rows);
+        doc["lab_targets"] = labs
+            .iter()
+            .map(|(t, protocol, link)| {
+                serde_json::json!({ "name": t.name(), "label": t.label(), "protocol": protocol, "link": link })
+            })
+            .collect();
+        let text = serde_json::to_string_pretty(&doc)
             .map_err(|e| CliError::failed(format!("cannot encode the table as JSON: {e}")))?;
         println!("{text}");
     } else {
         print!("{}", table::text(&rows, &filter.sizes));
+        if !labs.is_empty() {
+            let named: Vec<String> = labs
+                .iter()
+                .map(|(t, protocol, link)| format!("{t} ({protocol} {link})"))
+                .collect();
+            println!(
+                "Lab targets capped at these rows' rates: {}.",
+                named.join(", ")
+            );
+        }
     }
     Ok(ExitCode::Ok)
+}
+
+/// The lab targets whose block path is capped at one of `rows` (its
+/// protocol on its link), with that row's protocol and link, in the lab's
+/// order.
+fn lab_targets(rows: &[Row]) -> Vec<(LabTarget, &'static str, String)> {
+    LabTarget::all()
+        .filter_map(|t| {
+            let (wire, link) = t.cap()?;
+            let protocol = wire.protocol();
+            rows.iter()
+                .filter_map(|r| r.read.first())
+                .any(|e| e.protocol == protocol && e.link == link)
+                .then(|| (t, protocol.as_str(), link.to_string()))
+        })
+        .collect()
 }

@@ -12,19 +12,14 @@
 //! the loop device, then the server by PID, then what is left mounted.
 
 use super::LabError;
+pub use super::media_choice::LAB_DEFAULT_MEDIA;
+use super::media_choice::MediaChoice;
 use super::state::LabState;
-pub use super::state::{MediaInfo, NO_MEDIA};
+pub use super::state::MediaInfo;
 use crate::media::fuse::mount;
 use crate::media::serve::{self, MediaServer};
 pub use crate::media::stats::{MediaShares, MediaStats, StationShare};
 use std::path::Path;
-
-/// The media `lab up` (and `compare --lab`, `study`) serves the store on
-/// unless told otherwise: the preset that resembles the studies' arrays
-/// (15k-rpm spindles behind an NVRAM-protected write-back cache), so the
-/// lab measures a storage regime rather than loopback CPU. `--media ram`
-/// keeps the loopback ceiling of labs before media.
-pub const LAB_DEFAULT_MEDIA: &str = crate::media::presets::DEFAULT_MEDIA;
 
 /// The mount point's name inside the state directory.
 pub const MOUNT_DIR: &str = "media";
@@ -37,29 +32,6 @@ pub fn step_failed(step: &str, message: impl std::fmt::Display) -> LabError {
     LabError::System(format!("media layer: {step} failed: {message}"))
 }
 
-/// Check the media name (and file) before anything is made: the name must
-/// be a built-in preset, `fixed:...`, or a preset of the readable, valid
-/// media file given.
-pub fn validate(spec: &str, file: Option<&Path>) -> Result<(), LabError> {
-    if spec == NO_MEDIA {
-        return match file {
-            None => Ok(()),
-            Some(_) => Err(LabError::BadConfig(
-                "--media none takes no --media-file (it serves the backing file itself)".into(),
-            )),
-        };
-    }
-    crate::media::presets::resolve(spec, file)
-        .map(|_| ())
-        .map_err(|e| match file {
-            None => LabError::BadConfig(format!("--media {e}")),
-            Some(f) => LabError::BadConfig(format!(
-                "--media {spec} (--media-file {}): {e}",
-                f.display()
-            )),
-        })
-}
-
 /// Whatever is mounted exactly at `mp` (any file system), by its type.
 fn mounted_at(mp: &Path) -> Option<String> {
     let mp = mount::normalize(mp);
@@ -69,28 +41,29 @@ fn mounted_at(mp: &Path) -> Option<String> {
         .map(|m| m.fstype)
 }
 
-/// Start the media layer over the backing directory `backing_dir`, recording
-/// each step in `st`.
+/// Start the media layer `choice` over the backing directory `backing_dir`,
+/// recording each step in `st`.
 pub fn start(
-    spec: &str,
-    file: Option<&Path>,
+    choice: &MediaChoice,
     backing_dir: &Path,
     st: &mut LabState,
 ) -> Result<MediaInfo, LabError> {
-    if spec == NO_MEDIA {
-        // The "mount point" is the backing directory itself: nothing served.
-        let dir = std::fs::canonicalize(backing_dir).unwrap_or(backing_dir.to_path_buf());
-        let info = MediaInfo {
-            spec: spec.to_string(),
-            file: None,
-            mountpoint: dir,
-            server: None,
-            loop_dev: None,
-        };
-        st.media = Some(info.clone());
-        st.save().map_err(LabError::System)?;
-        return Ok(info);
-    }
+    let medium = match choice {
+        MediaChoice::Emulated(m) => m,
+        MediaChoice::None => {
+            // The "mount point" is the backing directory itself: nothing served.
+            let dir = std::fs::canonicalize(backing_dir).unwrap_or(backing_dir.to_path_buf());
+            let info = MediaInfo {
+                media: MediaChoice::None,
+                mountpoint: dir,
+                server: None,
+                loop_dev: None,
+            };
+            st.media = Some(info.clone());
+            st.save().map_err(LabError::System)?;
+            return Ok(info);
+        }
+    };
     let mp = st.state_dir.join(MOUNT_DIR);
     std::fs::create_dir_all(&mp).map_err(|e| {
         step_failed(
@@ -110,8 +83,7 @@ pub fn start(
         ));
     }
     let mut info = MediaInfo {
-        spec: spec.to_string(),
-        file: file.map(Path::to_path_buf),
+        media: choice.clone(),
         mountpoint: mp.clone(),
         server: None,
         loop_dev: None,
@@ -122,8 +94,8 @@ pub fn start(
     let server = MediaServer::start(
         &backing_dir.join(super::backing::FILE),
         &mp,
-        spec,
-        file,
+        medium.spec(),
+        medium.file(),
         &log,
     )
     .map_err(|e| step_failed("media server (mount, then its ready file)", e))?;
@@ -156,7 +128,7 @@ impl MediaInfo {
             Some(p) => MediaServer::from_proc(p.clone(), &self.mountpoint).stats(),
             None => Err(format!(
                 "no media server (--media {}): no medium's statistics",
-                self.spec
+                self.media.spec()
             )),
         }
     }
@@ -167,7 +139,7 @@ impl MediaInfo {
 /// mount point. Returns what could not be undone.
 pub fn stop(info: &MediaInfo, this_boot: bool) -> Vec<String> {
     let mut errors = super::loopdev::detach_all(&info.store_path(), info.loop_dev.as_ref());
-    if info.spec == NO_MEDIA {
+    if info.media == MediaChoice::None {
         return errors; // the backing directory is the backing store's to remove
     }
     match info.server.clone().filter(|_| this_boot) {
@@ -200,24 +172,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_bad_media_name_or_file_is_named_before_anything_starts() {
-        let e = validate("nvme-typo", None).unwrap_err().to_string();
-        assert!(
-            e.contains("--media") && e.contains("nvme-typo") && e.contains("allowed"),
-            "{e}"
-        );
-        assert!(validate("fixed:200", None).is_ok());
-        let e = validate("mine", Some(Path::new("/nonexistent/media.toml")))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("--media-file /nonexistent/media.toml"), "{e}");
-    }
-
-    #[test]
     fn a_lab_without_a_media_server_says_why_it_has_no_statistics() {
         let info = MediaInfo {
-            spec: NO_MEDIA.into(),
-            file: None,
+            media: MediaChoice::None,
             mountpoint: "/x".into(),
             server: None,
             loop_dev: None,

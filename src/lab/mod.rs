@@ -30,6 +30,7 @@ pub mod hosts;
 pub mod link;
 pub mod loopdev;
 pub mod media;
+pub mod media_choice;
 pub mod nbdkit;
 pub mod net;
 pub mod netns;
@@ -38,14 +39,17 @@ pub mod registry;
 pub mod restart;
 pub mod rpcbind;
 pub mod state;
+pub mod targets;
 pub mod tgt;
 pub mod tools;
 
 pub use backing::Backing;
 pub use hosts::Host;
 pub use link::Link;
+pub use media_choice::MediaChoice;
 pub use net::NetMode;
 pub use state::{LabState, Phase, Server, Targets};
+pub use targets::LabTarget;
 
 use crate::process::{self, Proc};
 use netns::Netns;
@@ -120,10 +124,9 @@ pub struct LabConfig {
     /// Where the servers listen: 127.0.0.1 (`loopback`) or the storage
     /// host's namespace (`netns`, needed for hosts, shaping and MTU).
     pub net: NetMode,
-    /// The emulated medium under the store (`--media`).
-    pub media: String,
-    /// The file `media` is a preset of (`--media-file`); None: the built-in ones.
-    pub media_file: Option<PathBuf>,
+    /// What the store is served on (`--media`, `--media-file`), checked
+    /// where it was chosen.
+    pub media: MediaChoice,
 }
 
 impl LabConfig {
@@ -141,8 +144,7 @@ impl LabConfig {
             agent_port: hosts::AGENT_PORT,
             agents: true,
             net: NetMode::Loopback,
-            media: media::LAB_DEFAULT_MEDIA.to_string(),
-            media_file: None,
+            media: MediaChoice::lab_default(),
         }
     }
 }
@@ -302,7 +304,6 @@ fn validate(cfg: &LabConfig) -> Result<(), LabError> {
         )));
     }
     link::check_mtu(cfg.mtu).map_err(LabError::BadConfig)?;
-    media::validate(&cfg.media, cfg.media_file.as_deref())?;
     if cfg.net == NetMode::Loopback && (cfg.hosts > 0 || cfg.link.is_some()) {
         let what = if cfg.hosts > 0 { "--hosts" } else { "--link" };
         return Err(LabError::BadConfig(format!(
@@ -474,7 +475,7 @@ fn build(
     // The media layer before the storage host's mount namespace (rpcbind's),
     // which then holds the mount too.
     go_on(stop)?;
-    let m = media::start(&cfg.media, cfg.media_file.as_deref(), &b.dir, st)?;
+    let m = media::start(&cfg.media, &b.dir, st)?;
     go_on(stop)?;
     let store = m.store_path();
     let dev = loopdev::attach(tools, &store).map_err(|e| media::step_failed("loop device", e))?;

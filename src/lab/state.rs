@@ -4,10 +4,13 @@
 use super::backing::BackingInfo;
 use super::hosts::Host;
 use super::link::Link;
+use super::media_choice::MediaChoice;
 use super::net::NetMode;
 use super::netns::Netns;
+use super::targets::{LabTarget, Reach};
 use crate::media::dirty::Written;
 use crate::process::Proc;
+use crate::target::Target;
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -66,36 +69,42 @@ pub struct Targets {
     pub block: Option<String>,
 }
 
-/// The block baseline's FC targets: (name, FC link), each `block` capped at
-/// that link's payload rate.
-pub const FC_TARGETS: &[(&str, &str)] = &[
-    ("fc2", "2gfc"),
-    ("fc4", "4gfc"),
-    ("fc8", "8gfc"),
-    ("fc16", "16gfc"),
-    ("fc32", "32gfc"),
-];
-
 impl Targets {
-    /// (name, URL) pairs in a fixed order: the block baseline and its FC
-    /// links first (when the lab has one), then `local` and the protocols.
-    pub fn list(&self) -> Vec<(&'static str, String)> {
-        let mut out = Vec::new();
-        if let Some(b) = &self.block {
-            out.push(("block", b.clone()));
-            for (name, link) in FC_TARGETS {
-                out.push((*name, format!("{b}?fc={link}")));
+    /// The URL of lab target `t` on this lab: `None` for one it has not (the
+    /// block baseline and its capped targets, or NFSv4.1, on labs recorded
+    /// before them). A capped target is the block baseline's path with the
+    /// target's FC or FCoE link.
+    pub fn url(&self, t: LabTarget) -> Option<String> {
+        match t.reach() {
+            Reach::Block => self.block.clone(),
+            Reach::Capped(wire, link) => {
+                let block = Target::parse(self.block.as_deref()?).ok()?;
+                let capped = Target::Fc {
+                    path: block.local_path()?.to_path_buf(),
+                    link: link.to_string(),
+                    wire,
+                };
+                Some(capped.to_string())
             }
+            Reach::Local => Some(self.local.clone()),
+            Reach::Served { .. } => match t {
+                LabTarget::Nfs3 => Some(self.nfs3.clone()),
+                LabTarget::Nfs4 => Some(self.nfs4.clone()),
+                LabTarget::Nfs41 => self.nfs41.clone(),
+                LabTarget::Iscsi => Some(self.iscsi.clone()),
+                LabTarget::Nbd => Some(self.nbd.clone()),
+                _ => None,
+            },
         }
-        out.push(("local", self.local.clone()));
-        out.push(("nfs3", self.nfs3.clone()));
-        out.push(("nfs4", self.nfs4.clone()));
-        if let Some(u) = &self.nfs41 {
-            out.push(("nfs41", u.clone()));
-        }
-        out.push(("iscsi", self.iscsi.clone()));
-        out.push(("nbd", self.nbd.clone()));
-        out
+    }
+
+    /// (name, URL) pairs of every target the lab has, in [`LabTarget::all`]'s
+    /// order: the block baseline and its FC and FCoE links first (when the
+    /// lab has one), then `local` and the protocols.
+    pub fn list(&self) -> Vec<(&'static str, String)> {
+        LabTarget::all()
+            .filter_map(|t| self.url(t).map(|u| (t.name(), u)))
+            .collect()
     }
 }
 
@@ -187,7 +196,10 @@ impl LabState {
     /// Whether the media server still runs (`None`: the lab has no media
     /// layer, as labs recorded before it or made with `--media none`).
     pub fn media_running(&self) -> Option<bool> {
-        let m = self.media.as_ref().filter(|m| m.spec != NO_MEDIA)?;
+        let m = self
+            .media
+            .as_ref()
+            .filter(|m| m.media != MediaChoice::None)?;
         Some(
             m.server
                 .as_ref()
@@ -254,25 +266,20 @@ impl LabState {
             mtu: self.mtu,
             hosts: self.hosts.iter().map(|h| h.name.clone()).collect(),
             net: Some(self.net.as_str().to_string()),
-            medium: self.media.as_ref().map(|m| m.spec.clone()),
+            medium: self.media.as_ref().map(|m| m.media.spec().to_string()),
         }
     }
 }
 
-/// `--media none`: no media layer at all. Every server and the loop device
-/// open the backing file itself, as labs did before media; for measuring
-/// what the media layer costs (bench/media_ceiling.sh), not for studies.
-pub const NO_MEDIA: &str = "none";
-
 /// The media layer as made.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MediaInfo {
-    /// The `--media` preset or spec.
-    pub spec: String,
-    /// The `--media-file` the preset comes from, if any.
-    #[serde(default)]
-    pub file: Option<PathBuf>,
-    /// Where the media file system is mounted.
+    /// What it serves the store on, recorded as `spec` (the `--media` name,
+    /// `none` for no layer) and `file` (the `--media-file`, if any).
+    #[serde(flatten)]
+    pub media: MediaChoice,
+    /// Where the media file system is mounted (the backing directory itself
+    /// under `--media none`).
     pub mountpoint: PathBuf,
     /// The media server, once it answers.
     #[serde(default)]
@@ -309,7 +316,7 @@ impl MediaInfo {
                 .reset_taking_written(),
             None => Ok(Written::Unknown(format!(
                 "no media layer (--media {}): nothing records the writes",
-                self.spec
+                self.media.spec()
             ))),
         }
     }
@@ -318,6 +325,85 @@ impl MediaInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn targets(block: Option<&str>, nfs41: Option<&str>) -> Targets {
+        Targets {
+            local: "file:/s/media/disk.img".into(),
+            nfs3: "nfs://127.0.0.1:12049/storlab/disk.img?version=3&mountport=12050".into(),
+            nfs4: "nfs://127.0.0.1:12049/storlab/disk.img?version=4".into(),
+            nfs41: nfs41.map(String::from),
+            iscsi: "iscsi://127.0.0.1:13260/iqn.2025-01.org.storlab:lab/1".into(),
+            nbd: "nbd://127.0.0.1:10810/storlab".into(),
+            block: block.map(String::from),
+        }
+    }
+
+    #[test]
+    fn every_lab_target_has_its_url_in_order() {
+        let t = targets(
+            Some("file:/dev/loop7"),
+            Some("nfs://127.0.0.1:12049/storlab/disk.img?version=4.1"),
+        );
+        let list = t.list();
+        let names: Vec<&str> = list.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, LabTarget::NAMES);
+        let url = |n: &str| list.iter().find(|(name, _)| *name == n).unwrap().1.clone();
+        assert_eq!(url("block"), "file:/dev/loop7");
+        assert_eq!(url("fc2"), "file:/dev/loop7?fc=2gfc");
+        assert_eq!(url("fc32"), "file:/dev/loop7?fc=32gfc");
+        assert_eq!(url("fcoe10"), "file:/dev/loop7?fcoe=10gbe");
+        assert_eq!(url("nbd"), t.nbd);
+        // Each URL is a target, and the capped ones are the block device.
+        for (name, u) in &list {
+            let target = Target::parse(u).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let lab = LabTarget::parse(name).unwrap();
+            assert_eq!(
+                target.network_protocol().is_some(),
+                lab.server().is_some(),
+                "{name}"
+            );
+            if lab.cap().is_some() {
+                assert_eq!(target.storage(), Target::File("/dev/loop7".into()));
+            }
+        }
+    }
+
+    #[test]
+    fn a_lab_recorded_before_the_block_baseline_or_nfs41_lists_what_it_has() {
+        let names: Vec<&str> = targets(None, None)
+            .list()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(names, ["local", "nfs3", "nfs4", "iscsi", "nbd"]);
+        assert_eq!(targets(None, None).url(LabTarget::Fcoe10), None);
+    }
+
+    #[test]
+    fn a_media_record_of_the_old_code_loads_and_is_written_back_the_same() {
+        // As the code before the typed choice wrote them (`spec` a string,
+        // "none" for no layer).
+        for (json, want) in [
+            (
+                r#"{"spec":"none","file":null,"mountpoint":"/dev/shm/storlab-lab1","server":null,"loop_dev":null}"#,
+                MediaChoice::None,
+            ),
+            (
+                r#"{"spec":"array-15k","file":null,"mountpoint":"/s/media","server":null,"loop_dev":null}"#,
+                MediaChoice::lab_default(),
+            ),
+        ] {
+            let m: MediaInfo = serde_json::from_str(json).unwrap();
+            assert_eq!(m.media, want);
+            assert_eq!(serde_json::to_string(&m).unwrap(), json);
+        }
+        let st: LabState = serde_json::from_str(
+            r#"{"state_dir":"/x","boot_id":"b","phase":"up","netns":null,"backing":null,
+                "servers":[],"targets":null,"media":{"spec":"none","mountpoint":"/b"}}"#,
+        )
+        .unwrap();
+        assert_eq!(st.media.unwrap().media, MediaChoice::None);
+    }
 
     #[test]
     fn a_state_file_without_hosts_or_link_loads() {

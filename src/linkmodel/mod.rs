@@ -98,6 +98,15 @@ impl Protocol {
         !matches!(self, Protocol::Fc | Protocol::Fcoe)
     }
 
+    /// The catalogued links that carry it ([`Protocol::runs_on`]), in the
+    /// catalogue's order ([`Link::catalogue`]).
+    pub fn links(self) -> Vec<Link> {
+        Link::catalogue()
+            .into_iter()
+            .filter(|l| self.runs_on(l))
+            .collect()
+    }
+
     /// Whether `link` carries it: IP protocols on Ethernet, FC on FC links,
     /// FCoE on Ethernet of 10 Gb/s or more (where FCoE is deployed, on
     /// lossless Ethernet with IEEE 802.1Qbb priority flow control).

@@ -147,8 +147,8 @@ impl Observer for Watch<'_> {
 
 /// The link's share: the busier direction's user data against what the
 /// wire model says the link carries for I/Os of that size, on the lab's
-/// shaped link (protocol targets) or the FC link a block baseline is capped
-/// at. `None` when no target crosses a modelled link.
+/// shaped link (protocol targets) or the FC or FCoE link a block baseline is
+/// capped at. `None` when no target crosses a modelled link.
 fn link_share(p: &PointResult, targets: &[Target], net: Option<&Network>) -> Option<Share> {
     let secs = p.summary.seconds;
     if secs <= 0.0 {
@@ -167,15 +167,16 @@ fn link_share(p: &PointResult, targets: &[Target], net: Option<&Network>) -> Opt
         let size = d.bytes / d.ios;
         let rate = d.bytes as f64 / secs;
         let (cap, what) = match t {
-            Target::Fc { link, .. } => (
-                linkmodel::lab::fc_cap(link, size, dir).ok(),
+            Target::Fc { link, wire, .. } => (
+                linkmodel::lab::block_cap(wire.protocol(), link, size, dir).ok(),
                 format!("the {link} link"),
             ),
             _ => {
-                let (Some(net), Some(proto)) = (net, linkmodel::lab::protocol_of(t)) else {
+                let (Some(net), Some(proto)) = (net, t.network_protocol()) else {
                     continue;
                 };
-                let cap = linkmodel::lab::for_network(net, proto, size, dir)
+                let cap = net
+                    .estimate(proto, size, dir)
                     .ok()
                     .flatten()
                     .map(|e| e.payload_bytes_per_s);
@@ -196,4 +197,30 @@ fn link_share(p: &PointResult, targets: &[Target], net: Option<&Network>) -> Opt
         }
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linkmodel::Protocol;
+
+    #[test]
+    fn a_block_baseline_capped_at_fc_or_fcoe_is_held_to_its_own_links_rate() {
+        for (url, link, protocol) in [
+            ("file:/d?fc=8gfc", "8gfc", Protocol::Fc),
+            ("file:/d?fcoe=10gbe", "10gbe", Protocol::Fcoe),
+        ] {
+            let cap = linkmodel::lab::block_cap(protocol, link, 1 << 20, Dir::Read).unwrap();
+            // 100 reads of 1 MiB in the time the link takes to carry them.
+            let mut p = crate::model::test_point();
+            p.measured.read.ios = 100;
+            p.measured.read.bytes = 100 << 20;
+            p.summary.seconds = (100u64 << 20) as f64 / cap;
+            let s = link_share(&p, &[Target::parse(url).unwrap()], None)
+                .unwrap_or_else(|| panic!("{url}: no link share"));
+            assert_eq!(s.limit, Limit::Link);
+            assert!((s.share - 1.0).abs() < 1e-9, "{url}: {}", s.share);
+            assert_eq!(s.what, format!("the {link} link"));
+        }
+    }
 }

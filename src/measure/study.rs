@@ -6,10 +6,11 @@
 
 use super::{Bench, Error, Outcome, Outputs, Runner, TemporaryLab, signals};
 use crate::compare;
-use crate::lab::{self, LabConfig};
+use crate::lab::{self, LabConfig, MediaChoice};
+use crate::media::presets;
 use crate::study::{self, LabRun, Results, Study};
 use crate::workload::{Job, Profile};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 /// One part of the study, its jobs resolved.
@@ -30,29 +31,36 @@ pub struct Plan {
     pub profile: Profile,
     /// What it measures.
     pub parts: Vec<Part>,
-    /// One lab run per medium (`None`: the lab's default medium).
-    pub media: Vec<Option<String>>,
+    /// One lab run per medium: its name as the study or `--media` gave it
+    /// (`None`: the lab's default medium), and what it serves the store on,
+    /// checked once ([`on_medium`]).
+    pub media: Vec<(Option<String>, MediaChoice)>,
     /// Where its report and run documents go.
     pub out_dir: PathBuf,
     /// The lab target name every figure is relative to.
     pub baseline: String,
     /// How each lab is built (its state directory and medium are the
-    /// study's own).
+    /// study's own: each lab's is replaced).
     pub lab: LabConfig,
     /// No progress lines.
     pub quiet: bool,
 }
 
-/// The lab `cfg` on `medium` (`None`: the lab's default medium): the one
-/// place a study's medium reaches the lab. An unknown medium is refused
-/// here, naming the media file when one was given, before any lab comes up.
-pub fn on_medium(mut cfg: LabConfig, medium: Option<&str>) -> Result<LabConfig, Error> {
-    if let Some(m) = medium {
-        crate::media::presets::resolve(m, cfg.media_file.as_deref())
-            .map_err(|e| Error::input(format!("invalid --media {m:?}: {e}")))?;
-        cfg.media = m.to_string();
+/// What `medium` (`None`: the lab's default medium) serves the store on,
+/// with the lab options' media file: the one place a study's medium is
+/// checked. An unknown medium is refused here, naming the media file when
+/// one was given, before any lab comes up; so is `none`: a study measures
+/// on a medium.
+pub fn on_medium(medium: Option<&str>, file: Option<&Path>) -> Result<MediaChoice, Error> {
+    let choice = MediaChoice::from_options(medium, file).map_err(Error::input)?;
+    if choice == MediaChoice::None {
+        return Err(Error::input(format!(
+            "invalid --media \"none\": a study measures on a medium (allowed: {}, {})",
+            presets::preset_names(file).join(", "),
+            presets::FIXED_ALLOWED
+        )));
     }
-    Ok(cfg)
+    Ok(choice)
 }
 
 /// Run the study `plan`, each lab's points on a runner from `runner`,
@@ -75,7 +83,7 @@ pub fn run(
     signals::install();
     let mut runs = Vec::new();
     let mut outcome: Result<Outcome, Error> = Ok(Outcome::Ok);
-    for (i, medium) in plan.media.iter().enumerate() {
+    for (i, (medium, _)) in plan.media.iter().enumerate() {
         if signals::STOP.load(Ordering::SeqCst) {
             outcome = Ok(Outcome::Interrupted);
             break;
@@ -105,11 +113,11 @@ fn on_lab(
     argv: Vec<String>,
     runner: Runner,
 ) -> (Option<LabRun>, Result<Outcome, Error>) {
-    let medium = &plan.media[i];
+    let (medium, choice) = &plan.media[i];
     let up = || -> Result<(TemporaryLab, lab::LabState), Error> {
         let mut cfg = plan.lab.clone();
         cfg.state_dir = TemporaryLab::temp_dir(&format!("study{i}"));
-        let cfg = on_medium(cfg, medium.as_deref())?;
+        cfg.media = choice.clone();
         let lab = TemporaryLab::up(&cfg, plan.quiet)?;
         let state = lab::status(&lab.dir)
             .filter(|s| s.targets.is_some())

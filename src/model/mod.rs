@@ -6,10 +6,12 @@
 mod bound;
 mod compare;
 pub mod meta;
+mod network;
 mod point;
 mod record;
 
 pub use bound::{Bound, Limit, MACHINE_BUSY, SATURATED, Share};
 pub use compare::*;
+pub use network::*;
 pub use point::*;
 pub use record::*;

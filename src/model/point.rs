@@ -260,5 +260,6 @@ pub(crate) fn test_point() -> PointResult {
         error: None,
         hosts: Vec::new(),
         steady: None,
+        bound: None,
     }
 }

@@ -3,7 +3,7 @@
 //! docs/json-schema.md). Reports read it; nothing in it is derived that cannot
 //! be derived again from the counters and histograms it holds.
 
-use crate::model::PointResult;
+use crate::model::{Network, PointResult};
 use crate::workload::Profile;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -34,50 +34,6 @@ pub struct Environment {
     /// The lab network the targets were reached over, when they are a lab's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<Network>,
-}
-
-/// The lab network of a run: its link rate (when the lab shapes its links)
-/// and MTU, as the lab's state records them. Nothing here is guessed: an
-/// unshaped lab has no link rate.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Network {
-    /// The lab's state directory.
-    pub lab: String,
-    /// The link as given to `lab up` (`10gbe`, `500mbit`); `None`: unshaped.
-    pub link: Option<String>,
-    /// Link rate in bits per second; `None`: unshaped, rate unknown.
-    pub link_rate_bps: Option<u64>,
-    /// MTU of every interface on the path.
-    pub mtu: u32,
-    /// The lab's load-generator host namespaces (fleet labs; empty otherwise).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub hosts: Vec<String>,
-    /// How the lab's servers were reached: `loopback` (127.0.0.1, no link;
-    /// `mtu` is the loopback interface's) or `netns` (over the lab's veth links).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub net: Option<String>,
-    /// The lab's emulated medium (`array-15k`; `none`: no media layer);
-    /// `None` in runs recorded before it was kept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub medium: Option<String>,
-}
-
-impl Network {
-    /// Where a run measured, in the words a table header uses: "medium
-    /// array-15k, link 10gbe (MTU 1500)", "medium ram, loopback (no link)".
-    pub fn describe(&self) -> String {
-        let medium = self
-            .medium
-            .as_deref()
-            .map(|m| format!("medium {m}, "))
-            .unwrap_or_default();
-        let link = match (&self.link, self.net.as_deref()) {
-            (Some(l), _) => format!("link {l} (MTU {})", self.mtu),
-            (None, Some("loopback")) => "loopback (no link)".to_string(),
-            (None, _) => "unshaped link".to_string(),
-        };
-        format!("{medium}{link}")
-    }
 }
 
 impl Environment {

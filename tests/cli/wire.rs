@@ -34,6 +34,44 @@ fn default_table_lists_every_protocol_both_ways() {
 }
 
 #[test]
+fn the_lab_targets_capped_at_fc_and_fcoe_rows_are_named_with_them() {
+    let o = wire(&[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(
+            "Lab targets capped at these rows' rates: fc2 (fc 2gfc), fc4 (fc 4gfc), \
+             fc8 (fc 8gfc), fc16 (fc 16gfc), fc32 (fc 32gfc), fcoe10 (fcoe 10gbe)."
+        ),
+        "{out}"
+    );
+    // Only those whose row is shown; none without one.
+    let o = wire(&["--protocol", "fcoe", "--link", "10gbe", "--bs", "1m"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("Lab targets capped at these rows' rates: fcoe10 (fcoe 10gbe).\n"),
+        "{out}"
+    );
+    // The row is the model's FCoE rate on 10 GbE, the rate fcoe10 is held to.
+    let want = rate(
+        Protocol::Fcoe,
+        &Link::named("10gbe").unwrap(),
+        1500,
+        1 << 20,
+        Dir::Read,
+    )
+    .unwrap();
+    assert!(out.contains(&format!("{:>9.1}", want / 1e6)), "{out}");
+    let o = wire(&["--protocol", "nbd", "--link", "10gbe"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("Lab targets"));
+    let o = wire(&["--json", "--protocol", "fcoe", "--link", "10gbe,25gbe"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(
+        doc["lab_targets"],
+        serde_json::json!([{ "name": "fcoe10", "label": "FCoE 10Gb (block)", "protocol": "fcoe", "link": "10gbe" }])
+    );
+}
+
+#[test]
 fn json_carries_the_model_and_its_breakdown() {
     let o = wire(&[
         "--json",
