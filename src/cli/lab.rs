@@ -88,6 +88,11 @@ impl LabUpArgs {
         self.media_file.as_deref()
     }
 
+    /// The `--net` the user gave, if any.
+    pub fn net_given(&self) -> Option<NetMode> {
+        self.net
+    }
+
     /// The lab these options describe on `media`, whatever `--media` says
     /// (a study reads its own media from it, one lab each).
     pub fn config_on(&self, state_dir: PathBuf, media: MediaChoice) -> Result<LabConfig, CliError> {

@@ -6,7 +6,7 @@ use super::lab::LabUpArgs;
 use super::{CliError, ExecArgs, ExitCode, ProfileArg, RecordArgs, session};
 use crate::compare::LAB_TARGETS;
 use crate::lab::{self, MediaChoice};
-use crate::measure::study::{Part, Plan, on_medium};
+use crate::measure::study::{Part, Plan, PlanLab, on_medium, scaled_link};
 use crate::measure::{Runner, TemporaryLab};
 use crate::study::{self, STUDIES};
 use crate::workload::catalogue::Catalogue;
@@ -70,27 +70,33 @@ pub fn run(a: StudyArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     Ok(outcome.into())
 }
 
-/// `storlab study list`: each study, what it runs and where.
+/// `storlab study list`: each study, its labs and what runs on each.
 fn list_text() -> String {
     let mut out = String::new();
     for s in &STUDIES {
-        out.push_str(&format!("{}  {:<26} {}\n", s.number, s.name, s.title));
-        for p in s.parts {
+        out.push_str(&format!(
+            "{}  {:<26} {} (baseline {})\n",
+            s.number, s.name, s.title, s.baseline
+        ));
+        for l in s.labs {
+            let scale = if l.scale > 1 {
+                format!(", scaled 1:{}", l.scale)
+            } else {
+                String::new()
+            };
             out.push_str(&format!(
-                "     {}: on {}; {}\n",
-                p.workloads.join(", "),
-                std::iter::once(s.baseline)
-                    .chain(p.targets.iter().copied())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if s.media.is_empty() {
-                    format!("the lab's medium ({})", lab::media::LAB_DEFAULT_MEDIA)
-                } else if p.every_medium {
-                    format!("each medium: {}", s.media.join(", "))
-                } else {
-                    format!("the first medium: {}", s.media[0])
-                }
+                "     lab {}: medium {}, {}{scale}\n",
+                l.name,
+                l.medium.unwrap_or(lab::media::LAB_DEFAULT_MEDIA),
+                l.link.map_or("loopback".to_string(), |k| format!("link {k}")),
             ));
+            for p in l.parts {
+                out.push_str(&format!(
+                    "       {} on {}\n",
+                    p.workloads.join(", "),
+                    p.targets.join(", ")
+                ));
+            }
         }
     }
     out.push_str(
@@ -119,7 +125,7 @@ fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
         }
     }
     // The lab options and media are checked once, before anything runs
-    // (each lab's medium is one of the study's media, below).
+    // (each lab's medium is the study's own unless --media names others).
     let cfg = a
         .lab
         .config_on(TemporaryLab::temp_dir("study"), MediaChoice::lab_default())?;
@@ -130,53 +136,107 @@ fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
         .flat_map(|m| m.split(','))
         .map(|m| m.trim().to_string())
         .collect();
-    let names: Vec<Option<String>> = if !asked.is_empty() {
-        asked.iter().cloned().map(Some).collect()
-    } else if study.media.is_empty() {
-        vec![None]
-    } else {
-        study.media.iter().map(|m| Some(m.to_string())).collect()
-    };
-    let mut media = Vec::new();
-    for (i, m) in names.iter().enumerate() {
-        if names[..i].contains(m) {
+    for (i, m) in asked.iter().enumerate() {
+        if asked[..i].contains(m) {
             return Err(CliError::input(format!(
-                "invalid --media: {} is named twice",
-                m.as_deref().unwrap_or("")
+                "invalid --media: {m} is named twice"
             )));
         }
-        media.push((m.clone(), on_medium(m.as_deref(), a.lab.media_file())?));
     }
-    let parts = study
-        .parts
-        .iter()
-        .map(|p| {
-            let jobs = p
-                .workloads
-                .iter()
-                .map(|w| Catalogue::builtin().resolve(w, profile))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| CliError::input(e.to_string()))?
-                .concat();
-            let mut targets = vec![baseline.clone()];
-            let own: Vec<String> = p.targets.iter().map(|t| t.to_string()).collect();
-            for t in if a.targets.is_empty() {
-                &own
-            } else {
-                &a.targets
-            } {
-                if !targets.contains(t) {
-                    targets.push(t.clone());
+    let resolve = |workloads: &[&str]| {
+        workloads
+            .iter()
+            .map(|w| Catalogue::builtin().resolve(w, profile))
+            .collect::<Result<Vec<_>, _>>()
+            .map(|j| j.concat())
+            .map_err(|e| CliError::input(e.to_string()))
+    };
+    let mut labs: Vec<PlanLab> = Vec::new();
+    for l in study.labs {
+        // --media M: every lab on M; M1,M2: every lab once on each.
+        let media: Vec<Option<String>> = if asked.is_empty() {
+            vec![l.medium.map(String::from)]
+        } else {
+            asked.iter().cloned().map(Some).collect()
+        };
+        for m in &media {
+            let name = match (asked.len() > 1, m) {
+                (true, Some(m)) => format!("{}-{m}", l.name),
+                _ => l.name.to_string(),
+            };
+            // The user's --link wins over the lab's own.
+            let link = match (&cfg.link, l.link) {
+                (Some(_), _) | (None, None) => None,
+                (None, Some(k)) => Some(
+                    lab::Link::parse(k)
+                        .map_err(|e| CliError::input(format!("lab {}: link {k}: {e}", l.name)))?,
+                ),
+            };
+            let link = match (&link, &cfg.link) {
+                (Some(k), _) | (None, Some(k)) => Some(scaled_link(k, l.scale)?),
+                (None, None) => None,
+            };
+            let mut parts = Vec::new();
+            for p in l.parts {
+                let mut targets: Vec<String> = if a.targets.is_empty() {
+                    p.targets.iter().map(|t| t.to_string()).collect()
+                } else {
+                    a.targets.clone()
+                };
+                // --baseline B stands where the study's own baseline ran.
+                if a.baseline.is_some() {
+                    for t in &mut targets {
+                        if *t == study.baseline {
+                            *t = baseline.clone();
+                        }
+                    }
                 }
+                parts.push(Part {
+                    jobs: resolve(p.workloads)?,
+                    targets,
+                });
             }
-            Ok(Part {
-                jobs,
-                targets,
-                every_medium: p.every_medium,
-            })
-        })
-        .collect::<Result<Vec<_>, CliError>>()?;
-    let jobs: Vec<Job> = parts.iter().flat_map(|p| p.jobs.iter().cloned()).collect();
+            // A lab with a link serves in its storage namespace, unless the
+            // user's --net says otherwise (lab up then names the conflict).
+            let net = match (a.lab.net_given(), &link) {
+                (Some(n), _) => n,
+                (None, Some(_)) => lab::NetMode::Netns,
+                (None, None) => cfg.net,
+            };
+            labs.push(PlanLab {
+                name,
+                medium: m.clone(),
+                net,
+                choice: on_medium(m.as_deref(), a.lab.media_file())?,
+                link,
+                scale: l.scale,
+                suffix: l.suffix.map(String::from),
+                parts,
+            });
+        }
+    }
+    // With --targets, the baseline runs on the first lab too.
+    if !a.targets.is_empty()
+        && let Some(p) = labs.first_mut().and_then(|l| l.parts.first_mut())
+        && !p.targets.contains(&baseline)
+    {
+        p.targets.insert(0, baseline.clone());
+    }
+    if !labs
+        .iter()
+        .flat_map(|l| &l.parts)
+        .any(|p| p.targets.contains(&baseline))
+    {
+        return Err(CliError::input(format!(
+            "invalid --baseline {baseline:?}: no lab of study {} runs it (add it with --targets)",
+            study.name
+        )));
+    }
+    let jobs: Vec<Job> = labs
+        .iter()
+        .flat_map(|l| &l.parts)
+        .flat_map(|p| p.jobs.iter().cloned())
+        .collect();
     session::check_store_fits(
         &jobs,
         cfg.size,
@@ -189,8 +249,7 @@ fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
     Ok(Plan {
         study,
         profile,
-        parts,
-        media,
+        labs,
         baseline,
         lab: cfg,
         quiet: a.exec.quiet,

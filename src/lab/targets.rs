@@ -14,6 +14,8 @@ use crate::target::FcWire;
 pub enum LabTarget {
     /// `block`: the loop device over the store, uncapped.
     Block,
+    /// `fc1`: the loop device capped at 1 Gb FC (a 4 Gb FC study scaled 1:4).
+    Fc1,
     /// `fc2`: the loop device capped at 2 Gb FC.
     Fc2,
     /// `fc4`: capped at 4 Gb FC.
@@ -63,8 +65,9 @@ pub enum Reach {
 /// uncapped then at each link's payload rate; the store file; the
 /// protocols), each with its name, its label in tables and its reach. Row
 /// `i` is the target whose discriminant is `i` (a test holds it).
-const TABLE: [(LabTarget, &str, &str, Reach); 13] = [
+const TABLE: [(LabTarget, &str, &str, Reach); 14] = [
     (LabTarget::Block, "block", "block", Reach::Block),
+    (LabTarget::Fc1, "fc1", "FC 1Gb (block)", fc("1gfc")),
     (LabTarget::Fc2, "fc2", "FC 2Gb (block)", fc("2gfc")),
     (LabTarget::Fc4, "fc4", "FC 4Gb (block)", fc("4gfc")),
     (LabTarget::Fc8, "fc8", "FC 8Gb (block)", fc("8gfc")),
@@ -199,6 +202,25 @@ impl LabTarget {
         }
     }
 
+    /// The same kind of target on a link `k` times slower, for a study run
+    /// scaled 1:k: `fc4` scaled 1:4 is `fc1`; the protocols and the uncapped
+    /// paths are themselves (their link is the lab's, scaled with it);
+    /// `None` when no lab target is that much slower (`fcoe10`, `fc2` 1:4).
+    pub fn scaled(self, k: u32) -> Option<LabTarget> {
+        let Some((FcWire::Fc, link)) = self.cap() else {
+            return match self.cap() {
+                Some(_) if k > 1 => None,
+                _ => Some(self),
+            };
+        };
+        let gb: u32 = link.trim_end_matches("gfc").parse().ok()?;
+        if k == 0 || gb % k != 0 {
+            return None;
+        }
+        let want = format!("{}gfc", gb / k);
+        LabTarget::all().find(|t| matches!(t.cap(), Some((FcWire::Fc, l)) if l == want))
+    }
+
     /// Whether it is an NFS export (a directory for `storlab meta`).
     pub fn nfs(self) -> bool {
         matches!(
@@ -289,5 +311,16 @@ mod tests {
             .map(LabTarget::name)
             .collect();
         assert_eq!(nfs, ["nfs3", "nfs4", "nfs41"]);
+    }
+
+    #[test]
+    fn a_target_scaled_1_to_k_is_the_fc_link_k_times_slower() {
+        assert_eq!(LabTarget::Fc4.scaled(4), Some(LabTarget::Fc1));
+        assert_eq!(LabTarget::Fc8.scaled(4), Some(LabTarget::Fc2));
+        assert_eq!(LabTarget::Fc8.scaled(1), Some(LabTarget::Fc8));
+        assert_eq!(LabTarget::Fc2.scaled(4), None);
+        assert_eq!(LabTarget::Fcoe10.scaled(4), None);
+        assert_eq!(LabTarget::Fcoe10.scaled(1), Some(LabTarget::Fcoe10));
+        assert_eq!(LabTarget::Nfs3.scaled(4), Some(LabTarget::Nfs3));
     }
 }

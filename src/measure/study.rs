@@ -1,26 +1,46 @@
-//! A study as a scripted set of compares: for each lab the study needs (one
-//! per medium), bring the lab up, measure every part that runs on it on the
-//! baseline and the part's targets ([`Bench`]), take the lab down whatever
+//! A study as a scripted set of compares: for each lab the study needs (a
+//! medium and a link each), bring the lab up, measure every part that runs
+//! on it on the part's targets ([`Bench`]), take the lab down whatever
 //! happens; then hand the run documents to the study's own presentation
 //! (`crate::study`) and write it, as text and HTML, into the output directory.
 
 use super::{Bench, Error, Outcome, Outputs, Runner, TemporaryLab, signals};
 use crate::compare;
-use crate::lab::{self, LabConfig, MediaChoice};
+use crate::lab::{self, LabConfig, Link, MediaChoice};
 use crate::media::presets;
 use crate::study::{self, LabRun, Results, Study};
 use crate::workload::{Job, Profile};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-/// One part of the study, its jobs resolved.
+/// One part of a lab run, its jobs resolved.
 pub struct Part {
     /// Its jobs, in order.
     pub jobs: Vec<Job>,
-    /// The baseline, then the part's targets (lab target names).
+    /// Its lab targets, in order (with URL options after `?`).
     pub targets: Vec<String>,
-    /// Runs on every medium, or only on the first.
-    pub every_medium: bool,
+}
+
+/// One lab of the study as it will be brought up.
+pub struct PlanLab {
+    /// Its name: its run document is `run-NAME.json`.
+    pub name: String,
+    /// Its medium as the study or `--media` gave it (`None`: the lab's
+    /// default), and what it serves the store on, checked once
+    /// ([`on_medium`]).
+    pub medium: Option<String>,
+    /// What the medium is, checked.
+    pub choice: MediaChoice,
+    /// Its shaped link, already scaled (`None`: the lab options' own).
+    pub link: Option<Link>,
+    /// Where its servers listen (in the storage namespace once it has a link).
+    pub net: lab::NetMode,
+    /// Its scale 1:k (1: none): the lab targets' FC caps k times slower.
+    pub scale: u32,
+    /// Added to the names of the targets that cross its link.
+    pub suffix: Option<String>,
+    /// What runs on it.
+    pub parts: Vec<Part>,
 }
 
 /// What a study run was asked, checked before anything runs.
@@ -29,21 +49,28 @@ pub struct Plan {
     pub study: &'static Study,
     /// Its profile.
     pub profile: Profile,
-    /// What it measures.
-    pub parts: Vec<Part>,
-    /// One lab run per medium: its name as the study or `--media` gave it
-    /// (`None`: the lab's default medium), and what it serves the store on,
-    /// checked once ([`on_medium`]).
-    pub media: Vec<(Option<String>, MediaChoice)>,
+    /// One lab run each, in order.
+    pub labs: Vec<PlanLab>,
     /// Where its report and run documents go.
     pub out_dir: PathBuf,
     /// The lab target name every figure is relative to.
     pub baseline: String,
-    /// How each lab is built (its state directory and medium are the
+    /// How each lab is built (its state directory, medium and link are the
     /// study's own: each lab's is replaced).
     pub lab: LabConfig,
     /// No progress lines.
     pub quiet: bool,
+}
+
+/// `link` run `scale` times slower: the rate a study scaled 1:k shapes.
+pub fn scaled_link(link: &Link, scale: u32) -> Result<Link, Error> {
+    if scale <= 1 {
+        return Ok(link.clone());
+    }
+    let mut l = Link::parse(&format!("{}bit", link.rate_bps / u64::from(scale)))
+        .map_err(|e| Error::input(format!("scaling link {} 1:{scale}: {e}", link.name)))?;
+    l.name = format!("{}/{scale}", link.name);
+    Ok(l)
 }
 
 /// What `medium` (`None`: the lab's default medium) serves the store on,
@@ -72,23 +99,20 @@ pub fn run(
     argv: Vec<String>,
     runner: &dyn Fn() -> Runner,
 ) -> Result<Outcome, Error> {
-    let out = |medium: &Option<String>| Outputs {
-        json: Some(
-            plan.out_dir
-                .join(format!("run-{}.json", medium.as_deref().unwrap_or("lab"))),
-        ),
+    let out = |name: &str| Outputs {
+        json: Some(plan.out_dir.join(format!("run-{name}.json"))),
         csv: None,
         quiet: plan.quiet,
     };
     signals::install();
     let mut runs = Vec::new();
     let mut outcome: Result<Outcome, Error> = Ok(Outcome::Ok);
-    for (i, (medium, _)) in plan.media.iter().enumerate() {
+    for (i, l) in plan.labs.iter().enumerate() {
         if signals::STOP.load(Ordering::SeqCst) {
             outcome = Ok(Outcome::Interrupted);
             break;
         }
-        let (run, code) = on_lab(plan, i, out(medium), store, argv.clone(), runner());
+        let (run, code) = on_lab(plan, i, out(&l.name), store, argv.clone(), runner());
         runs.extend(run);
         outcome = match (outcome, code) {
             (Err(e), _) | (Ok(_), Err(e)) => Err(e),
@@ -102,9 +126,9 @@ pub fn run(
     outcome
 }
 
-/// One lab run: bring the lab up on `plan.media[i]`, measure every part
-/// that runs on it, take the lab down. Returns the run (when one started)
-/// and its outcome.
+/// One lab run: bring up the lab `plan.labs[i]`, measure every part that
+/// runs on it, take the lab down. Returns the run (when one started) and its
+/// outcome.
 fn on_lab(
     plan: &Plan,
     i: usize,
@@ -113,11 +137,15 @@ fn on_lab(
     argv: Vec<String>,
     runner: Runner,
 ) -> (Option<LabRun>, Result<Outcome, Error>) {
-    let (medium, choice) = &plan.media[i];
+    let l = &plan.labs[i];
     let up = || -> Result<(TemporaryLab, lab::LabState), Error> {
         let mut cfg = plan.lab.clone();
         cfg.state_dir = TemporaryLab::temp_dir(&format!("study{i}"));
-        cfg.media = choice.clone();
+        cfg.media = l.choice.clone();
+        if l.link.is_some() {
+            cfg.link = l.link.clone();
+        }
+        cfg.net = l.net;
         let lab = TemporaryLab::up(&cfg, plan.quiet)?;
         let state = lab::status(&lab.dir)
             .filter(|s| s.targets.is_some())
@@ -128,26 +156,32 @@ fn on_lab(
         Ok(x) => x,
         Err(e) => return (None, Err(e)),
     };
-    let parts: Vec<&Part> = plan
-        .parts
-        .iter()
-        .filter(|p| i == 0 || p.every_medium)
-        .collect();
-    let mut names: Vec<String> = Vec::new();
-    for t in parts.iter().flat_map(|p| &p.targets) {
-        if !names.contains(t) {
-            names.push(t.clone());
+    // Each part's targets as contenders, named as the study's tables name
+    // them: a scaled FC target by the link it stands for, a target that
+    // crosses the lab's link with the lab's suffix.
+    let mut contenders: Vec<compare::Contender> = Vec::new();
+    let mut parts: Vec<(&Part, Vec<compare::Contender>)> = Vec::new();
+    for p in &l.parts {
+        let mut cs = Vec::new();
+        for t in &p.targets {
+            let c = match contender(t, l, &state) {
+                Ok(c) => c,
+                Err(e) => return (None, Err(e)),
+            };
+            if !contenders.iter().any(|x| x.name == c.name) {
+                contenders.push(c.clone());
+            }
+            cs.push(c);
         }
+        parts.push((p, cs));
     }
-    let contenders = match compare::resolve(&names, Some(&state)) {
-        Ok(c) => c,
-        Err(e) => return (None, Err(Error::input(e))),
-    };
-    // A lab name (`fc8`) goes by its label ("FC 8Gb (block)") in the run.
+    // The study's baseline where this lab measures it, else its first target.
     let baseline = compare::label(&plan.baseline);
-    if let Err(e) = check_baseline(&baseline, &contenders) {
-        return (None, Err(e));
-    }
+    let baseline = if contenders.iter().any(|c| c.name == baseline) {
+        baseline
+    } else {
+        contenders[0].name.clone()
+    };
     let mut bench = match Bench::compare(
         out,
         store,
@@ -161,12 +195,7 @@ fn on_lab(
         Err(e) => return (None, Err(e)),
     };
     let mut failure = None;
-    for p in parts {
-        let cs: Vec<_> = contenders
-            .iter()
-            .filter(|c| p.targets.iter().any(|t| compare::label(t) == c.name))
-            .cloned()
-            .collect();
+    for (p, cs) in parts {
         match bench.measure(&p.jobs, &cs) {
             Ok(true) => {}
             Ok(false) => break,
@@ -181,10 +210,47 @@ fn on_lab(
         None => bench.finish(|_| {}),
     };
     let run = LabRun {
-        medium: medium.clone(),
+        lab: l.name.clone(),
+        medium: l.medium.clone(),
+        scale: l.scale,
         run,
     };
     (Some(run), code)
+}
+
+/// The lab target `entry` (`nfs3`, `nfs3?stable=file`) of lab `l` as a
+/// contender named as the study's tables name it.
+fn contender(entry: &str, l: &PlanLab, state: &lab::LabState) -> Result<compare::Contender, Error> {
+    let (name, options) = match entry.split_once('?') {
+        Some((n, o)) => (n, Some(o)),
+        None => (entry, None),
+    };
+    let t = lab::LabTarget::parse(name).map_err(Error::input)?;
+    let run_as = t.scaled(l.scale).ok_or_else(|| {
+        Error::input(format!(
+            "lab {}: target {name} has no lab target {} times slower to stand for it scaled 1:{}",
+            l.name, l.scale, l.scale
+        ))
+    })?;
+    let resolved = match options {
+        Some(o) => format!("{}?{o}", run_as.name()),
+        None => run_as.name().to_string(),
+    };
+    let mut c = compare::resolve(&[resolved], Some(state))
+        .map_err(Error::input)?
+        .remove(0);
+    // The name the study gives it: its own label (not the slower link's),
+    // with its options, and the lab's suffix where it crosses the link.
+    c.name = match options {
+        Some(o) => format!("{}?{o}", t.label()),
+        None => t.label().to_string(),
+    };
+    if let Some(sfx) = &l.suffix
+        && t.server().is_some()
+    {
+        c.name = format!("{} {sfx}", c.name);
+    }
+    Ok(c)
 }
 
 /// Print the study's presentation and write it, as text and HTML, into the
@@ -196,7 +262,8 @@ fn report(plan: &Plan, baseline: &str, runs: Vec<LabRun>, quiet: bool) -> Result
         profile: plan.profile,
         runs,
     };
-    let sections = (plan.study.render)(&r);
+    let mut sections = (plan.study.render)(&r);
+    sections.push(study::findings_section(&r));
     let text = study::text(&r, &sections);
     print!("{text}");
     let write = |name: &str, bytes: &[u8]| {

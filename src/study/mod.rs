@@ -1,9 +1,10 @@
 //! The five reference studies (../shared/seeds, WORKLOADS.md) as one command
 //! each, presented as the study presented its results.
 //!
-//! A study is a small declaration ([`Study`]): which catalogued workloads
-//! run, on which lab targets beside the baseline, on which media (one lab run
-//! per medium), and one renderer that turns the measured runs into the
+//! A study is a small declaration ([`Study`]): the labs it brings up (each
+//! a medium and a link, one lab run each), which catalogued workloads run
+//! on which of their targets, its findings as checks on the runs
+//! ([`findings`]), and one renderer that turns the measured runs into the
 //! study's own tables and figures ([`Section`]s). The CLI (`storlab study`)
 //! brings the labs up and measures through `storlab compare`'s path; this
 //! module only describes and renders, so every renderer is a pure function
@@ -13,6 +14,7 @@
 mod catalogue;
 mod dss;
 pub mod figures;
+pub mod findings;
 mod freenas;
 pub mod page;
 mod ramp;
@@ -35,16 +37,38 @@ use std::fmt::Write;
 /// studies that measured no FC of their own (002, 004) and of 001's 8 Gb SAN.
 pub const DEFAULT_BASELINE: &str = "fc8";
 
-/// One part of a study: workloads run on targets.
+/// One part of a study's lab run: workloads run on targets.
 #[derive(Debug)]
 pub struct Part {
     /// Catalogued workloads (`storlab workloads`), run in this order.
     pub workloads: &'static [&'static str],
-    /// Lab targets beside the baseline (which always runs first).
+    /// Lab targets, in the order they run (the study's baseline among them
+    /// in the lab run that measures it).
     pub targets: &'static [&'static str],
-    /// Run on every medium of the study (002's synchronous writes, with and
-    /// without a log device), or only on the first.
-    pub every_medium: bool,
+}
+
+/// One lab a study brings up: its medium and link, and what runs on it.
+#[derive(Debug)]
+pub struct Lab {
+    /// How its run is named: its run document (`run-NAME.json`), and the
+    /// lab-run column of tables.
+    pub name: &'static str,
+    /// Its medium preset (`None`: the lab's default, `array-15k`).
+    pub medium: Option<&'static str>,
+    /// Its shaped link between the clients and the servers (`None`:
+    /// loopback, no link).
+    pub link: Option<&'static str>,
+    /// Scale 1:k: the link and the FC caps run `scale` times slower than
+    /// the study's hardware, and its throughput figures are shown `scale`
+    /// times larger, said so (a study whose links are faster than this
+    /// machine can drive); 1: as the study's.
+    pub scale: u32,
+    /// Added to the names of the targets whose I/O crosses the link
+    /// ("nfs3 1GbE"), so that targets of several lab runs stand side by
+    /// side in one table; `None`: the targets keep their names.
+    pub suffix: Option<&'static str>,
+    /// What runs on it, in order.
+    pub parts: &'static [Part],
 }
 
 /// A reference study as storlab runs it.
@@ -61,19 +85,24 @@ pub struct Study {
     pub baseline: &'static str,
     /// Its published finding, in a sentence or two (docs/studies.md has more).
     pub finding: &'static str,
-    /// What it measures, in order.
-    pub parts: &'static [Part],
-    /// Media presets, one lab run each (empty: one run on the lab's default).
-    pub media: &'static [&'static str],
+    /// Its labs, one lab run each, in order.
+    pub labs: &'static [Lab],
     /// Its presentation: the sections of its report.
     pub render: fn(&Results) -> Vec<Section>,
+    /// Its quantitative findings checked against the runs ([`findings`]).
+    pub findings: fn(&Results) -> Vec<findings::Check>,
 }
 
 impl Study {
     /// Every workload the study runs, each once, in order.
     pub fn workloads(&self) -> Vec<&'static str> {
         let mut out: Vec<&'static str> = Vec::new();
-        for w in self.parts.iter().flat_map(|p| p.workloads) {
+        for w in self
+            .labs
+            .iter()
+            .flat_map(|l| l.parts)
+            .flat_map(|p| p.workloads)
+        {
             if !out.contains(w) {
                 out.push(w);
             }
@@ -82,23 +111,27 @@ impl Study {
     }
 }
 
-/// One lab run of a study: the medium it ran on and its run document.
+/// One lab run of a study: the lab it ran on and its run document.
 #[derive(Clone, Debug)]
 pub struct LabRun {
+    /// The lab's name ([`Lab::name`]).
+    pub lab: String,
     /// The medium preset (`None`: the lab's default).
     pub medium: Option<String>,
+    /// Its scale ([`Lab::scale`]; 1: unscaled).
+    pub scale: u32,
     /// The run (a `storlab compare` run document).
     pub run: RunRecord,
 }
 
 impl LabRun {
-    /// How the run is named in tables: its medium, or "lab".
+    /// How the run is named in tables: its lab's name.
     pub fn name(&self) -> &str {
-        self.medium.as_deref().unwrap_or("lab")
+        &self.lab
     }
 }
 
-/// What a study measured: one run per medium.
+/// What a study measured: one run per lab.
 #[derive(Clone, Debug)]
 pub struct Results<'a> {
     /// The study.
@@ -107,11 +140,28 @@ pub struct Results<'a> {
     pub baseline: String,
     /// The profile it ran.
     pub profile: Profile,
-    /// One run per medium, in the order they ran.
+    /// One run per lab, in the order they ran.
     pub runs: Vec<LabRun>,
 }
 
 impl Results<'_> {
+    /// Every lab run lined up together by (job, point) and target, relative
+    /// to the baseline (for a study whose labs' targets have distinct
+    /// names); `None` when nothing was measured.
+    pub fn combined(&self) -> Option<Comparison> {
+        let sources: Vec<Source> = self
+            .runs
+            .iter()
+            .map(|lr| Source {
+                name: lr.name().to_string(),
+                run: lr.run.clone().with_target_names(),
+            })
+            .collect();
+        Comparison::new(sources.clone(), Some(&self.baseline))
+            .or_else(|_| Comparison::new(sources, None))
+            .ok()
+    }
+
     /// Lab run `i` lined up by (job, point) and target (by short name),
     /// relative to the baseline, or to the first target that measured when
     /// the baseline has nothing; `None` when the run measured nothing.
@@ -141,6 +191,23 @@ pub struct Section {
     pub tables: Vec<TextTable>,
     /// Charts (HTML only).
     pub charts: Vec<String>,
+}
+
+/// The section that sets each of the study's findings beside storlab's
+/// figure from these runs, with its verdict (docs/studies.md records it).
+pub fn findings_section(r: &Results) -> Section {
+    let checks = findings::evaluate(r);
+    Section {
+        title: "The study's findings beside storlab's".into(),
+        note: format!(
+            "Each quantitative finding of study {} (../shared/FINDINGS.md), the figure these \
+             runs measured for it, and its verdict; where a figure differs, the bound storlab \
+             named for its points.",
+            r.study.number
+        ),
+        tables: vec![findings::table(&checks)],
+        charts: Vec::new(),
+    }
 }
 
 /// The one section of a study whose runs measured nothing.

@@ -86,7 +86,12 @@ pub fn run_with(points: Vec<(&str, PointResult)>) -> LabRun {
     }
     run.compare = Some(info);
     run.complete = true;
-    LabRun { medium: None, run }
+    LabRun {
+        lab: "lab".into(),
+        medium: None,
+        scale: 1,
+        run,
+    }
 }
 
 /// A job of [`run_of`]: its name, its load points' labels, and each target

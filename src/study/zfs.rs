@@ -305,6 +305,7 @@ mod tests {
         }
         let mut lr = run_with(pts);
         lr.medium = Some(name.into());
+        lr.lab = name.into();
         lr
     }
 

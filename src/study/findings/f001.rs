@@ -19,7 +19,7 @@ fn absolute(
     v: &View,
     id: &'static str,
     published: &'static str,
-    job: &str,
+    (job, labels): (&str, Vec<String>),
     figures: &[(&str, Option<f64>, f64)],
 ) -> Check {
     let measured: Vec<String> = figures
@@ -39,13 +39,13 @@ fn absolute(
         published,
         measured: measured.join("; "),
         verdict: if ok { Verdict::Reproduced } else { Verdict::Differs },
-        why: if ok {
-            match v.machine(job, &[FC8, FC4]) {
-                true => format!("within 2x, on a saturated machine ({})", v.bounds(job, &[FC8])),
-                false => format!("within 2x; {}", v.bounds(job, &[FC8])),
+        why: {
+            let bounds = v.bounds_at(job, &labels, &[FC8, FC4]);
+            match (ok, v.machine_at(job, &labels, &[FC8])) {
+                (true, true) => format!("within 2x, on a saturated machine ({bounds})"),
+                (true, false) => format!("within 2x; {bounds}"),
+                (false, _) => bounds,
             }
-        } else {
-            v.bounds(job, &[FC8, FC4])
         },
     }
 }
@@ -57,7 +57,7 @@ fn one_vm(v: &View) -> Check {
         v,
         "F001-1",
         "one VM, 8 KB reads from the RAM-SSD array: more than 60,000 IOPS (25% above a 4 Gb link)",
-        job,
+        (job, v.labels(job)),
         &[("IOPS on 8 Gb FC", fc8, 60_000.0)],
     );
     if let (Some(a), Some(b)) = (fc8, v.value(job, None, FC4, Metric::Iops)) {
@@ -70,14 +70,18 @@ fn one_vm(v: &View) -> Check {
 /// The 8-VM ramp's largest blocks: 800 MB/s on 8 Gb FC, 400 on 4 Gb.
 fn converge(v: &View) -> Check {
     let job = "blocksize-ramp-read";
+    let large: Vec<String> = v
+        .labels(job)
+        .into_iter()
+        .filter(|l| {
+            v.points(job, Some(l), FC8)
+                .first()
+                .is_some_and(|p| p.spec.groups.iter().all(|g| g.access.bs.min() >= 256 * 1024))
+        })
+        .collect();
     let big = |t: &str| {
-        v.labels(job)
+        large
             .iter()
-            .filter(|l| {
-                v.points(job, Some(l), t)
-                    .first()
-                    .is_some_and(|p| p.spec.groups.iter().all(|g| g.access.bs.min() >= 256 * 1024))
-            })
             .filter_map(|l| v.value(job, Some(l), t, Metric::MbS))
             .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
     };
@@ -85,7 +89,7 @@ fn converge(v: &View) -> Check {
         v,
         "F001-2",
         "8 VMs, growing block sizes: the total converges on about 800 MB/s on 8 Gb FC, 400 MB/s on 4 Gb",
-        job,
+        (job, large.clone()),
         &[
             ("MB/s on 8 Gb FC from 256 KiB", big(FC8), 800.0),
             ("on 4 Gb FC", big(FC4), 400.0),
@@ -103,7 +107,7 @@ fn eight_k(v: &View) -> Check {
         v,
         "F001-3",
         "8 KB reads over 8 VMs on 8 Gb FC: more than 400 MB/s",
-        job,
+        (job, label.clone().into_iter().collect()),
         &[("MB/s at 8 KiB on 8 Gb FC", x, 400.0)],
     )
 }
@@ -116,7 +120,7 @@ fn duplex(v: &View) -> Check {
         v,
         "F001-4",
         "32 KB reads alone over 800 MB/s; with writes ~700 MB/s written and 600 read, about 1.3 GB/s full duplex",
-        job,
+        (job, v.labels(job)),
         &[
             ("reads alone MB/s", reads, 800.0),
             ("reads + writes MB/s", both, 1300.0),

@@ -195,30 +195,52 @@ impl View {
     }
 
     /// The bounds of `job`'s points on `targets`, each distinct one once:
-    /// "nfs3: medium 97%; iscsi: machine 99%".
+    /// "bound nfs3: medium 97%; iscsi: machine 99%".
     pub fn bounds(&self, job: &str, targets: &[&str]) -> String {
-        let mut seen: Vec<String> = Vec::new();
+        self.bounds_at(job, &self.labels(job), targets)
+    }
+
+    /// [`View::bounds`] of `job`'s points `labels` only: each target's
+    /// distinct bounds, the most frequent first, with how many points had it.
+    pub fn bounds_at(&self, job: &str, labels: &[String], targets: &[&str]) -> String {
+        let mut per: Vec<String> = Vec::new();
         for t in targets {
-            for l in self.labels(job) {
-                if let Some(b) = self.bound(job, Some(&l), t) {
-                    let s = format!("{t}: {}", b.cell());
-                    if !seen.contains(&s) {
-                        seen.push(s);
+            let mut seen: Vec<(String, usize)> = Vec::new();
+            for l in labels {
+                if let Some(b) = self.bound(job, Some(l), t) {
+                    let cell = b.cell();
+                    match seen.iter_mut().find(|(c, _)| *c == cell) {
+                        Some(x) => x.1 += 1,
+                        None => seen.push((cell, 1)),
                     }
                 }
             }
+            if seen.is_empty() {
+                continue;
+            }
+            seen.sort_by(|a, b| b.1.cmp(&a.1));
+            let cells: Vec<String> = seen
+                .iter()
+                .map(|(c, n)| if *n > 1 { format!("{c} x{n}") } else { c.clone() })
+                .collect();
+            per.push(format!("{t}: {}", cells.join(", ")));
         }
-        if seen.is_empty() {
+        if per.is_empty() {
             "no bound recorded".into()
         } else {
-            format!("bound {}", seen.join("; "))
+            format!("bound {}", per.join("; "))
         }
     }
 
     /// Whether any point of `job` on `targets` ran on a saturated machine.
     pub fn machine(&self, job: &str, targets: &[&str]) -> bool {
+        self.machine_at(job, &self.labels(job), targets)
+    }
+
+    /// [`View::machine`] of `job`'s points `labels` only.
+    pub fn machine_at(&self, job: &str, labels: &[String], targets: &[&str]) -> bool {
         targets.iter().any(|t| {
-            self.labels(job).iter().any(|l| {
+            labels.iter().any(|l| {
                 self.bound(job, Some(l), t)
                     .is_some_and(|b| b.machine || b.by == Limit::Machine)
             })
@@ -306,5 +328,95 @@ mod tests {
         assert_eq!(range(&[96.2, 103.6, 99.0]), "96..104");
         assert_eq!(range(&[]), "–");
         assert_eq!(range(&[100.1, 100.2]), "100");
+    }
+
+    use crate::study::testing::run_of;
+    use crate::study::{LabRun, Results, find};
+
+    fn results(number: &str, baseline: &str, runs: Vec<LabRun>) -> Results<'static> {
+        Results {
+            study: find(number).unwrap(),
+            baseline: baseline.into(),
+            profile: crate::workload::Profile::Quick,
+            runs,
+        }
+    }
+
+    fn verdict(checks: &[Check], id: &str) -> Verdict {
+        checks.iter().find(|c| c.id == id).unwrap().verdict
+    }
+
+    #[test]
+    fn study_000_is_reproduced_when_every_protocol_stands_beside_4_gb_fc() {
+        let labels: &[&str] = &["32 VMs", "64 VMs"];
+        let beside = run_of(&[
+            (
+                "vsphere-shared-4k",
+                labels,
+                &[
+                    ("FC 4Gb (block)", 1.0),
+                    ("nfs3 1GbE", 0.97),
+                    ("iscsi 10GbE", 1.03),
+                ],
+            ),
+            (
+                "vsphere-shared-8k",
+                labels,
+                &[("FC 4Gb (block)", 1.0), ("nfs3 1GbE", 0.5)],
+            ),
+        ]);
+        let r = results("000", "FC 4Gb (block)", vec![beside]);
+        let checks = f000::findings(&r);
+        assert_eq!(checks.len(), 7);
+        assert_eq!(verdict(&checks, "F000-1"), Verdict::Reproduced);
+        assert_eq!(verdict(&checks, "F000-2"), Verdict::Reproduced, "latency 1/scale");
+        // Half the baseline's IOPS is far outside 15%.
+        assert_eq!(verdict(&checks, "F000-3"), Verdict::Differs);
+        // Not measured, and not emulated, differ and say so.
+        let oltp = checks.iter().find(|c| c.id == "F000-5").unwrap();
+        assert_eq!(oltp.verdict, Verdict::Differs);
+        assert!(oltp.measured.contains("not measured"), "{oltp:?}");
+        assert_eq!(verdict(&checks, "F000-7"), Verdict::Differs);
+        let f1 = &checks[0];
+        assert!(f1.measured.contains("nfs3 1GbE 97"), "{f1:?}");
+    }
+
+    #[test]
+    fn study_002s_gain_is_the_ratio_of_its_two_pools() {
+        let pool = |lab: &str, scale: f64| {
+            let mut r = run_of(&[("sqlio-8k-randwrite", &["1 VM"], &[("nfs3", scale)])]);
+            r.lab = lab.into();
+            r
+        };
+        for (with_log, want) in [(3.9, Verdict::Reproduced), (6.0, Verdict::Differs)] {
+            let r = results(
+                "002",
+                "nfs3",
+                vec![pool(f002::POOL, 0.23), pool(f002::SLOG, 0.23 * with_log)],
+            );
+            let checks = f002::findings(&r);
+            let gain = checks.iter().find(|c| c.id == "F002-4").unwrap();
+            assert_eq!(gain.verdict, want, "{gain:?}");
+            // 230 IOs/sec without the log device, as the study's 227.76.
+            assert_eq!(verdict(&checks, "F002-1"), Verdict::Differs, "latency, MB/s off");
+            assert!(checks[0].measured.contains("nfs3 IOs/sec 230"), "{:?}", checks[0]);
+        }
+    }
+
+    #[test]
+    fn every_study_checks_its_own_findings() {
+        let want = [("000", 7), ("001", 4), ("002", 7), ("003", 4), ("004", 3)];
+        let mut all = 0;
+        for (n, count) in want {
+            let r = results(n, "x", Vec::new());
+            let checks = evaluate(&r);
+            assert_eq!(checks.len(), count, "study {n}");
+            for c in &checks {
+                assert!(c.id.starts_with(&format!("F{n}-")), "{}", c.id);
+                assert_eq!(c.verdict, Verdict::Differs, "nothing measured: {c:?}");
+            }
+            all += checks.len();
+        }
+        assert_eq!(all, 25, "../shared/FINDINGS.md lists 25");
     }
 }
