@@ -31,9 +31,9 @@ fn bin() -> Command {
     c
 }
 
-/// A lab of 512 MiB on 127.0.0.1 for this file's tests, with their results database.
+/// A lab of 1 GiB (what the quick vSphere disks fill) on 127.0.0.1 for this file's tests, with their results database.
 fn lab_up(tag: &str) -> Lab {
-    Lab::builder(&format!("cmptest-{tag}"), "512m")
+    Lab::builder(&format!("cmptest-{tag}"), "1g")
         .loopback()
         .env("STORLAB_DB", test_db())
         .up()

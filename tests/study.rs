@@ -53,10 +53,11 @@ fn bad_study_input_is_one_line_naming_it_and_nothing_runs() {
             vec!["000", "--profile", "full"],
             "but the store is 1 GiB: give the lab a store that large with --size",
         ),
-        // The quick OLTP test's 2 x 256 MiB does not fit a 64 MiB store.
+        // The quick shared-datastore test's 128 VMs x 2 x 4 MiB do not fit
+        // a 64 MiB store.
         (
             vec!["000", "--size", "64m"],
-            "job vsphere-oltp-8k at load point",
+            "at load point \"128 VMs\" needs 1 GiB of the lab's store",
         ),
     ] {
         let o = storlab()
@@ -101,7 +102,7 @@ fn the_dss_study_runs_on_its_own_lab_and_its_report_renders_in_chromium() {
         "--no-db",
         "-q",
         "--size",
-        "256m",
+        "1g",
         "--media",
         "ram",
     ])
@@ -142,13 +143,38 @@ fn the_dss_study_runs_on_its_own_lab_and_its_report_renders_in_chromium() {
     assert_eq!(saved, stdout, "report.txt is what was printed");
 
     // The run document: one complete compare run, a point per target.
-    let json = std::fs::read_to_string(out_dir.join("run-ram.json")).unwrap();
-    let run = RunRecord::from_json(&json, "run-ram.json").unwrap();
+    let json = std::fs::read_to_string(out_dir.join("run-10gbe.json")).unwrap();
+    let run = RunRecord::from_json(&json, "run-10gbe.json").unwrap();
     assert!(run.complete && run.error.is_none());
     let points: Vec<_> = run.jobs.iter().flat_map(|j| &j.points).collect();
     assert_eq!(points.len(), 3);
     assert!(points.iter().all(|p| p.summary.total.ios > 0));
     assert_eq!(run.compare.unwrap().baseline, "FC 4Gb (block)");
+    // Every point names its bound; the lab ran its link scaled 1:4.
+    assert!(
+        points.iter().all(|p| p.bound.is_some()),
+        "a point without a bound"
+    );
+    let net = run.environment.network.as_ref().unwrap();
+    assert_eq!(net.link.as_deref(), Some("10gbe/4"));
+    assert_eq!(net.link_rate_bps, Some(2_500_000_000));
+
+    // The findings: each of the study's four beside storlab's, with a verdict.
+    assert!(
+        stdout.contains("The study's findings beside storlab's ("),
+        "{stdout}"
+    );
+    for id in ["F003-1", "F003-2", "F003-3", "F003-4"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(id))
+            .unwrap_or_else(|| panic!("no {id} in:\n{stdout}"));
+        assert!(
+            line.contains("reproduced") || line.contains("differs"),
+            "{line}"
+        );
+    }
+    assert!(stdout.contains("scaled 1:4, shown x4"), "{stdout}");
 
     // The HTML report draws in Chromium, its charts and table in the DOM.
     let dom = support::chromium::render(&out_dir.join("report.html"), dir.path());

@@ -375,7 +375,7 @@ pub struct CompareArgs {
     /// What to run on every target.
     #[command(flatten)]
     pub job: JobArgs,
-    /// Targets in order: lab names (block, fc2, fc4, fc8, fc16, fc32, fcoe10,
+    /// Targets in order: lab names (block, fc1, fc2, fc4, fc8, fc16, fc32, fcoe10,
     /// local, nfs3, nfs4, nfs41, iscsi, nbd), NAME=URL, or URLs. With --lab, default
     /// fc8,nfs3,nfs4,iscsi,nbd: the block baseline on 8 Gb FC = 100.
     #[arg(

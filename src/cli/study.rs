@@ -88,7 +88,8 @@ fn list_text() -> String {
                 "     lab {}: medium {}, {}{scale}\n",
                 l.name,
                 l.medium.unwrap_or(lab::media::LAB_DEFAULT_MEDIA),
-                l.link.map_or("loopback".to_string(), |k| format!("link {k}")),
+                l.link
+                    .map_or("loopback".to_string(), |k| format!("link {k}")),
             ));
             for p in l.parts {
                 out.push_str(&format!(
@@ -242,7 +243,12 @@ fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
         cfg.size,
         &format!(
             "give the lab a store that large with --size (and --backing disk --backing-dir DIR \
-             when RAM cannot hold it), or run --profile quick (study {})",
+             when RAM cannot hold it){} (study {})",
+            if profile == Profile::Full {
+                ", or run --profile quick"
+            } else {
+                ""
+            },
             study.name
         ),
     )?;

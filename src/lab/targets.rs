@@ -256,8 +256,8 @@ mod tests {
         let e = LabTarget::parse("fc7").unwrap_err();
         assert_eq!(
             e,
-            "unknown lab target \"fc7\" (allowed: block, fc2, fc4, fc8, fc16, fc32, fcoe10, \
-             local, nfs3, nfs4, nfs41, iscsi, nbd)"
+            "unknown lab target \"fc7\" (allowed: block, fc1, fc2, fc4, fc8, fc16, fc32, \
+             fcoe10, local, nfs3, nfs4, nfs41, iscsi, nbd)"
         );
         assert!(LabTarget::parse("FC8").is_err());
         assert!(LabTarget::parse("nfs3?stable=file").is_err());
@@ -266,7 +266,7 @@ mod tests {
     #[test]
     fn every_cap_is_a_link_of_the_wire_model_that_carries_its_frames() {
         let capped: Vec<LabTarget> = LabTarget::all().filter(|t| t.cap().is_some()).collect();
-        assert_eq!(capped.len(), 6, "fc2 .. fc32 and fcoe10");
+        assert_eq!(capped.len(), 7, "fc1 .. fc32 and fcoe10");
         for t in capped {
             let (wire, link) = t.cap().unwrap();
             assert!(wire.links().iter().any(|l| l == link), "{t}: {link}");

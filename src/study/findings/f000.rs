@@ -65,7 +65,12 @@ fn shared(v: &View, id: &'static str, job: &str, m: Metric, band: f64) -> Check 
     }
     let kind = Kind::Relative;
     if all.is_empty() {
-        return super::not_measured(id, kind, published, &format!("{job} on {BASE} and its protocols"));
+        return super::not_measured(
+            id,
+            kind,
+            published,
+            &format!("{job} on {BASE} and its protocols"),
+        );
     }
     let ok = all.iter().all(|x| within_15pct(*x, 100.0));
     let outside = all.iter().filter(|x| (*x - 100.0).abs() > band).count();
@@ -86,7 +91,11 @@ fn shared(v: &View, id: &'static str, job: &str, m: Metric, band: f64) -> Check 
         kind,
         published,
         measured: format!("{} = 100: {}", BASE, per.join(", ")),
-        verdict: if ok { Verdict::Reproduced } else { Verdict::Differs },
+        verdict: if ok {
+            Verdict::Reproduced
+        } else {
+            Verdict::Differs
+        },
         why,
     }
 }
@@ -132,7 +141,11 @@ fn oltp(v: &View) -> Check {
         kind: Kind::Relative,
         published,
         measured: format!("IOPS, {BASE} = 100: {}", per.join(", ")),
-        verdict: if ok { Verdict::Reproduced } else { Verdict::Differs },
+        verdict: if ok {
+            Verdict::Reproduced
+        } else {
+            Verdict::Differs
+        },
         why,
     }
 }
@@ -204,9 +217,15 @@ fn host_cpu(v: &View, r: &Results) -> Check {
             "storlab's own client CPU (the initiator side; ESX's initiators are not run) as a share of this {cores:.0}-CPU machine: the targets differ by {} percentage points at a load point",
             range(&spreads)
         ),
-        verdict: if ok { Verdict::Reproduced } else { Verdict::Differs },
+        verdict: if ok {
+            Verdict::Reproduced
+        } else {
+            Verdict::Differs
+        },
         why: if ok {
-            format!("the same direction: small differences between protocols on the initiator side; {spread}")
+            format!(
+                "the same direction: small differences between protocols on the initiator side; {spread}"
+            )
         } else {
             format!(
                 "{spread}; the block paths' figure includes the kernel's io_uring workers that carry each I/O through the loop device into the media mount, which an ESX host's FC HBA does in hardware"

@@ -38,7 +38,11 @@ fn absolute(
         kind: Kind::Absolute,
         published,
         measured: measured.join("; "),
-        verdict: if ok { Verdict::Reproduced } else { Verdict::Differs },
+        verdict: if ok {
+            Verdict::Reproduced
+        } else {
+            Verdict::Differs
+        },
         why: {
             let bounds = v.bounds_at(job, &labels, &[FC8, FC4]);
             match (ok, v.machine_at(job, &labels, &[FC8])) {
@@ -61,8 +65,10 @@ fn one_vm(v: &View) -> Check {
         &[("IOPS on 8 Gb FC", fc8, 60_000.0)],
     );
     if let (Some(a), Some(b)) = (fc8, v.value(job, None, FC4, Metric::Iops)) {
-        c.measured
-            .push_str(&format!("; 4 Gb FC {b:.0}, 8 Gb at {:.0}% of it", 100.0 * a / b));
+        c.measured.push_str(&format!(
+            "; 4 Gb FC {b:.0}, 8 Gb at {:.0}% of it",
+            100.0 * a / b
+        ));
     }
     c
 }
@@ -74,9 +80,12 @@ fn converge(v: &View) -> Check {
         .labels(job)
         .into_iter()
         .filter(|l| {
-            v.points(job, Some(l), FC8)
-                .first()
-                .is_some_and(|p| p.spec.groups.iter().all(|g| g.access.bs.min() >= 256 * 1024))
+            v.points(job, Some(l), FC8).first().is_some_and(|p| {
+                p.spec
+                    .groups
+                    .iter()
+                    .all(|g| g.access.bs.min() >= 256 * 1024)
+            })
         })
         .collect();
     let big = |t: &str| {
@@ -99,7 +108,11 @@ fn converge(v: &View) -> Check {
 
 fn eight_k(v: &View) -> Check {
     let job = "blocksize-ramp-read";
-    let label = v.label_where(job, |s| s.groups.iter().all(|g| g.access.bs.min() == 8192 && g.access.bs.max() == 8192));
+    let label = v.label_where(job, |s| {
+        s.groups
+            .iter()
+            .all(|g| g.access.bs.min() == 8192 && g.access.bs.max() == 8192)
+    });
     let x = label
         .as_deref()
         .and_then(|l| v.value(job, Some(l), FC8, Metric::MbS));

@@ -59,7 +59,11 @@ fn absolute(
         kind: Kind::Absolute,
         published,
         measured,
-        verdict: if ok { Verdict::Reproduced } else { Verdict::Differs },
+        verdict: if ok {
+            Verdict::Reproduced
+        } else {
+            Verdict::Differs
+        },
         why: if ok {
             format!("every figure within 2x; {bounds}")
         } else {
@@ -149,12 +153,18 @@ fn with_log(v: &View) -> Check {
 }
 
 fn gain(pool: &View, slog: &View) -> Check {
-    let published = "the log device's gain: about 4x the IOPS (865.75 / 227.76 = 3.8x), 34 -> 8 ms mean";
+    let published =
+        "the log device's gain: about 4x the IOPS (865.75 / 227.76 = 3.8x), 34 -> 8 ms mean";
     let (Some(a), Some(b)) = (
         pool.value(SQLIO, None, NFS, Metric::Iops),
         slog.value(SQLIO, None, NFS, Metric::Iops),
     ) else {
-        return super::not_measured("F002-4", Kind::Relative, published, "SQLIO figures on both pools");
+        return super::not_measured(
+            "F002-4",
+            Kind::Relative,
+            published,
+            "SQLIO figures on both pools",
+        );
     };
     let g = b / a;
     let ok = within_15pct(g, 3.8);
@@ -163,10 +173,18 @@ fn gain(pool: &View, slog: &View) -> Check {
         kind: Kind::Relative,
         published,
         measured: format!("nfs3 {g:.1}x the IOPS ({b:.0} against {a:.0} IOs/sec)"),
-        verdict: if ok { Verdict::Reproduced } else { Verdict::Differs },
+        verdict: if ok {
+            Verdict::Reproduced
+        } else {
+            Verdict::Differs
+        },
         why: format!(
             "{}; without: {}; with: {}",
-            if ok { "within 15% of 3.8x" } else { "not within 15% of 3.8x" },
+            if ok {
+                "within 15% of 3.8x"
+            } else {
+                "not within 15% of 3.8x"
+            },
             pool.bounds(SQLIO, &[NFS]),
             slog.bounds(SQLIO, &[NFS])
         ),
@@ -177,7 +195,8 @@ fn gain(pool: &View, slog: &View) -> Check {
 /// the host CPU.
 fn seq_reads(v: &View) -> Check {
     let job = "seq-32k-read";
-    let published = "32K sequential reads: NFS costs the ESX host 6.6 GHz, iSCSI 3.5 GHz; iSCSI ~32% more IOPS";
+    let published =
+        "32K sequential reads: NFS costs the ESX host 6.6 GHz, iSCSI 3.5 GHz; iSCSI ~32% more IOPS";
     let f = |t, m| v.value(job, None, t, m);
     let (Some(ni), Some(ii), Some(nc), Some(ic)) = (
         f(NFS, Metric::Iops),
@@ -185,7 +204,12 @@ fn seq_reads(v: &View) -> Check {
         f(NFS, Metric::BothCpuPerIo),
         f(ISCSI, Metric::BothCpuPerIo),
     ) else {
-        return super::not_measured("F002-5", Kind::HostCpu, published, "32K sequential reads over NFS and iSCSI");
+        return super::not_measured(
+            "F002-5",
+            Kind::HostCpu,
+            published,
+            "32K sequential reads over NFS and iSCSI",
+        );
     };
     let iops_ok = within_15pct(ii / ni, 1.32);
     let cpu_ok = nc > ic;
@@ -197,10 +221,18 @@ fn seq_reads(v: &View) -> Check {
             "iSCSI {:.0}% of NFS's IOPS; client + server CPU per I/O (storlab's user-space clients and ganesha or tgtd, not ESX's kernel) NFS {nc:.0} µs, iSCSI {ic:.0} µs",
             100.0 * ii / ni
         ),
-        verdict: if iops_ok && cpu_ok { Verdict::Reproduced } else { Verdict::Differs },
+        verdict: if iops_ok && cpu_ok {
+            Verdict::Reproduced
+        } else {
+            Verdict::Differs
+        },
         why: format!(
             "{}{}; {}",
-            if iops_ok { "iSCSI's IOPS lead within 15%" } else { "iSCSI's IOPS lead not within 15% of 1.32x" },
+            if iops_ok {
+                "iSCSI's IOPS lead within 15%"
+            } else {
+                "iSCSI's IOPS lead not within 15% of 1.32x"
+            },
             if cpu_ok {
                 ", NFS costs more CPU per I/O, as published"
             } else {
@@ -220,9 +252,21 @@ fn streams(v: &View) -> Check {
         "F002-6",
         "1 GbE NFS streams: a read stream at ~81 MB/s peak, 78 average; read plus write on one host sum to ~75 MB/s",
         &[
-            ("nfs3 read stream MB/s", v.value("dd-64k-read", None, NFS, Metric::MbS), 78.0),
-            ("peak", v.value("dd-64k-read", None, NFS, Metric::PeakMbS), 81.0),
-            ("read + write MB/s", v.value("dd-64k-mixed", None, NFS, Metric::MbS), 75.0),
+            (
+                "nfs3 read stream MB/s",
+                v.value("dd-64k-read", None, NFS, Metric::MbS),
+                78.0,
+            ),
+            (
+                "peak",
+                v.value("dd-64k-read", None, NFS, Metric::PeakMbS),
+                81.0,
+            ),
+            (
+                "read + write MB/s",
+                v.value("dd-64k-mixed", None, NFS, Metric::MbS),
+                75.0,
+            ),
         ],
         v.bounds("dd-64k-read", &[NFS]),
     )
@@ -235,9 +279,21 @@ fn thumper(v: &View) -> Check {
         "F002-7",
         "36-disk raidz store, dd 64K: 600 MB/s writes, 800 MB/s reads; mixed 220 MB/s",
         &[
-            ("writes MB/s", v.value("dd-64k-write", None, t, Metric::MbS), 600.0),
-            ("reads MB/s", v.value("dd-64k-read", None, t, Metric::MbS), 800.0),
-            ("mixed MB/s", v.value("dd-64k-mixed", None, t, Metric::MbS), 220.0),
+            (
+                "writes MB/s",
+                v.value("dd-64k-write", None, t, Metric::MbS),
+                600.0,
+            ),
+            (
+                "reads MB/s",
+                v.value("dd-64k-read", None, t, Metric::MbS),
+                800.0,
+            ),
+            (
+                "mixed MB/s",
+                v.value("dd-64k-mixed", None, t, Metric::MbS),
+                220.0,
+            ),
         ],
         v.bounds("dd-64k-write", &[t]),
     )

@@ -40,19 +40,30 @@ pub fn findings(r: &Results) -> Vec<Check> {
     };
     let (rn, ri) = (rel(0), rel(1));
     let f1_abs = all_2x(avg, [7.74, 6.95, 3.22]);
-    let f1_rel = rn.is_some_and(|x| within_15pct(x, 240.0)) && ri.is_some_and(|x| within_15pct(x, 216.0));
+    let f1_rel =
+        rn.is_some_and(|x| within_15pct(x, 240.0)) && ri.is_some_and(|x| within_15pct(x, 216.0));
     let f2 = all_2x(peak, [8.95, 7.21, 3.36]);
     let f3 = rn.is_some_and(|x| x > 200.0) && ri.is_some_and(|x| x > 200.0);
     let machine = v.machine(JOB, &[NFS, ISCSI, FC]);
     let caveat = |ok: bool| {
-        let m = if machine { "; on a saturated machine" } else { "" };
+        let m = if machine {
+            "; on a saturated machine"
+        } else {
+            ""
+        };
         if ok {
             format!("{bounds}{m}")
         } else {
             format!("differs: {bounds}{m}")
         }
     };
-    let verdict = |ok: bool| if ok { Verdict::Reproduced } else { Verdict::Differs };
+    let verdict = |ok: bool| {
+        if ok {
+            Verdict::Reproduced
+        } else {
+            Verdict::Differs
+        }
+    };
     let rels = format!(
         "relative {} / {} / 100",
         rn.map_or("–".into(), |x| format!("{x:.0}")),
@@ -98,7 +109,12 @@ fn cpu(v: &View) -> Check {
         (mb > 0.0).then(|| per_io * iops / mb)
     };
     let (Some(n), Some(i)) = (per_mb(NFS), per_mb(ISCSI)) else {
-        return super::not_measured("F003-4", Kind::HostCpu, published, "CPU figures for NFS and iSCSI");
+        return super::not_measured(
+            "F003-4",
+            Kind::HostCpu,
+            published,
+            "CPU figures for NFS and iSCSI",
+        );
     };
     let ok = i > n;
     Check {
@@ -109,11 +125,18 @@ fn cpu(v: &View) -> Check {
             "client + server CPU per MB (storlab's clients with ganesha or tgtd; the study's hosts ran ESX's initiators): NFS {n:.0} µs, iSCSI {i:.0} µs{}",
             per_mb(FC).map_or(String::new(), |f| format!(", FC (client only) {f:.0} µs"))
         ),
-        verdict: if ok { Verdict::Reproduced } else { Verdict::Differs },
+        verdict: if ok {
+            Verdict::Reproduced
+        } else {
+            Verdict::Differs
+        },
         why: if ok {
             "the same direction between the protocols: iSCSI dearer than NFS per byte (FC's figure is the block path's client alone, so not compared)".into()
         } else {
-            format!("iSCSI is not dearer than NFS here; {}", v.bounds(JOB, &[NFS, ISCSI]))
+            format!(
+                "iSCSI is not dearer than NFS here; {}",
+                v.bounds(JOB, &[NFS, ISCSI])
+            )
         },
     }
 }

@@ -156,7 +156,11 @@ impl View {
     }
 
     /// The label of `job`'s first point whose spec satisfies `pred`.
-    pub fn label_where(&self, job: &str, pred: impl Fn(&crate::workload::Spec) -> bool) -> Option<String> {
+    pub fn label_where(
+        &self,
+        job: &str,
+        pred: impl Fn(&crate::workload::Spec) -> bool,
+    ) -> Option<String> {
         let c = self.c.as_ref()?;
         c.keys.iter().enumerate().find_map(|(k, (j, l))| {
             let p = (0..c.targets.len()).find_map(|t| c.points(k, t).into_iter().next())?;
@@ -221,7 +225,13 @@ impl View {
             seen.sort_by(|a, b| b.1.cmp(&a.1));
             let cells: Vec<String> = seen
                 .iter()
-                .map(|(c, n)| if *n > 1 { format!("{c} x{n}") } else { c.clone() })
+                .map(|(c, n)| {
+                    if *n > 1 {
+                        format!("{c} x{n}")
+                    } else {
+                        c.clone()
+                    }
+                })
                 .collect();
             per.push(format!("{t}: {}", cells.join(", ")));
         }
@@ -369,7 +379,11 @@ mod tests {
         let checks = f000::findings(&r);
         assert_eq!(checks.len(), 7);
         assert_eq!(verdict(&checks, "F000-1"), Verdict::Reproduced);
-        assert_eq!(verdict(&checks, "F000-2"), Verdict::Reproduced, "latency 1/scale");
+        assert_eq!(
+            verdict(&checks, "F000-2"),
+            Verdict::Reproduced,
+            "latency 1/scale"
+        );
         // Half the baseline's IOPS is far outside 15%.
         assert_eq!(verdict(&checks, "F000-3"), Verdict::Differs);
         // Not measured, and not emulated, differ and say so.
@@ -398,8 +412,16 @@ mod tests {
             let gain = checks.iter().find(|c| c.id == "F002-4").unwrap();
             assert_eq!(gain.verdict, want, "{gain:?}");
             // 230 IOs/sec without the log device, as the study's 227.76.
-            assert_eq!(verdict(&checks, "F002-1"), Verdict::Differs, "latency, MB/s off");
-            assert!(checks[0].measured.contains("nfs3 IOs/sec 230"), "{:?}", checks[0]);
+            assert_eq!(
+                verdict(&checks, "F002-1"),
+                Verdict::Differs,
+                "latency, MB/s off"
+            );
+            assert!(
+                checks[0].measured.contains("nfs3 IOs/sec 230"),
+                "{:?}",
+                checks[0]
+            );
         }
     }
 
