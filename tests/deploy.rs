@@ -676,6 +676,49 @@ fn deploy_run_and_stop_a_fleet_over_ssh_on_four_namespace_hosts() {
     ok(o, "storlab run over the deployed fleet (the lab's NBD)");
     assert_merged(&json, &agents);
 
+    // 4b. A compare over the deployed fleet: the lab's NFSv3 and NBD in
+    // turn, every point on all four hosts, each one's servers' CPU measured
+    // here beside it, and what bound it named.
+    let json = lab.dir.join("compare.json");
+    let o = storlab()
+        .args(["compare", "--no-db", "--hosts"])
+        .arg(&hosts_file)
+        .arg("--token-file")
+        .arg(&token_file)
+        .arg("--state-dir")
+        .arg(&lab_dir)
+        .args(["--targets", "nfs3,nbd", "--vms", "4", "--size", "32m"])
+        .args(["--rw", "randread", "--bs", "4k", "--iodepth", "4"])
+        .args(["--ramp_time", "0", "--runtime", "2", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let out = ok(o, "storlab compare over the deployed fleet");
+    assert!(out.contains("relative to nfs3 = 100"), "{out}");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let cpu = doc["compare"]["server_cpu"].as_array().unwrap();
+    assert_eq!(cpu.len(), 2, "a point per target: {cpu:?}");
+    for (entry, server) in cpu.iter().zip(["ganesha", "nbdkit"]) {
+        let s = &entry["servers"][0];
+        assert_eq!(s["name"], server, "{entry}");
+        assert!(
+            s["cpu_s"].as_f64().unwrap() > 0.0,
+            "{server} spent CPU serving the fleet: {entry}"
+        );
+    }
+    for job in doc["jobs"].as_array().unwrap() {
+        for p in job["points"].as_array().unwrap() {
+            let hosts: Vec<&str> = p["hosts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h["host"].as_str().unwrap())
+                .collect();
+            assert_eq!(hosts.len(), 4, "every agent ran the point: {hosts:?}");
+            assert!(p["bound"]["by"].is_string(), "{}", p["bound"]);
+        }
+    }
+
     // 5. Stop: every agent and supervisor gone, every copied file too.
     let o = storlab()
         .args(["fleet", "stop", "--dir"])
