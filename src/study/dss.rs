@@ -42,6 +42,7 @@ pub fn render(r: &Results) -> Vec<Section> {
     let mut table = Grid {
         rows: [&gbits, &cpu, &server].map(|g| g.rows.clone()).concat(),
         cells: [&gbits, &cpu, &server].map(|g| g.cells.clone()).concat(),
+        marks: [&gbits, &cpu, &server].map(|g| g.marks.clone()).concat(),
         ..gbits.clone()
     }
     .table(

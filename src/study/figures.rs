@@ -33,7 +33,7 @@ pub fn block_size(p: &PointResult) -> u64 {
 
 /// A figure of some columns (targets, or target and direction) at each row
 /// (load point).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Grid {
     /// Row names (load points), top to bottom.
     pub rows: Vec<String>,
@@ -41,6 +41,10 @@ pub struct Grid {
     pub cols: Vec<String>,
     /// `cells[row][col]`.
     pub cells: Vec<Vec<Option<f64>>>,
+    /// `marks[row][col]`: the cell was measured while the machine's CPUs
+    /// were saturated, so its figure measures this machine; empty or short:
+    /// unmarked.
+    pub marks: Vec<Vec<bool>>,
 }
 
 impl Grid {
@@ -57,6 +61,10 @@ impl Grid {
             cells: keys
                 .iter()
                 .map(|&k| targets.iter().map(|&t| f(k, t)).collect())
+                .collect(),
+            marks: keys
+                .iter()
+                .map(|&k| targets.iter().map(|&t| c.machine_bound(k, t)).collect())
                 .collect(),
         }
     }
@@ -77,11 +85,7 @@ impl Grid {
     pub fn metrics(c: &Comparison, job: &str, ms: &[Metric]) -> Grid {
         let grids: Vec<Grid> = ms.iter().map(|&m| Grid::metric(c, job, m)).collect();
         let Some(first) = grids.first() else {
-            return Grid {
-                rows: Vec::new(),
-                cols: Vec::new(),
-                cells: Vec::new(),
-            };
+            return Grid::default();
         };
         let mut cols = Vec::new();
         for t in &first.cols {
@@ -94,10 +98,18 @@ impl Grid {
                     .collect()
             })
             .collect();
+        let marks = (0..first.rows.len())
+            .map(|r| {
+                (0..first.cols.len())
+                    .flat_map(|t| grids.iter().map(move |g| g.marked(r, t)))
+                    .collect()
+            })
+            .collect();
         Grid {
             rows: first.rows.clone(),
             cols,
             cells,
+            marks,
         }
     }
 
@@ -112,7 +124,20 @@ impl Grid {
                 .iter()
                 .map(|g| g.cells.first().cloned().unwrap_or_default())
                 .collect(),
+            marks: grids
+                .iter()
+                .map(|g| g.marks.first().cloned().unwrap_or_default())
+                .collect(),
         }
+    }
+
+    /// Whether cell (`row`, `col`) was measured on a saturated machine.
+    pub fn marked(&self, row: usize, col: usize) -> bool {
+        self.marks
+            .get(row)
+            .and_then(|r| r.get(col))
+            .copied()
+            .unwrap_or(false)
     }
 
     /// Whether no cell has a value.
@@ -125,20 +150,34 @@ impl Grid {
     pub fn table(&self, title: &str, first: &str, fmt: impl Fn(f64) -> String) -> TextTable {
         let mut head = vec![first.to_string()];
         head.extend(self.cols.iter().cloned());
+        let mut marked = false;
+        let rows = self
+            .rows
+            .iter()
+            .zip(&self.cells)
+            .enumerate()
+            .map(|(i, (r, cells))| {
+                let mut row = vec![r.clone()];
+                row.extend(cells.iter().enumerate().map(|(j, v)| match v {
+                    None => "–".into(),
+                    Some(v) if self.marked(i, j) => {
+                        marked = true;
+                        format!("{}{}", fmt(*v), crate::report::text::MACHINE_MARK)
+                    }
+                    Some(v) => fmt(*v),
+                }));
+                row
+            })
+            .collect();
         TextTable {
             title: title.to_string(),
             head,
-            rows: self
-                .rows
-                .iter()
-                .zip(&self.cells)
-                .map(|(r, cells)| {
-                    let mut row = vec![r.clone()];
-                    row.extend(cells.iter().map(|v| v.map_or_else(|| "–".into(), &fmt)));
-                    row
-                })
-                .collect(),
-            note: String::new(),
+            rows,
+            note: if marked {
+                crate::report::text::MACHINE_NOTE.to_string()
+            } else {
+                String::new()
+            },
         }
     }
 
@@ -247,6 +286,7 @@ mod tests {
             rows: vec!["32 VMs".into(), "64 VMs".into()],
             cols: vec!["local".into(), "nfs3".into()],
             cells: vec![vec![Some(100.0), Some(96.4)], vec![Some(100.0), None]],
+            marks: Vec::new(),
         }
     }
 
@@ -256,6 +296,14 @@ mod tests {
         assert_eq!(t.head, ["VMs", "local", "nfs3"]);
         assert_eq!(t.rows[0], ["32 VMs", "100", "96"]);
         assert_eq!(t.rows[1], ["64 VMs", "100", "–"]);
+        assert!(t.note.is_empty(), "nothing marked");
+        // A cell measured on a saturated machine is marked, and the note says so.
+        let mut g = grid();
+        g.marks = vec![vec![false, true]];
+        let t = g.table("IOPS", "VMs", fmt_rel);
+        assert_eq!(t.rows[0], ["32 VMs", "100", "96!"]);
+        assert_eq!(t.rows[1], ["64 VMs", "100", "–"]);
+        assert!(t.note.contains("saturated"), "{}", t.note);
     }
 
     #[test]

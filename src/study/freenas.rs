@@ -130,20 +130,28 @@ fn atto(c: &Comparison) -> Option<Section> {
     if targets.is_empty() {
         return None;
     }
-    // The MB/s of target `t` at size `b` in one direction.
-    let at = |t: usize, b: u64, read: bool| {
-        keys.iter()
-            .find(|&&k| {
-                point(c, k, t).is_some_and(|p| block_size(p) == b) && reads(c, k, t) == Some(read)
-            })
-            .and_then(|&k| mean(c, Metric::MbS, k, t))
+    // The point of target `t` at size `b` in one direction, and its MB/s.
+    let key = |t: usize, b: u64, read: bool| {
+        keys.iter().copied().find(|&k| {
+            point(c, k, t).is_some_and(|p| block_size(p) == b) && reads(c, k, t) == Some(read)
+        })
     };
+    let at = |t: usize, b: u64, read: bool| key(t, b, read).and_then(|k| mean(c, Metric::MbS, k, t));
     let grid = |read: bool| Grid {
         rows: sizes.iter().map(|&b| format_size(b)).collect(),
         cols: targets.iter().map(|&t| c.targets[t].clone()).collect(),
         cells: sizes
             .iter()
             .map(|&b| targets.iter().map(|&t| at(t, b, read)).collect())
+            .collect(),
+        marks: sizes
+            .iter()
+            .map(|&b| {
+                targets
+                    .iter()
+                    .map(|&t| key(t, b, read).is_some_and(|k| c.machine_bound(k, t)))
+                    .collect()
+            })
             .collect(),
     };
     let (write, read) = (grid(false), grid(true));
@@ -156,6 +164,12 @@ fn atto(c: &Comparison) -> Option<Section> {
             .cells
             .iter()
             .zip(&read.cells)
+            .map(|(w, r)| w.iter().zip(r).flat_map(|(a, b)| [*a, *b]).collect())
+            .collect(),
+        marks: write
+            .marks
+            .iter()
+            .zip(&read.marks)
             .map(|(w, r)| w.iter().zip(r).flat_map(|(a, b)| [*a, *b]).collect())
             .collect(),
         ..write.clone()

@@ -243,18 +243,38 @@ pub fn text(r: &Results, sections: &[Section]) -> String {
     out
 }
 
-/// One line saying what ran: profile, baseline, media and whether any run
-/// failed or was interrupted.
+/// One line saying what ran: profile, baseline, each lab run with its
+/// medium and link (and its scale), and whether any run failed or was
+/// interrupted.
 pub fn lab_line(r: &Results) -> String {
-    let media: Vec<&str> = r.runs.iter().map(LabRun::name).collect();
+    let runs: Vec<String> = r
+        .runs
+        .iter()
+        .map(|lr| {
+            let on = lr
+                .run
+                .environment
+                .network
+                .as_ref()
+                .map(|n| n.describe())
+                .or_else(|| lr.medium.as_ref().map(|m| format!("medium {m}")))
+                .unwrap_or_else(|| "no lab recorded".into());
+            let scale = if lr.scale > 1 {
+                format!(", scaled 1:{}", lr.scale)
+            } else {
+                String::new()
+            };
+            format!("{} ({on}{scale})", lr.name())
+        })
+        .collect();
     let mut line = format!(
         "storlab: {} profile, baseline {} = 100, lab runs: {}",
         format!("{:?}", r.profile).to_lowercase(),
         r.baseline,
-        if media.is_empty() {
+        if runs.is_empty() {
             "none".to_string()
         } else {
-            media.join(", ")
+            runs.join(", ")
         }
     );
     for lr in &r.runs {

@@ -85,6 +85,9 @@ pub fn render(r: &Results) -> Vec<Section> {
             .iter()
             .map(|row| keep.iter().map(|&i| row[i]).collect())
             .collect(),
+        marks: (0..total.rows.len())
+            .map(|r| keep.iter().map(|&i| total.marked(r, i)).collect())
+            .collect(),
         ..total.clone()
     };
     let vms = shape.first().map_or(1, |s| s.1);

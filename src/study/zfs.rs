@@ -273,6 +273,7 @@ fn cpu_section(c: &Comparison) -> Option<Section> {
     let per_io = Grid {
         rows: grid.rows[2..].to_vec(),
         cells: grid.cells[2..].to_vec(),
+        marks: grid.marks.get(2..).map(<[_]>::to_vec).unwrap_or_default(),
         ..grid.clone()
     };
     Some(Section {
