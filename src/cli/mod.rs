@@ -339,7 +339,7 @@ pub struct RunArgs {
     /// What to run.
     #[command(flatten)]
     pub job: JobArgs,
-    /// Target: file:PATH, null:, nfs://, iscsi://, nbd:// (see README). Repeat to spread disks over several.
+    /// Target: file:PATH, null:, nfs://, iscsi://, nbd:// (see docs/guide/targets.md). Repeat to spread disks over several.
     #[arg(long = "target", short = 't', value_name = "URL")]
     pub targets: Vec<String>,
     /// Outputs and run options.
@@ -395,7 +395,7 @@ pub struct CompareArgs {
     /// comparison and take it down afterwards, whatever happens.
     #[arg(long, conflicts_with = "state_dir")]
     pub lab: bool,
-    /// The temporary lab's media (see `storlab lab up --media`; default ram).
+    /// The temporary lab's media (see `storlab lab up --media`; default array-15k).
     #[arg(long, requires = "lab")]
     pub media: Option<String>,
     /// The temporary lab's media file (see `storlab lab up --media-file`).

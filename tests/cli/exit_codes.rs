@@ -1,4 +1,4 @@
-//! Exit codes and error lines (README, "Exit codes"): the storage failing is 1
+//! Exit codes and error lines (docs/guide/output.md, "Exit codes"): the storage failing is 1
 //! even before the start, bad input is 2, a run's error is told once, and a run
 //! both interrupted and failed says both and exits 130. The storage here is
 //! real: a small tmpfs (needs root, as the suite does) and nbdkit (Debian's
