@@ -136,7 +136,8 @@ fn atto(c: &Comparison) -> Option<Section> {
             point(c, k, t).is_some_and(|p| block_size(p) == b) && reads(c, k, t) == Some(read)
         })
     };
-    let at = |t: usize, b: u64, read: bool| key(t, b, read).and_then(|k| mean(c, Metric::MbS, k, t));
+    let at =
+        |t: usize, b: u64, read: bool| key(t, b, read).and_then(|k| mean(c, Metric::MbS, k, t));
     let grid = |read: bool| Grid {
         rows: sizes.iter().map(|&b| format_size(b)).collect(),
         cols: targets.iter().map(|&t| c.targets[t].clone()).collect(),
