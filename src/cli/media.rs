@@ -114,6 +114,11 @@ pub struct MediaArgs {
     /// Writes are synchronous (with --predict).
     #[arg(long)]
     pub sync: bool,
+    /// Sequential streams sharing the medium at once, their I/Os among the
+    /// --iodepth (with --predict and --random below 100).
+    #[arg(long, default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub streams: u32,
     /// JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -143,6 +148,7 @@ pub fn media(a: MediaArgs) -> Result<ExitCode, CliError> {
             qd,
             span: a.size,
             sync: a.sync,
+            streams: a.streams,
         };
         let p = presets::predict(name, file, &w).map_err(CliError::input)?;
         rows.push((qd, p));
@@ -152,19 +158,24 @@ pub fn media(a: MediaArgs) -> Result<ExitCode, CliError> {
             .iter()
             .map(|(qd, p)| {
                 serde_json::json!({"media": name, "bs": a.bs, "rwmixread": a.rwmixread,
-                    "random": a.random, "iodepth": qd, "iops": p.iops, "mean_latency_us": p.latency_ns / 1e3})
+                    "random": a.random, "streams": a.streams, "iodepth": qd, "iops": p.iops, "mean_latency_us": p.latency_ns / 1e3})
             })
             .collect();
         println!("{}", serde_json::Value::Array(v));
         return Ok(ExitCode::Ok);
     }
     println!(
-        "{name}: {}, {}% read, {}% random, over {}{}",
+        "{name}: {}, {}% read, {}% random, over {}{}{}",
         format_size(a.bs),
         a.rwmixread,
         a.random,
         format_size(a.size),
-        if a.sync { ", sync writes" } else { "" }
+        if a.sync { ", sync writes" } else { "" },
+        if a.streams > 1 {
+            format!(", {} sequential streams", a.streams)
+        } else {
+            String::new()
+        }
     );
     println!("{:>8} {:>12} {:>16}", "iodepth", "IOPS", "mean latency us");
     for (qd, p) in rows {

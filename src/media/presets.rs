@@ -6,7 +6,7 @@
 
 use super::Medium;
 use super::fixed::FixedDelay;
-use super::model::{Devices, LogDevice, Model, Params, Prediction, Workload};
+use super::model::{Devices, LogDevice, Model, Params, Prediction, Readahead, Workload};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -165,6 +165,18 @@ const COMMON: &[&str] = &[
     "log_mb_s",
     "pool_log",
     "txg_s",
+    "readahead_streams",
+    "readahead_kb",
+    "readahead_chunk_kb",
+    "readahead_reap_ms",
+];
+
+/// The read-ahead's keys: all of them or none.
+const READAHEAD: [&str; 4] = [
+    "readahead_streams",
+    "readahead_kb",
+    "readahead_chunk_kb",
+    "readahead_reap_ms",
 ];
 const SPINDLE: &[&str] = &["seek_ms", "rpm"];
 const FLASH: &[&str] = &["read_us", "write_us"];
@@ -318,6 +330,7 @@ impl Keys<'_> {
                  random write costs the destage",
             ));
         }
+        let readahead = self.readahead()?;
         Ok(Params {
             devices,
             count: self.whole("devices", 1.0, 1024.0)?,
@@ -335,7 +348,53 @@ impl Keys<'_> {
             log,
             pool_log,
             txg_ns,
+            readahead,
         })
+    }
+
+    /// The read-ahead's three keys, or `None` when none is given.
+    fn readahead(&self) -> Result<Option<Readahead>, String> {
+        let given: Vec<&str> = READAHEAD
+            .iter()
+            .copied()
+            .filter(|k| self.t.contains_key(*k))
+            .collect();
+        if given.is_empty() {
+            return Ok(None);
+        }
+        if let Some(missing) = READAHEAD.iter().find(|k| !given.contains(k)) {
+            return Err(self.err(
+                missing,
+                &format!(
+                    " missing: the read-ahead takes all of {} (given: {})",
+                    READAHEAD.join(", "),
+                    given.join(", ")
+                ),
+            ));
+        }
+        let kib = |key| {
+            self.num(key, 4.0, 1048576.0, "KiB")
+                .map(|kb| (kb * 1024.0) as u64)
+        };
+        let distance = kib("readahead_kb")?;
+        let chunk = kib("readahead_chunk_kb")?;
+        if chunk > distance {
+            return Err(self.err(
+                "readahead_chunk_kb",
+                &format!(
+                    " = {}: more than readahead_kb = {} (one read-ahead read fits in the \
+                     distance it fetches ahead)",
+                    chunk / 1024,
+                    distance / 1024
+                ),
+            ));
+        }
+        Ok(Some(Readahead {
+            streams: self.whole("readahead_streams", 1.0, 1024.0)?,
+            distance,
+            chunk,
+            reap_ns: self.num("readahead_reap_ms", 0.0, 3_600_000.0, "ms")? * 1e6,
+        }))
     }
 }
 

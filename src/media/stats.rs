@@ -49,6 +49,10 @@ pub struct Counters {
     pub read_hits: u64,
     /// Reads it did not (the devices served them).
     pub read_misses: u64,
+    /// Bytes the read-ahead read from the devices ahead of sequential
+    /// streams (their reads are hits once it has them).
+    #[serde(default)]
+    pub readahead_bytes: u64,
     /// Writes, synchronous ones included.
     pub writes: u64,
     /// Their bytes.
@@ -106,6 +110,8 @@ pub struct MediaShares {
     pub read_hits: u64,
     /// Reads it did not.
     pub read_misses: u64,
+    /// Bytes the read-ahead read from the devices in the interval.
+    pub readahead_bytes: u64,
     /// Writes in the interval.
     pub writes: u64,
     /// Their bytes.
@@ -214,6 +220,7 @@ impl MediaStats {
             read_bytes: d(a.read_bytes, b.read_bytes),
             read_hits: d(a.read_hits, b.read_hits),
             read_misses: d(a.read_misses, b.read_misses),
+            readahead_bytes: d(a.readahead_bytes, b.readahead_bytes),
             writes: d(a.writes, b.writes),
             write_bytes: d(a.write_bytes, b.write_bytes),
             sync_writes: d(a.sync_writes, b.sync_writes),

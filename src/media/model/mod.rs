@@ -13,6 +13,9 @@
 //! * devices: a miss goes to the device(s) its stripe units live on, FIFO
 //!   per device; a spindle pays seek and rotation unless the access starts
 //!   where that device's last one ended.
+//! * read-ahead (`readahead`): a read that continues a sequential read
+//!   stream is served from what the stream's earlier reads had the
+//!   controller fetch ahead in large device reads (`readahead.rs`).
 //! * write-back cache: a write completes at cache speed while the dirty data
 //!   fits; the cache drains sequential data at `destage` bytes/s, a random
 //!   write costing it every whole `record` it touches (ZFS's records), and
@@ -27,11 +30,12 @@
 mod busy;
 mod params;
 mod predict;
+mod readahead;
 #[cfg(test)]
 mod sim_tests;
 mod state;
 
-pub use params::{Devices, LogDevice, Params};
+pub use params::{Devices, LogDevice, Params, Readahead};
 pub use predict::{Prediction, Workload, predict};
 
 use super::stats::Counters;

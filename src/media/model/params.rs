@@ -34,6 +34,25 @@ pub struct LogDevice {
     pub rate: f64,
 }
 
+/// The controller's read-ahead (ZFS's file-level prefetch, an array's
+/// per-stream prefetch): a read that continues one of the sequential read
+/// streams it follows is served from data it fetched ahead by large device
+/// reads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Readahead {
+    /// Streams followed at once.
+    pub streams: usize,
+    /// How far ahead of its reader a stream is fetched at most, bytes.
+    pub distance: u64,
+    /// One read-ahead device read, bytes (the stripe spreads it over the
+    /// devices, each paying one positioning for its share).
+    pub chunk: u64,
+    /// A stream idle longer than this may be taken for a new one (the
+    /// least recently read first), ns; 0: the least recently read always
+    /// may (LRU).
+    pub reap_ns: f64,
+}
+
 /// Everything the model needs about one preset.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
@@ -77,6 +96,9 @@ pub struct Params {
     /// interval (a ZFS transaction group) is written out at the destage
     /// rate, and the log's commits wait while it is; `None`: never.
     pub txg_ns: Option<f64>,
+    /// Sequential read streams fetched ahead (`None`: every read waits
+    /// for its own device read).
+    pub readahead: Option<Readahead>,
 }
 
 impl Params {

@@ -14,8 +14,13 @@ pub struct Workload {
     pub bs: u64,
     /// Share of reads, 0 to 1.
     pub read: f64,
-    /// Share of random accesses, 0 to 1 (the rest continue the device's last).
+    /// Share of random accesses, 0 to 1 (the rest continue a sequential
+    /// stream: the device's last access, or the read-ahead's stream).
     pub random: f64,
+    /// Sequential streams sharing the devices at once (1 or more): with
+    /// more than one, a read-ahead read finds another stream's last on its
+    /// device and pays a positioning.
+    pub streams: u32,
     /// Outstanding operations.
     pub qd: u32,
     /// The region the workload touches, bytes (the read cache's working set).
@@ -89,6 +94,22 @@ fn cached_writes(p: &Params, w: &Workload) -> f64 {
     }
 }
 
+/// The devices' work for one sequential read of `w` served by the
+/// read-ahead, ns per device: its share (`bs` of a read-ahead read of
+/// `chunk`) of the chunk's stripe units, each moving its bytes and, when
+/// other streams share the devices, paying a positioning with the odds that
+/// another stream's read came last on its device (`(streams - 1) /
+/// streams`); 0 without read-ahead.
+fn readahead_work(p: &Params, w: &Workload) -> f64 {
+    let Some(ra) = p.readahead else { return 0.0 };
+    let units = ra.chunk.div_ceil(p.stripe).min(p.count as u64).max(1);
+    let share = ra.chunk.div_ceil(units);
+    let streams = f64::from(w.streams.max(1));
+    let positioned = (streams - 1.0) / streams;
+    let per_share = p.device_moments(false, share, positioned).0;
+    w.bs as f64 / ra.chunk as f64 * units as f64 / p.count as f64 * per_share
+}
+
 /// Mean-value analysis from 1 to `qd` operations.
 fn solve(p: &Params, w: &Workload, destage_bound: bool) -> Prediction {
     let (r, wr) = (w.read, 1.0 - w.read);
@@ -101,7 +122,16 @@ fn solve(p: &Params, w: &Workload, destage_bound: bool) -> Prediction {
     let n = p.count as f64;
     let fan = units as f64;
 
-    let mut delay = r * hit * p.cache_ns + wr * cached * p.cache_ns;
+    // With read-ahead a sequential read is served from what it fetched
+    // (a delay of cache_ns) and the devices carry its bytes in the
+    // background; only the random reads meet the read cache and the
+    // devices on their own.
+    let (seq_read, rand_read, read_random) = match p.readahead {
+        Some(_) => (r * (1.0 - w.random), r * w.random, 1.0),
+        None => (0.0, r, w.random),
+    };
+    let background = seq_read * readahead_work(p, w);
+    let mut delay = rand_read * hit * p.cache_ns + seq_read * p.cache_ns + wr * cached * p.cache_ns;
     let mut st: Vec<Station> = Vec::new();
     let one = |v: f64, s: f64| {
         let mut x = Station {
@@ -121,13 +151,14 @@ fn solve(p: &Params, w: &Workload, destage_bound: bool) -> Prediction {
         ..Station::default()
     };
     dev.add(
-        r * (1.0 - hit) * fan / n,
-        p.device_moments(false, chunk, w.random),
+        rand_read * (1.0 - hit) * fan / n,
+        p.device_moments(false, chunk, read_random),
     );
     dev.add(
         wr * (1.0 - cached) * fan / n,
         p.device_moments(true, chunk, w.random),
     );
+    let devices_at = st.len();
     st.push(dev);
     let sync_logged = w.sync && !p.nvram && cached > 0.0;
     if let (Some(l), true) = (p.log, sync_logged) {
@@ -145,16 +176,22 @@ fn solve(p: &Params, w: &Workload, destage_bound: bool) -> Prediction {
     let mut x = 0.0;
     for k in 1..=w.qd {
         let mut cycle = delay;
+        // The read-ahead's share of each device at the rate so far: the
+        // operations that queue there are served that much slower.
+        let slow = 1.0 / (1.0 - (x * background).min(0.99));
         let resp: Vec<f64> = st
             .iter()
             .zip(&q)
-            .map(|(s, &qn)| {
+            .enumerate()
+            .map(|(i, (s, &qn))| {
                 if s.visits <= 0.0 {
                     return 0.0;
                 }
-                let u = x * s.visits * s.mean;
-                let residual = s.m2 / (2.0 * s.mean);
-                s.mean + s.mean * (qn - u).max(0.0) + u * residual
+                let stretch = if i == devices_at { slow } else { 1.0 };
+                let (mean, m2) = (s.mean * stretch, s.m2 * stretch * stretch);
+                let u = x * s.visits * mean;
+                let residual = m2 / (2.0 * mean);
+                mean + mean * (qn - u).max(0.0) + u * residual
             })
             .collect();
         for (s, rv) in st.iter().zip(&resp) {
@@ -170,8 +207,15 @@ fn solve(p: &Params, w: &Workload, destage_bound: bool) -> Prediction {
     // cycle; no station serves faster than one visit per service time.
     let capacity = st
         .iter()
-        .filter(|s| s.visits > 0.0)
-        .map(|s| 1.0 / (s.visits * s.mean))
+        .enumerate()
+        .map(|(i, s)| {
+            let work = s.visits * s.mean + if i == devices_at { background } else { 0.0 };
+            if work > 0.0 {
+                1.0 / work
+            } else {
+                f64::INFINITY
+            }
+        })
         .fold(f64::INFINITY, f64::min);
     let x = x.min(capacity);
     Prediction {

@@ -105,6 +105,7 @@ fn random_workload(bs: u64, read: f64, qd: u32) -> Workload {
         qd,
         span: 1 << 30,
         sync: false,
+        streams: 1,
     }
 }
 
@@ -573,4 +574,200 @@ fn writes_past_the_cache_keep_the_destage_busy_and_the_cache_full() {
     let c = m.counters(r.after.at_ns).unwrap();
     assert!(c.stations.iter().all(|s| s.busy_ns == 0), "{c:?}");
     assert_eq!((c.writes, c.write_bytes, c.dirty_bytes), (0, 0, 0));
+}
+
+/// Drive `m` with `streams` sequential readers of `bs` bytes, each in its
+/// own slice of `span`, `qd` reads in flight dealt round robin to them, for
+/// `warm` then `ops` completions; returns (IOPS, mean latency ns) over the
+/// measured part.
+fn read_streams(
+    m: &Model,
+    bs: u64,
+    qd: u32,
+    streams: u32,
+    span: u64,
+    ops: (usize, usize),
+) -> (f64, f64) {
+    let (warm, ops) = ops;
+    let slice = span / u64::from(streams) / bs * bs;
+    let mut next: Vec<u64> = (0..u64::from(streams)).map(|s| s * slice).collect();
+    let mut issue = |stream: usize, now: u64| {
+        let offset = next[stream];
+        let base = stream as u64 * slice;
+        next[stream] = base + (offset - base + bs) % slice;
+        let op = MediaOp {
+            kind: OpKind::Read,
+            offset,
+            len: bs as u32,
+            sync: false,
+        };
+        Reverse((m.schedule(&op, now), now, stream))
+    };
+    let mut inflight = BinaryHeap::new();
+    for k in 0..qd {
+        inflight.push(issue((k % streams) as usize, 0));
+    }
+    let (mut start, mut lat_sum, mut done, mut now) = (0, 0u64, 0, 0);
+    while done < warm + ops {
+        let Reverse((t, issued, stream)) = inflight.pop().unwrap();
+        now = t;
+        done += 1;
+        if done == warm {
+            start = now;
+        } else if done > warm {
+            lat_sum += t - issued;
+        }
+        inflight.push(issue(stream, now));
+    }
+    let secs = (now - start) as f64 / 1e9;
+    (ops as f64 / secs, lat_sum as f64 / ops as f64)
+}
+
+/// A sequential read workload of `streams` streams.
+fn sequential(bs: u64, qd: u32, streams: u32) -> Workload {
+    Workload {
+        random: 0.0,
+        streams,
+        ..random_workload(bs, 1.0, qd)
+    }
+}
+
+#[test]
+fn a_sequential_stream_reads_at_cache_speed_once_the_read_ahead_runs_ahead() {
+    for (preset, bs) in [("x4500-raidz", 64 << 10), ("raidz-sata", 64 << 10)] {
+        let p = params(preset);
+        let ra = p.readahead.expect("a ZFS preset has zfetch's read-ahead");
+        let run = |p: &Params, qd| {
+            read_streams(
+                &Model::new(preset, p.clone()),
+                bs,
+                qd,
+                1,
+                1 << 30,
+                (2_000, 20_000),
+            )
+        };
+        let (iops, lat) = run(&p, 1);
+        // The devices stream at their transfer rate (no positioning once
+        // the head is on the stream), the reader at the cache's speed: the
+        // slower of the two.
+        let devices = p.transfer * p.count as f64 * 1e9 / bs as f64;
+        let cache = 1e9 / p.cache_ns;
+        let expect = devices.min(cache);
+        eprintln!(
+            "{preset} QD1 {bs}: {iops:.0} IOPS, {:.1} µs; devices {devices:.0}, cache {cache:.0}",
+            lat / 1e3
+        );
+        assert!(
+            (iops / expect - 1.0).abs() < 0.1,
+            "{preset}: {iops} IOPS, expected about {expect}"
+        );
+        // Without it, each read waits for its own device read.
+        let (alone, _) = run(
+            &Params {
+                readahead: None,
+                ..p.clone()
+            },
+            1,
+        );
+        assert!(
+            iops > 1.5 * alone,
+            "{preset}: {iops} with read-ahead, {alone} without"
+        );
+        // And far above a positioning per request.
+        let positioned = 1e9 / p.device_moments(false, bs, 1.0).0;
+        assert!(iops > 10.0 * positioned, "{preset}: {iops} vs {positioned}");
+        assert!(ra.chunk <= ra.distance);
+        for qd in [1, 4] {
+            let w = sequential(bs, qd, 1);
+            let (iops, lat) = run(&p, qd);
+            let pr = predict(&p, &w).unwrap();
+            close(&format!("{preset} seq QD {qd} IOPS"), iops, pr.iops);
+            close(&format!("{preset} seq QD {qd} latency"), lat, pr.latency_ns);
+        }
+    }
+}
+
+#[test]
+fn interleaved_sequential_streams_approach_the_devices_aggregate_rate() {
+    let p = params("array-15k");
+    // Streams long enough not to wrap in the run (one that does starts its
+    // read-ahead again, having fetched past its slice's end).
+    let (bs, streams, qd) = (1u64 << 20, 12, 48);
+    let run = |p: &Params| {
+        read_streams(
+            &Model::new("t", p.clone()),
+            bs,
+            qd,
+            streams,
+            16 << 30,
+            (2_000, 10_000),
+        )
+    };
+    let (iops, lat) = run(&p);
+    let rate = iops * bs as f64 / 1e9;
+    let aggregate = p.transfer * p.count as f64;
+    let (alone, _) = run(&Params {
+        readahead: None,
+        ..p.clone()
+    });
+    eprintln!(
+        "array-15k 12 streams: {:.0} MB/s with read-ahead, {:.0} without, devices {:.0}",
+        rate * 1e3,
+        alone * bs as f64 / 1e6,
+        aggregate * 1e3
+    );
+    // One positioning per read-ahead read's share rather than per 64 KiB
+    // stripe unit: more than half the spindles' streaming rate, several
+    // times what seeking between the streams gives.
+    assert!(rate > 0.5 * aggregate, "{rate} of {aggregate} bytes/ns");
+    assert!(iops > 4.0 * alone, "{iops} vs {alone} IOPS");
+    let pr = predict(&p, &sequential(bs, qd, streams)).unwrap();
+    close("array-15k 12 streams IOPS", iops, pr.iops);
+    close("array-15k 12 streams latency", lat, pr.latency_ns);
+    // One stream alone streams without positioning at all.
+    let one = predict(&p, &sequential(bs, 4, 1)).unwrap();
+    assert!(one.iops > pr.iops, "{one:?} vs {pr:?}");
+}
+
+#[test]
+fn random_reads_are_unchanged_by_the_read_ahead() {
+    for preset in ["array-15k", "raidz-sata", "x4500-raidz"] {
+        let p = params(preset);
+        assert!(p.readahead.is_some(), "{preset}");
+        for qd in [1, 32] {
+            let w = random_workload(4096, 1.0, qd);
+            let with = simulate(&Model::new(preset, p.clone()), &w, 2_000, 20_000);
+            let without = simulate(
+                &Model::new(
+                    preset,
+                    Params {
+                        readahead: None,
+                        ..p.clone()
+                    },
+                ),
+                &w,
+                2_000,
+                20_000,
+            );
+            eprintln!(
+                "{preset} random QD {qd}: {:.0} vs {:.0} IOPS",
+                with.0, without.0
+            );
+            assert!(
+                (with.0 / without.0 - 1.0).abs() < 0.02,
+                "{preset} QD {qd}: {with:?} vs {without:?}"
+            );
+            let pw = predict(&p, &w).unwrap();
+            let pn = predict(
+                &Params {
+                    readahead: None,
+                    ..p.clone()
+                },
+                &w,
+            )
+            .unwrap();
+            assert_eq!(pw, pn, "{preset} QD {qd}");
+        }
+    }
 }

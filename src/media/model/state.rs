@@ -2,7 +2,8 @@
 //! completion time (see the module doc of `model/`).
 
 use super::busy::Busy;
-use super::params::{Params, unit};
+use super::params::{Params, Readahead, unit};
+use super::readahead::{Found, Streams};
 use crate::media::stats::{self, Counters, StationBusy};
 use crate::media::{MediaOp, OpKind};
 use crate::workload::pattern::splitmix64;
@@ -54,6 +55,8 @@ pub struct State {
     /// write that continues none of them takes next.
     write_ends: [u64; STREAMS],
     next_stream: usize,
+    /// The sequential read streams the read-ahead follows.
+    streams: Streams,
     /// What it has done (for [`State::counters`]).
     meter: Meter,
 }
@@ -73,6 +76,7 @@ struct Meter {
     read_bytes: u64,
     read_hits: u64,
     read_misses: u64,
+    readahead_bytes: u64,
     writes: u64,
     write_bytes: u64,
     sync_writes: u64,
@@ -108,6 +112,7 @@ impl State {
             hi: 0,
             write_ends: [u64::MAX; STREAMS],
             next_stream: 0,
+            streams: Streams::default(),
             meter: Meter {
                 devices: vec![Busy::default(); p.count],
                 ..Meter::default()
@@ -155,6 +160,7 @@ impl State {
             read_bytes: m.read_bytes,
             read_hits: m.read_hits,
             read_misses: m.read_misses,
+            readahead_bytes: m.readahead_bytes,
             writes: m.writes,
             write_bytes: m.write_bytes,
             sync_writes: m.sync_writes,
@@ -176,13 +182,7 @@ impl State {
                 self.meter.reads += 1;
                 self.meter.read_bytes += len;
                 let t = self.bus(p, now, len);
-                if self.read_hit(p, op.offset, len) {
-                    self.meter.read_hits += 1;
-                    t + p.cache_ns
-                } else {
-                    self.meter.read_misses += 1;
-                    self.devices(p, false, op.offset, len, t)
-                }
+                self.read(p, op.offset, len, now, t)
             }
             OpKind::Write => {
                 self.meter.writes += 1;
@@ -197,6 +197,64 @@ impl State {
             }
         };
         done.ceil() as u64
+    }
+
+    /// A read of `len` bytes at `offset`, arriving at `now`, that has
+    /// crossed the host interface at `t`: from the read-ahead when it
+    /// continues a stream it follows, else from the read cache or the
+    /// devices.
+    fn read(&mut self, p: &Params, offset: u64, len: u64, now: f64, t: f64) -> f64 {
+        self.lo = self.lo.min(offset);
+        self.hi = self.hi.max(offset + len);
+        if let Some(ra) = &p.readahead {
+            // A stream delivered a few requests out of order still lands
+            // within a request, a stripe unit or a record of its end.
+            let window = len.max(p.stripe).max(p.record.unwrap_or(0));
+            if let Found::Stream(k) = self.streams.find(ra, offset, len, now, window) {
+                return self.stream_read(p, ra, k, (offset, len), now, t);
+            }
+        }
+        if self.read_hit(p, offset) {
+            self.meter.read_hits += 1;
+            t + p.cache_ns
+        } else {
+            self.meter.read_misses += 1;
+            self.devices(p, false, offset, len, t)
+        }
+    }
+
+    /// A read (`offset`, `len`) of the read-ahead's stream `k`: it waits
+    /// for the read-ahead reads holding its data (a hit once they are
+    /// done) and reads on demand what they had not fetched (a miss); the
+    /// stream is then fetched further ahead, each read-ahead read on the
+    /// devices after it.
+    fn stream_read(
+        &mut self,
+        p: &Params,
+        ra: &Readahead,
+        k: usize,
+        (offset, len): (u64, u64),
+        now: f64,
+        t: f64,
+    ) -> f64 {
+        let plan = self.streams.plan(ra, k, offset, len, now);
+        let done = match plan.demand {
+            Some((from, to)) => {
+                self.meter.read_misses += 1;
+                self.devices(p, false, from, to - from, t)
+                    .max(plan.fetched_by)
+            }
+            None => {
+                self.meter.read_hits += 1;
+                (t + p.cache_ns).max(plan.fetched_by)
+            }
+        };
+        for (from, to) in plan.fetch {
+            let fetched = self.devices(p, false, from, to - from, now);
+            self.streams.fetching(k, from, to, fetched);
+            self.meter.readahead_bytes += to - from;
+        }
+        done
     }
 
     /// A write that has crossed the host interface at `t`.
@@ -357,11 +415,9 @@ impl State {
         t.max(self.drained_at - p.write_cache as f64 / p.destage)
     }
 
-    /// Whether a read of `len` bytes at `offset` hits the read cache; the
-    /// region touched grows to include it.
-    fn read_hit(&mut self, p: &Params, offset: u64, len: u64) -> bool {
-        self.lo = self.lo.min(offset);
-        self.hi = self.hi.max(offset + len);
+    /// Whether a read at `offset` hits the read cache (the region touched
+    /// includes it).
+    fn read_hit(&self, p: &Params, offset: u64) -> bool {
         if p.read_cache == 0 {
             return false;
         }

@@ -191,6 +191,28 @@ fn bad_values_name_the_file_preset_key_and_range() {
             "nvram = false\npool_log = true\ntxg_s = 0",
             "txg_s = 0: out of range (allowed 0.1 to 3600 s)",
         ),
+        (
+            "readahead_some",
+            "nvram",
+            "nvram = false\nreadahead_kb = 1024\nreadahead_streams = 4",
+            "readahead_chunk_kb missing: the read-ahead takes all of readahead_streams, \
+             readahead_kb, readahead_chunk_kb, readahead_reap_ms (given: readahead_streams, \
+             readahead_kb)",
+        ),
+        (
+            "readahead_chunk",
+            "nvram",
+            "nvram = false\nreadahead_streams = 4\nreadahead_kb = 1024\n\
+             readahead_chunk_kb = 2048\nreadahead_reap_ms = 0",
+            "readahead_chunk_kb = 2048: more than readahead_kb = 1024",
+        ),
+        (
+            "readahead_streams",
+            "nvram",
+            "nvram = false\nreadahead_streams = 0\nreadahead_kb = 1024\n\
+             readahead_chunk_kb = 128\nreadahead_reap_ms = 0",
+            "readahead_streams = 0: out of range (allowed 1 to 1024 readahead_streams)",
+        ),
     ];
     for (tag, key, line, want) in cases {
         let f = user_file(tag, &flash_with(key, line));
@@ -219,6 +241,7 @@ fn predictions_come_from_the_model_and_not_for_ram() {
         qd: 1,
         span: 1 << 30,
         sync: false,
+        streams: 1,
     };
     let hdd = predict("array-15k", None, &w).unwrap();
     let ssd = predict("nvme-ssd", None, &w).unwrap();
@@ -275,6 +298,7 @@ fn the_studies_arrays_predict_what_their_hardware_implies() {
         qd,
         span: 1 << 30,
         sync: false,
+        streams: 1,
     };
     // RamSan-400: a 4 KiB read is a controller's 10 µs plus 4 KiB over its
     // two 4 Gb ports, the 15 µs TMS quotes; at depth its four controllers
@@ -290,8 +314,8 @@ fn the_studies_arrays_predict_what_their_hardware_implies() {
         "{deep:?} vs {ceiling}"
     );
     // The X4500: sequential 1 MiB reads from six raidz groups of five data
-    // disks at depth reach the groups' combined rate, a little under it
-    // for the cache hits' share.
+    // disks at depth reach the groups' combined rate: the read-ahead reads
+    // every record ahead, none waits for its own.
     let x = model("x4500-raidz");
     let seq = Workload {
         random: 0.0,
@@ -300,10 +324,9 @@ fn the_studies_arrays_predict_what_their_hardware_implies() {
     let st = predict("x4500-raidz", None, &seq).unwrap();
     let rate = st.iops * (1 << 20) as f64 / 1e9;
     let groups = x.transfer * x.count as f64;
-    let misses = 1.0 - x.read_cache as f64 / (1u64 << 30) as f64;
     assert!(
-        (rate * misses / groups - 1.0).abs() < 0.1,
-        "{rate} bytes/ns from {groups} of groups ({misses} misses)"
+        (rate / groups - 1.0).abs() < 0.1,
+        "{rate} bytes/ns from {groups} of groups"
     );
     // FreeNAS's mirror: a random 8 KiB read is one disk's seek and rotation.
     let f = predict("freenas-mirror", None, &w(8192, 1.0, 1)).unwrap();
