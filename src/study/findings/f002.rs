@@ -102,7 +102,7 @@ fn without_log(v: &View) -> Check {
 /// The SQLIO histogram's share at 24 ms or more and in the 17 ms bucket.
 fn histogram(v: &View) -> Check {
     let points = v.points(SQLIO, None, NFS);
-    let mut buckets = vec![0u64; 25];
+    let mut buckets = [0u64; 25];
     for p in &points {
         for (i, c) in p.summary.ms_histogram.iter().enumerate() {
             if let Some(b) = buckets.get_mut(i) {

@@ -222,7 +222,7 @@ impl View {
             if seen.is_empty() {
                 continue;
             }
-            seen.sort_by(|a, b| b.1.cmp(&a.1));
+            seen.sort_by_key(|b| std::cmp::Reverse(b.1));
             let cells: Vec<String> = seen
                 .iter()
                 .map(|(c, n)| {
