@@ -165,6 +165,7 @@ const COMMON: &[&str] = &[
     "log_mb_s",
     "pool_log",
     "txg_s",
+    "full_cache",
     "readahead_streams",
     "readahead_kb",
     "readahead_chunk_kb",
@@ -309,6 +310,17 @@ impl Keys<'_> {
             }
             v => v.map(|s| s * 1e9),
         };
+        let full_blocks = match self.t.get("full_cache") {
+            None => false,
+            Some(toml::Value::String(v)) if v == "paced" => false,
+            Some(toml::Value::String(v)) if v == "blocks" => true,
+            Some(v) => {
+                return Err(self.err(
+                    "full_cache",
+                    &format!(" = {v}: allowed \"paced\", \"blocks\""),
+                ));
+            }
+        };
         let mib = |key| {
             self.num(key, 0.0, 1e7, "MiB")
                 .map(|v| (v * 1048576.0) as u64)
@@ -348,6 +360,7 @@ impl Keys<'_> {
             log,
             pool_log,
             txg_ns,
+            full_blocks,
             readahead,
         })
     }

@@ -96,6 +96,13 @@ pub struct Params {
     /// interval (a ZFS transaction group) is written out at the destage
     /// rate, and the log's commits wait while it is; `None`: never.
     pub txg_ns: Option<f64>,
+    /// What a write finds when the write-back cache is full: `false`, it
+    /// waits for room for its own bytes (writes paced at the destage rate,
+    /// as an array's controller does); `true`, writers block until half of
+    /// the cache has been written out, and are then let through at cache
+    /// speed until it is full again (ZFS's write throttle before 2013: a full
+    /// open transaction group waits for the one being synced).
+    pub full_blocks: bool,
     /// Sequential read streams fetched ahead (`None`: every read waits
     /// for its own device read).
     pub readahead: Option<Readahead>,

@@ -34,6 +34,9 @@ pub struct State {
     log_busy: f64,
     /// Every byte accepted into the write-back cache is destaged by then.
     drained_at: f64,
+    /// With [`Params::full_blocks`]: writes arriving before this wait
+    /// until it (the cache overfilled and half of it is being written out).
+    blocked_until: f64,
     /// Bytes written since the last flush that the log does not hold.
     unlogged: u64,
     /// The device, start and end of the last commit of the log on the pool
@@ -101,6 +104,7 @@ impl State {
             bus_busy: 0.0,
             log_busy: 0.0,
             drained_at: 0.0,
+            blocked_until: 0.0,
             unlogged: 0,
             log_dev: p.count - 1,
             log_start: 0.0,
@@ -412,7 +416,20 @@ impl State {
         self.drained_at = start + len as f64 / p.destage;
         let arrival = self.meter.arrival;
         self.meter.destage.add(start, self.drained_at, arrival);
-        t.max(self.drained_at - p.write_cache as f64 / p.destage)
+        let full = p.write_cache as f64 / p.destage;
+        if !p.full_blocks {
+            return t.max(self.drained_at - full);
+        }
+        // Blocked writers wait for the half being written out; a write that
+        // overfills the cache blocks itself and those behind it until then.
+        if t < self.blocked_until {
+            return self.blocked_until;
+        }
+        if self.drained_at - t > full {
+            self.blocked_until = self.drained_at - full / 2.0;
+            return self.blocked_until;
+        }
+        t
     }
 
     /// Whether a read at `offset` hits the read cache (the region touched
