@@ -13,6 +13,12 @@ Run from the repository root after ./setup.sh, as root (the labs need it), on a
 machine doing nothing else:
 
     python3 bench/studies.py [--studies 000,001,002,003,004] [--repeat 2] [--out DIR]
+                             [--markdown FILE]
+
+At the end it counts the findings reproduced over all the studies in each run
+(each study's findings.json), and with --markdown writes the side-by-side of
+every finding (published, storlab's figure in run 1, the verdict in every run,
+why) as a Markdown table, for docs/studies.md.
 """
 
 import argparse
@@ -60,11 +66,42 @@ def reproduced(out_dir):
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def findings(out_dir):
+    """The study's findings.json checks, or []."""
+    try:
+        with open(os.path.join(out_dir, "findings.json")) as f:
+            return json.load(f)["findings"]
+    except (OSError, ValueError, KeyError):
+        return []
+
+
+def cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(path, studies, out, repeat):
+    """Every finding of run 1 beside its verdict in each run."""
+    lines = [
+        "| id | kind | published | storlab (run 1) | verdict, run 1..%d | why |" % repeat,
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for s in studies:
+        runs = [{c["id"]: c for c in findings(os.path.join(out, f"{s}-r{k}"))}
+                for k in range(1, repeat + 1)]
+        for fid, c in runs[0].items():
+            verdicts = " / ".join(r[fid]["verdict"] if fid in r else "-" for r in runs)
+            lines.append("| " + " | ".join(cell(x) for x in [
+                fid, c["kind"], c["published"], c["measured"], verdicts, c["why"]]) + " |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--studies", default="000,001,002,003,004")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--out", default="/var/tmp/storlab-studies-bench")
+    ap.add_argument("--markdown", help="write every finding's side-by-side here")
     a = ap.parse_args()
     if not os.access(STORLAB, os.X_OK):
         sys.exit(f"{STORLAB} not found: run ./setup.sh first")
@@ -95,7 +132,15 @@ def main():
                 print(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "", flush=True)
     print()
     for k, secs in total.items():
-        print(f"run {k}: the {len(studies)} studies took {secs / 60:.1f} min")
+        checks = [c for s in studies for c in findings(os.path.join(a.out, f"{s}-r{k}"))]
+        held = sum(1 for c in checks if c["verdict"] == "reproduced")
+        print(
+            f"run {k}: the {len(studies)} studies took {secs / 60:.1f} min; "
+            f"{held} of {len(checks)} findings reproduced"
+        )
+    if a.markdown:
+        markdown(a.markdown, studies, a.out, a.repeat)
+        print(f"findings side by side in {a.markdown}")
     if a.repeat < 2:
         return
     print("\nrelative figures (IOPS, each lab run's baseline = 100), run 1 against run 2:")

@@ -175,6 +175,28 @@ fn the_dss_study_runs_on_its_own_lab_and_its_report_renders_in_chromium() {
         );
     }
     assert!(stdout.contains("scaled 1:4, shown x4"), "{stdout}");
+    // findings.json holds the same checks, one verdict per finding, and a
+    // difference names why (the bound or what is not emulated).
+    let f: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("findings.json")).unwrap())
+            .unwrap();
+    assert_eq!(f["study"], "003");
+    let checks = f["findings"].as_array().unwrap();
+    let ids: Vec<&str> = checks.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["F003-1", "F003-2", "F003-3", "F003-4"]);
+    for c in checks {
+        let v = c["verdict"].as_str().unwrap();
+        assert!(v == "reproduced" || v == "differs", "{c}");
+        assert!(
+            v == "reproduced" || !c["why"].as_str().unwrap().is_empty(),
+            "a difference without its why: {c}"
+        );
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(c["id"].as_str().unwrap()))
+            .unwrap();
+        assert!(line.contains(v), "{line} against {c}");
+    }
 
     // The HTML report draws in Chromium, its charts and table in the DOM.
     let dom = support::chromium::render(&out_dir.join("report.html"), dir.path());

@@ -273,6 +273,9 @@ fn report(plan: &Plan, baseline: &str, runs: Vec<LabRun>, quiet: bool) -> Result
             .map(|()| path)
     };
     write("report.txt", text.as_bytes())?;
+    let checks = study::findings::evaluate(&r);
+    let json = serde_json::json!({"study": plan.study.number, "name": plan.study.name, "findings": checks});
+    write("findings.json", format!("{json:#}\n").as_bytes())?;
     let html = write("report.html", study::page::render(&r, &sections).as_bytes())?;
     if !quiet {
         eprintln!("storlab: study report in {}", html.display());

@@ -31,7 +31,8 @@ use crate::report::stats_ci::mean;
 use crate::report::vocab::Metric;
 
 /// What kind of figure a finding is, which decides its rule.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Kind {
     /// Against the baseline or another protocol: within 15%.
     Relative,
@@ -53,7 +54,8 @@ impl Kind {
 }
 
 /// How a finding stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// storlab's figure meets the finding's rule.
     Reproduced,
@@ -71,8 +73,9 @@ impl Verdict {
     }
 }
 
-/// One finding checked against a study's runs.
-#[derive(Clone, Debug, PartialEq)]
+/// One finding checked against a study's runs (as `findings.json` in the
+/// study's output directory holds it).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Check {
     /// FINDINGS.md's id ("F000-1").
     pub id: &'static str,
