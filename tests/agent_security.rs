@@ -107,7 +107,7 @@ fn prepare_body(run: u64, targets: &[String], allow_overwrite: bool) -> Value {
     spec.size = 1 << 20;
     let req = wire::PrepareRequest {
         run,
-        spec,
+        spec: (&spec).into(),
         vms: vec![0],
         targets: targets.to_vec(),
         threads: Some(1),

@@ -271,7 +271,7 @@ impl HostRunner for RemoteRunner {
         self.run = now_unix_ns() ^ ((std::process::id() as u64) << 32) | 1;
         let req = wire::PrepareRequest {
             run: self.run,
-            spec: plan.spec.clone(),
+            spec: (&plan.spec).into(),
             vms: plan.vms.clone(),
             targets: plan.targets.iter().map(|t| t.to_string()).collect(),
             threads: plan.threads.map(|t| t as u32),

@@ -3,7 +3,9 @@
 
 use super::MAX_BODY;
 use crate::fleet::wire::{self, paths};
+use crate::runner::HostPlan;
 use crate::target::Target;
+use crate::workload::Spec;
 use serde::de::DeserializeOwned;
 
 /// A request body refused before the agent acts on it: the HTTP status
@@ -23,8 +25,8 @@ pub struct DecodeError {
 pub enum AgentRequest {
     /// `/v1/hello`.
     Hello(wire::HelloRequest),
-    /// `/v1/prepare`, with its targets parsed.
-    Prepare(Box<wire::PrepareRequest>, Vec<Target>),
+    /// `/v1/prepare`, in the agent's own terms.
+    Prepare(Box<PrepareOrder>),
     /// `/v1/start`.
     Start(wire::StartRequest),
     /// `/v1/intervals`.
@@ -33,6 +35,18 @@ pub enum AgentRequest {
     Stop(wire::StopRequest),
     /// `/v1/result`.
     Result(wire::ResultRequest),
+}
+
+/// A `/v1/prepare` as the agent acts on it: the wire's load point converted
+/// to the in-memory spec and checked, the targets parsed.
+#[derive(Debug)]
+pub struct PrepareOrder {
+    /// Run id chosen by the controller.
+    pub run: u64,
+    /// The verify run id every host of the controller's run writes (0: the agent's).
+    pub verify_run: u32,
+    /// The agent's share of the point, as this host runs it.
+    pub plan: HostPlan,
 }
 
 /// Decode the body of a `POST` to `path`: pure (no state, no storage), so it
@@ -57,8 +71,7 @@ pub fn decode_request(path: &str, body: &[u8]) -> Result<AgentRequest, DecodeErr
         paths::HELLO => AgentRequest::Hello(parse(path, text)?),
         paths::PREPARE => {
             let req: wire::PrepareRequest = parse(path, text)?;
-            let targets = check_prepare(&req).map_err(bad)?;
-            AgentRequest::Prepare(Box::new(req), targets)
+            AgentRequest::Prepare(Box::new(check_prepare(req).map_err(bad)?))
         }
         paths::START => AgentRequest::Start(parse(path, text)?),
         paths::INTERVALS => AgentRequest::Intervals(parse(path, text)?),
@@ -101,26 +114,47 @@ fn parse<T: DeserializeOwned>(path: &str, text: &str) -> Result<T, DecodeError> 
 
 /// The checks of a prepare request that need no state: the load point is
 /// valid, the VM numbers exist and ascend, threads > 0, the targets parse.
-fn check_prepare(req: &wire::PrepareRequest) -> Result<Vec<Target>, String> {
+fn check_prepare(req: wire::PrepareRequest) -> Result<PrepareOrder, String> {
+    let wire::PrepareRequest {
+        run,
+        spec,
+        vms,
+        targets,
+        threads,
+        allow_overwrite,
+        verify_run,
+    } = req;
+    let spec = Spec::from(spec);
     // The same checks as a local run: the controller may be another build.
-    crate::workload::validate::validate(&req.spec)
-        .map_err(|e| format!("invalid load point: {e}"))?;
-    let total_vms = req.spec.total_vms();
-    if let Some(v) = req.vms.iter().find(|&&v| v as u64 >= total_vms) {
+    crate::workload::validate::validate(&spec).map_err(|e| format!("invalid load point: {e}"))?;
+    let total_vms = spec.total_vms();
+    if let Some(v) = vms.iter().find(|&&v| v as u64 >= total_vms) {
         return Err(format!(
             "field vms: VM {v} asked for, the load point has {total_vms}"
         ));
     }
-    if !req.vms.windows(2).all(|w| w[0] < w[1]) {
+    if !vms.windows(2).all(|w| w[0] < w[1]) {
         return Err("field vms: VM numbers not strictly ascending".into());
     }
-    if req.threads == Some(0) {
+    if threads == Some(0) {
         return Err("field threads: 0 (allowed: 1 or more, or null for the agent's CPUs)".into());
     }
-    req.targets
+    let targets = targets
         .iter()
         .map(|t| Target::parse(t).map_err(|e| format!("field targets: {e}")))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok(PrepareOrder {
+        run,
+        verify_run,
+        plan: HostPlan {
+            spec,
+            vms,
+            targets,
+            threads: threads.map(|t| t as usize),
+            allow_overwrite,
+            lab_store: false,
+        },
+    })
 }
 
 #[cfg(test)]
@@ -168,7 +202,7 @@ mod tests {
         let base = |spec: &crate::workload::Spec, vms: &[u32], threads: Option<u32>, t: &str| {
             serde_json::to_string(&wire::PrepareRequest {
                 run: 1,
-                spec: spec.clone(),
+                spec: spec.into(),
                 vms: vms.to_vec(),
                 targets: vec![t.into()],
                 threads,
@@ -181,7 +215,7 @@ mod tests {
             paths::PREPARE,
             base(&spec, &[0, 1], None, "null:").as_bytes(),
         );
-        assert!(matches!(ok, Ok(AgentRequest::Prepare(_, ref t)) if t.len() == 1));
+        assert!(matches!(ok, Ok(AgentRequest::Prepare(ref p)) if p.plan.targets.len() == 1));
         for (body, want) in [
             (base(&spec, &[0, 2], None, "null:"), "VM 2"),
             (base(&spec, &[1, 0], None, "null:"), "ascending"),

@@ -15,7 +15,7 @@ mod decode;
 mod http;
 mod runs;
 
-pub use decode::{AgentRequest, DecodeError, decode_request};
+pub use decode::{AgentRequest, DecodeError, PrepareOrder, decode_request};
 
 use super::allow::Allowlist;
 use super::auth;

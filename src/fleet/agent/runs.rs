@@ -4,11 +4,11 @@
 
 use super::AgentConfig;
 use super::auth;
-use super::decode::AgentRequest;
+use super::decode::{AgentRequest, PrepareOrder};
 use crate::fleet::metrics::Metrics;
 use crate::fleet::wire::{self, ErrorKind, RunState};
-use crate::plan::{self, TargetKind};
-use crate::runner::{HostEvent, HostPlan, HostRunner, LocalRunner, RunError, share};
+use crate::plan::{TargetKind, target_kind};
+use crate::runner::{HostEvent, HostRunner, LocalRunner, RunError, share};
 use crate::stats::Snapshot;
 use crate::target::Target;
 use serde::Serialize;
@@ -125,7 +125,7 @@ fn now_unix_ns() -> u64 {
 pub(super) fn dispatch(shared: &Arc<Shared>, req: AgentRequest) -> Reply {
     match req {
         AgentRequest::Hello(r) => hello(shared, r),
-        AgentRequest::Prepare(r, targets) => prepare(shared, *r, targets),
+        AgentRequest::Prepare(order) => prepare(shared, *order),
         AgentRequest::Start(r) => start(shared, r),
         AgentRequest::Intervals(r) => intervals(shared, r),
         AgentRequest::Stop(r) => stop(shared, r),
@@ -179,8 +179,13 @@ fn unknown_run(s: &Slot, run: u64) -> Refusal {
     )
 }
 
-fn prepare(shared: &Shared, mut req: wire::PrepareRequest, targets: Vec<Target>) -> Reply {
-    for t in &targets {
+fn prepare(shared: &Shared, order: PrepareOrder) -> Reply {
+    let PrepareOrder {
+        run,
+        verify_run,
+        mut plan,
+    } = order;
+    for t in &plan.targets {
         shared
             .cfg
             .allow
@@ -190,7 +195,7 @@ fn prepare(shared: &Shared, mut req: wire::PrepareRequest, targets: Vec<Target>)
     // The durability journal is this agent's own file (FILE.agent-NAME, so
     // two agents on one host never share one), which it would write: allowed
     // paths only.
-    if let Some(j) = &mut req.spec.journal {
+    if let Some(j) = &mut plan.spec.journal {
         *j = crate::verify::agent_journal_path(j, &shared.cfg.name);
         shared.cfg.allow.check_path(j).map_err(|e| {
             Refusal(
@@ -202,12 +207,13 @@ fn prepare(shared: &Shared, mut req: wire::PrepareRequest, targets: Vec<Target>)
     }
     // Every disk path the share will open must be allowed too (a file inside
     // an allowed directory may be a symlink out of it).
-    if !targets.is_empty() {
-        let kinds: Vec<(Target, TargetKind)> = targets
+    if !plan.targets.is_empty() {
+        let kinds: Vec<(Target, TargetKind)> = plan
+            .targets
             .iter()
-            .map(|t| (t.clone(), plan::target_kind(t)))
+            .map(|t| (t.clone(), target_kind(t)))
             .collect();
-        let p = share::host_plan(&req.spec, &kinds, &req.vms, 1);
+        let p = share::host_plan(&plan.spec, &kinds, &plan.vms, 1);
         for d in &p.disks {
             if let Some(path) = &d.path {
                 shared
@@ -230,11 +236,11 @@ fn prepare(shared: &Shared, mut req: wire::PrepareRequest, targets: Vec<Target>)
             }
             _ => {}
         }
-        s.run = req.run;
+        s.run = run;
         s.state = RunState::Preparing;
         s.intervals.clear();
         s.workers.clear();
-        s.ramp_intervals = req.spec.ramp_intervals();
+        s.ramp_intervals = plan.spec.ramp_intervals();
         s.done = false;
         s.error = None;
         s.verify = None;
@@ -245,17 +251,9 @@ fn prepare(shared: &Shared, mut req: wire::PrepareRequest, targets: Vec<Target>)
     }
     // One controller run is one verify run: its points continue one map here,
     // and the next controller run starts afresh (crate::verify::set_run_id).
-    if req.spec.verify || req.spec.journal.is_some() {
-        crate::verify::set_run_id(req.verify_run);
+    if plan.spec.verify || plan.spec.journal.is_some() {
+        crate::verify::set_run_id(verify_run);
     }
-    let plan = HostPlan {
-        spec: req.spec,
-        vms: req.vms,
-        targets,
-        threads: req.threads.map(|t| t as usize),
-        allow_overwrite: req.allow_overwrite,
-        lab_store: false,
-    };
     let mut runner = LocalRunner::new(
         shared.cfg.name.clone(),
         Some(std::sync::Arc::new(crate::verify::Verify)),
@@ -272,13 +270,13 @@ fn prepare(shared: &Shared, mut req: wire::PrepareRequest, targets: Vec<Target>)
             s.last_contact = Instant::now();
             shared.log(&format!(
                 "run {} prepared: {} VM(s) on {} thread(s), {}",
-                req.run,
+                run,
                 plan.vms.len(),
                 p.threads,
                 p.backend
             ));
             json(&wire::PrepareReply {
-                run: req.run,
+                run,
                 backend: p.backend,
                 threads: p.threads as u32,
                 prepared: p.prepared.iter().map(Into::into).collect(),
@@ -545,6 +543,7 @@ mod tests {
     //! each request does in each state, on the null target.
     use super::*;
     use crate::fleet::agent::test_config;
+    use crate::runner::HostPlan;
 
     fn shared(allow: &[&str], idle: Duration) -> Arc<Shared> {
         Arc::new(Shared::new(test_config("t", None, allow, idle)))
@@ -564,17 +563,18 @@ mod tests {
     }
 
     fn prepare_req(run: u64, runtime_ms: u64, target: &str) -> AgentRequest {
-        let req = wire::PrepareRequest {
+        AgentRequest::Prepare(Box::new(PrepareOrder {
             run,
-            spec: spec(runtime_ms),
-            vms: vec![0, 1],
-            targets: vec![target.into()],
-            threads: Some(1),
-            allow_overwrite: false,
             verify_run: 0,
-        };
-        let targets = vec![Target::parse(target).unwrap()];
-        AgentRequest::Prepare(Box::new(req), targets)
+            plan: HostPlan {
+                spec: spec(runtime_ms),
+                vms: vec![0, 1],
+                targets: vec![Target::parse(target).unwrap()],
+                threads: Some(1),
+                allow_overwrite: false,
+                lab_store: false,
+            },
+        }))
     }
 
     /// Prepare run `run` of `runtime_ms` on the null target; it must be accepted.
@@ -840,11 +840,11 @@ mod tests {
     #[test]
     fn a_journal_outside_the_allow_list_is_refused_before_any_state_changes() {
         let sh = null_agent();
-        let AgentRequest::Prepare(mut req, targets) = prepare_req(1, 100, "null:") else {
+        let AgentRequest::Prepare(mut order) = prepare_req(1, 100, "null:") else {
             unreachable!()
         };
-        req.spec.journal = Some("/nonexistent-storlab-dir/journal".into());
-        let (status, kind, msg) = refusal(dispatch(&sh, AgentRequest::Prepare(req, targets)));
+        order.plan.spec.journal = Some("/nonexistent-storlab-dir/journal".into());
+        let (status, kind, msg) = refusal(dispatch(&sh, AgentRequest::Prepare(order)));
         assert_eq!((status, kind), (403, ErrorKind::NotAllowed));
         // The agent's own journal file, named after it, is what is refused.
         assert!(

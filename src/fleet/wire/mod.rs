@@ -7,14 +7,22 @@
 //!
 //! Compatibility: any change to a message's meaning or shape bumps
 //! [`PROTOCOL_VERSION`]; both sides refuse a peer of another version and say
-//! both versions. Snapshots travel in their result-document form
-//! (`crate::stats::Snapshot`'s serde shape, bucket bounds in ns).
+//! both versions. The load point travels as the wire's own [`WireSpec`]
+//! ([`spec`]), converted from and to `crate::workload::Spec`; snapshots
+//! travel in their result-document form (`crate::stats::Snapshot`'s serde
+//! shape, bucket bounds in ns). A test pins a digest of every message's JSON
+//! schema to [`PROTOCOL_VERSION`], so a change to the JSON without a new
+//! version fails it.
 
-use crate::runner::HostInterval;
+#[cfg(test)]
+mod schema;
+pub mod spec;
+
+pub use spec::WireSpec;
 
 use crate::model::PreparedFile;
+use crate::runner::HostInterval;
 use crate::stats::{CpuSample, Snapshot};
-use crate::workload::Spec;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this build speaks. 3: the spec carries `disk_layout`,
@@ -26,7 +34,8 @@ use serde::{Deserialize, Serialize};
 /// its own `FILE.agent-NAME` (`crate::verify::agent_journal_path`) and
 /// reports it in [`IntervalsReply::verify_journals`] (or why it failed in
 /// [`IntervalsReply::verify_journal_error`]). 6: the spec carries `ioengine`
-/// (an agent of version 5 would run psync's point on io_uring).
+/// (an agent of version 5 would run psync's point on io_uring); since then
+/// it is the wire's own [`WireSpec`], with the same JSON.
 pub const PROTOCOL_VERSION: u32 = 6;
 /// Request header carrying the sender's [`PROTOCOL_VERSION`].
 pub const PROTOCOL_HEADER: &str = "X-Storlab-Protocol";
@@ -149,7 +158,7 @@ pub struct PrepareRequest {
     /// Run id chosen by the controller; later requests name it.
     pub run: u64,
     /// The whole load point.
-    pub spec: Spec,
+    pub spec: WireSpec,
     /// VM numbers this agent runs.
     pub vms: Vec<u32>,
     /// Target URLs.
@@ -494,11 +503,12 @@ mod tests {
         r.take()
     }
 
-    fn spec() -> Spec {
+    fn spec() -> WireSpec {
         crate::workload::catalogue::resolve("vsphere-oltp-8k", crate::workload::Profile::Quick)
             .ok()
             .and_then(|j| j.into_iter().next())
             .and_then(|j| j.points.into_iter().next())
+            .map(|s| WireSpec::from(&s))
             .expect("a built-in workload")
     }
 
