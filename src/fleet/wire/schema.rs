@@ -352,12 +352,15 @@ fn the_schema_holds_types_optionality_and_enum_spellings() {
     }
 }
 
+/// An edit of a load point's JSON object.
+type SpecEdit = fn(&mut serde_json::Map<String, Value>);
+
 /// A field added to the spec's JSON, one renamed, or a number sent as
 /// another type each changes the digest.
 #[test]
 fn a_changed_spec_changes_the_digest() {
     let base = digest(&schema_of(&samples()));
-    let edits: [(&str, fn(&mut serde_json::Map<String, Value>)); 3] = [
+    let edits: [(&str, SpecEdit); 3] = [
         ("a field added", |spec| {
             spec.insert("new_field".into(), Value::from(1));
         }),
