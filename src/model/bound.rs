@@ -76,8 +76,10 @@ pub struct Bound {
 /// A resource at or above this share of its capacity is saturated.
 pub const SATURATED: f64 = 0.85;
 
-/// The host's CPUs at or above this share busy flag the point machine-bound.
-pub const MACHINE_BUSY: f64 = 0.90;
+/// The host's CPUs at or above this share busy flag the point machine-bound:
+/// the same share as every other resource's saturation (a RAM lab over
+/// loopback, which can go no faster than these CPUs, measured 89.7% of two).
+pub const MACHINE_BUSY: f64 = SATURATED;
 
 impl Bound {
     /// Name the bound from `shares` (the host's CPUs as a [`Limit::Machine`]
