@@ -39,7 +39,7 @@ fn the_lab_targets_capped_at_fc_and_fcoe_rows_are_named_with_them() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         out.contains(
-            "Lab targets capped at these rows' rates: fc2 (fc 2gfc), fc4 (fc 4gfc), \
+            "Lab targets capped at these rows' rates: fc1 (fc 1gfc), fc2 (fc 2gfc), fc4 (fc 4gfc), \
              fc8 (fc 8gfc), fc16 (fc 16gfc), fc32 (fc 32gfc), fcoe10 (fcoe 10gbe)."
         ),
         "{out}"
