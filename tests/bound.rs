@@ -2,8 +2,8 @@
 //! the same 4 KiB random reads over NFSv3 on a lab whose store is in RAM
 //! and reached over loopback (nothing slower than this machine's two CPUs)
 //! are flagged machine-bound, and on a lab whose store is one emulated
-//! 7.2k-rpm disk they are named medium-bound, not machine-bound. Needs root
-//! and ./setup.sh's packages.
+//! 7.2k-rpm disk they are named medium-bound, not machine-bound; behind a
+//! shaped 100 Mbit/s link, link-bound. Needs root and ./setup.sh's packages.
 
 mod support;
 
@@ -32,11 +32,24 @@ const WORKLOAD: [&str; 14] = [
 /// `compare --lab` on `media` (with the preset file `file`, if any) over
 /// nfs3, the workload above; its one point's `bound` and the printed tables.
 fn bound_on(dir: &TempDir, media: &str, file: Option<&std::path::Path>) -> (Value, String) {
-    let json = dir.join(&format!("{media}.json"));
+    bound_over(dir, media, file, None)
+}
+
+/// [`bound_on`], the servers behind the shaped `link` if one is given.
+fn bound_over(
+    dir: &TempDir,
+    media: &str,
+    file: Option<&std::path::Path>,
+    link: Option<&str>,
+) -> (Value, String) {
+    let json = dir.join(&format!("{media}-{}.json", link.unwrap_or("lo")));
     let mut cmd = storlab();
     cmd.args(["compare", "--lab", "--media", media, "--targets", "nfs3"]);
     if let Some(f) = file {
         cmd.arg("--media-file").arg(f);
+    }
+    if let Some(l) = link {
+        cmd.args(["--link", l]);
     }
     cmd.args(WORKLOAD)
         .args(["--no-db", "-q", "--json"])
@@ -95,5 +108,18 @@ fn a_fast_lab_is_machine_bound_and_a_slow_medium_is_media_bound() {
     assert!(
         out.contains("medium slow-disk"),
         "the table names the medium\n{out}"
+    );
+
+    // The RAM store again, its servers behind a 100 Mbit/s link
+    // (`compare --lab --link`): the link is what bound it, and the table
+    // names the link.
+    let (narrow, out) = bound_over(&dir, "ram", None, Some("100mbit"));
+    assert_eq!(
+        narrow["by"], "link",
+        "RAM behind 100 Mbit/s: {narrow}\n{out}"
+    );
+    assert!(
+        out.contains("link 100mbit"),
+        "the table names the link\n{out}"
     );
 }

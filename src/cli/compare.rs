@@ -22,6 +22,10 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         cfg.media =
             lab::MediaChoice::from_options(args.media.as_deref(), args.media_file.as_deref())
                 .map_err(CliError::input)?;
+        if let Some(link) = &args.link {
+            cfg.link = Some(link.clone());
+            cfg.net = lab::NetMode::Netns;
+        }
         Some(TemporaryLab::up(&cfg, args.out.exec.quiet)?)
     } else {
         None

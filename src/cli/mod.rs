@@ -401,6 +401,12 @@ pub struct CompareArgs {
     /// The temporary lab's media file (see `storlab lab up --media-file`).
     #[arg(long, requires = "lab", value_name = "FILE")]
     pub media_file: Option<PathBuf>,
+    /// The temporary lab's servers in a namespace of their own behind a
+    /// link shaped with tc tbf (see `storlab lab up --link`): 1gbe, 10gbe,
+    /// 25gbe or a rate like 500mbit (default: on 127.0.0.1, unshaped).
+    #[arg(long, requires = "lab", value_name = "1gbe|10gbe|25gbe|RATE",
+          value_parser = crate::lab::Link::parse)]
+    pub link: Option<crate::lab::Link>,
     /// Outputs and run options.
     #[command(flatten)]
     pub out: OutArgs,
