@@ -82,7 +82,12 @@ impl<'a> Watch<'a> {
         });
         if let (Some(a), Some(b)) = (&self.first, &self.last) {
             let wall = b.at.duration_since(a.at).as_secs_f64();
-            if wall > 0.0 {
+            // The readings bracket the measured period only if the intervals
+            // reached this observer as they ended; read late together (an
+            // aggregator starved of CPU), they would measure a sliver of
+            // idle time, so the threads' and the medium's shares are left out.
+            let bracketed = wall > 0.0 && wall >= 0.5 * p.summary.seconds;
+            if bracketed {
                 if let (Some(x), Some(y)) = (&a.me, &b.me) {
                     let u = y.used_since(x);
                     shares.push(Share {
@@ -102,7 +107,8 @@ impl<'a> Watch<'a> {
                     }
                 }
             }
-            if let (Some(x), Some(y)) = (&a.medium, &b.medium)
+            if bracketed
+                && let (Some(x), Some(y)) = (&a.medium, &b.medium)
                 && let Ok(shares_of) = y.since(x)
                 && let Some(st) = shares_of.busiest()
             {
