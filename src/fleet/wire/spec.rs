@@ -11,6 +11,9 @@
 //! The JSON is the one the spec had on the wire before these types existed
 //! (protocol 6): the same keys, defaults and left-out values.
 
+/// Durations as non-negative fractional seconds, refused past what a
+/// `Duration` holds: the same format as the run documents'.
+use crate::workload::secs;
 use crate::workload::steady::{SteadyCriterion, SteadyGate, SteadyMetric};
 use crate::workload::{
     Access, BlockSizes, Content, DiskLayout, Group, IoEngine, Rate, RateMode, Spec, SyncMode,
@@ -259,33 +262,6 @@ fn one() -> u32 {
 /// the same 30 s as `workload::DEFAULT_IO_TIMEOUT` today).
 fn default_io_timeout() -> Duration {
     Duration::from_secs(30)
-}
-
-/// Durations as non-negative fractional seconds.
-mod secs {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
-    }
-
-    /// Refuses what is not a finite, non-negative number of seconds that a
-    /// `Duration` holds (3.6e43 s would panic in `from_secs_f64`).
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let v = f64::deserialize(d)?;
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(serde::de::Error::custom(
-                "duration must be a non-negative number of seconds",
-            ));
-        }
-        Duration::try_from_secs_f64(v).map_err(|_| {
-            serde::de::Error::custom(format!(
-                "duration {v} s is too large (at most {} s)",
-                u64::MAX
-            ))
-        })
-    }
 }
 
 impl From<&Spec> for WireSpec {
