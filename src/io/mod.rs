@@ -9,6 +9,7 @@
 pub mod buffers;
 pub mod fsops;
 mod lane;
+pub mod reap;
 
 use crate::workload::Dir;
 use std::fmt;
@@ -16,6 +17,7 @@ use std::time::Duration;
 
 pub use buffers::{BufferPool, IoBuf};
 pub use lane::{Io, Lane};
+pub use reap::{Polled, reap_polled};
 
 /// One I/O handed to a backend.
 #[derive(Debug)]
@@ -161,6 +163,9 @@ impl Wait {
 ///   `timeout = None` waits without bound, `Some(ZERO)` only polls. Returning
 ///   fewer than `min` after the timeout is not an error. Timeouts do not
 ///   accumulate across calls: the engine computes each one from its own clock.
+///   Backends that poll their own sockets share one loop for this,
+///   [`reap_polled`], whose rule also fixes what min 0 means: one pass over
+///   the sockets without blocking.
 /// * **Errors.** A failed I/O is a [`Completion`] with `Err(errno)`; the backend
 ///   stays usable. An `Err` from `commit` or `reap` means the backend is broken:
 ///   the requests still in flight are lost, the engine stops the worker, and it

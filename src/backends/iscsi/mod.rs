@@ -32,11 +32,13 @@
 
 mod sys;
 
-use crate::io::{Backend, BackendError, Completion, OpenOptions, QueueError, Request, Wait};
+use crate::io::{
+    Backend, BackendError, Completion, OpenOptions, Polled, QueueError, Request, Wait, reap_polled,
+};
 use crate::target::Target;
 use crate::workload::{Dir, SyncMode};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use sys::{Done, Session};
 
 /// Longest single wait in `reap` while a session wants no events (libiscsi
@@ -149,6 +151,9 @@ pub struct IscsiBackend {
     /// Writes waiting for their SYNCHRONIZE CACHE (scratch of `process_done`).
     flushes: Vec<Pending>,
     pollfds: Vec<libc::pollfd>,
+    /// The sockets were serviced by [`Polled::block`] since the last
+    /// [`Polled::collect`], which then need not poll them again at once.
+    serviced: bool,
     /// Disk index of each entry in `pollfds`.
     poll_disks: Vec<usize>,
     sync: SyncVia,
@@ -383,6 +388,7 @@ impl IscsiBackend {
         }
         Ok(IscsiBackend {
             pollfds: Vec::with_capacity(disks.len()),
+            serviced: false,
             poll_disks: Vec::with_capacity(disks.len()),
             disks,
             routes,
@@ -562,6 +568,39 @@ impl IscsiBackend {
     }
 }
 
+impl Polled for IscsiBackend {
+    fn collect(&mut self, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
+        // What finished since the last service first: a task libiscsi failed
+        // while queueing (a write to a reset socket) carries the reason in
+        // the context's error, which the next service would overwrite with
+        // its own ("Can not reconnect right now").
+        self.process_done()?;
+        if !std::mem::take(&mut self.serviced) {
+            self.pump(0)?;
+            self.process_done()?;
+        }
+        let n = self.ready.len();
+        out.append(&mut self.ready);
+        self.inflight -= n;
+        Ok(n)
+    }
+
+    fn in_flight(&self) -> usize {
+        self.inflight
+    }
+
+    fn block(&mut self, limit: Option<Duration>) -> Result<bool, BackendError> {
+        let ms = match limit {
+            None => -1,
+            // Round up so a sub-millisecond wait still sleeps.
+            Some(t) => t.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32,
+        };
+        self.pump(ms)?;
+        self.serviced = true;
+        Ok(true)
+    }
+}
+
 // SAFETY: a request's buffer goes to libiscsi in `queue` (READ(16) lands in
 // it, WRITE(16) sends from it) and its completion is made only from its task's
 // callback, once libiscsi is through with it; a refused request never reaches
@@ -669,44 +708,8 @@ unsafe impl Backend for IscsiBackend {
         if self.broken.is_some() {
             return Err(self.broken_error());
         }
-        let start = Instant::now();
-        let want = wait.want(self.inflight);
-        let mut got = 0;
-        let mut first = true;
-        loop {
-            self.process_done()?;
-            got += self.ready.len();
-            out.append(&mut self.ready);
-            if self.inflight == got {
-                break;
-            }
-            let wait_ms = if got >= want {
-                if !first {
-                    break;
-                }
-                0
-            } else {
-                match wait.timeout {
-                    None => -1,
-                    Some(t) => {
-                        let left = t.saturating_sub(start.elapsed());
-                        if left.is_zero() {
-                            if !first {
-                                break;
-                            }
-                            0
-                        } else {
-                            // Round up so a sub-millisecond wait still sleeps.
-                            left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32
-                        }
-                    }
-                }
-            };
-            first = false;
-            self.pump(wait_ms)?;
-        }
-        self.inflight -= got;
-        Ok(got)
+        self.serviced = false;
+        reap_polled(self, wait, out)
     }
 }
 
@@ -722,6 +725,7 @@ mod tests {
     use std::net::{TcpListener, TcpStream};
     use std::path::{Path, PathBuf};
     use std::process::{Child, Command, Stdio};
+    use std::time::Instant;
 
     const TGTD: &str = "/usr/sbin/tgtd";
     const TGTADM: &str = "/usr/sbin/tgtadm";

@@ -27,11 +27,14 @@
 
 mod sys;
 
-use crate::io::{Backend, BackendError, Completion, IoBuf, OpenOptions, QueueError, Request, Wait};
+use crate::io::{
+    Backend, BackendError, Completion, IoBuf, OpenOptions, Polled, QueueError, Request, Wait,
+    reap_polled,
+};
 use crate::target::{NbdAddr, NbdReplies, Target};
 use crate::workload::units::format_size;
 use crate::workload::{Dir, SyncMode};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use sys::{Handle, NbdError};
 
 /// Where a ticket stands.
@@ -91,6 +94,9 @@ pub struct NbdBackend {
     /// (ticket, errno) being processed by `collect`.
     scratch: Vec<(u32, i32)>,
     pollfds: Vec<libc::pollfd>,
+    /// The sockets were serviced by [`Polled::block`] since the last
+    /// [`Polled::collect`], which then need not poll them again at once.
+    serviced: bool,
     /// The connection of each entry of `pollfds`.
     poll_conn: Vec<usize>,
     /// Writes must be durable before they complete.
@@ -276,6 +282,7 @@ impl NbdBackend {
             refused: Vec::with_capacity(n),
             scratch: Vec::with_capacity(n),
             pollfds: Vec::with_capacity(conns.len()),
+            serviced: false,
             poll_conn: Vec::with_capacity(conns.len()),
             conns,
             disks,
@@ -388,7 +395,7 @@ impl NbdBackend {
     }
 
     /// Collect everything the callbacks (and refused submissions) recorded.
-    fn collect(&mut self, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
+    fn take_done(&mut self, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
         let mut got = 0;
         let mut scratch = std::mem::take(&mut self.scratch);
         // A flush started by `finish` may complete inside libnbd at once: loop
@@ -477,6 +484,24 @@ impl NbdBackend {
     }
 }
 
+impl Polled for NbdBackend {
+    fn collect(&mut self, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
+        if !std::mem::take(&mut self.serviced) {
+            self.poll_once(Some(Duration::ZERO))?;
+        }
+        self.take_done(out)
+    }
+
+    fn in_flight(&self) -> usize {
+        NbdBackend::in_flight(self)
+    }
+
+    fn block(&mut self, limit: Option<Duration>) -> Result<bool, BackendError> {
+        let waited = self.poll_once(limit)?;
+        self.serviced = waited;
+        Ok(waited)
+    }
+}
 // SAFETY: a request's buffer goes to libnbd at `commit` (aio_pread lands in
 // it, aio_pwrite sends from it) and its completion is made only from its
 // command's callback, once libnbd retired the command (a refused command is
@@ -524,33 +549,10 @@ unsafe impl Backend for NbdBackend {
     }
 
     fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
-        let deadline = wait.timeout.map(|t| Instant::now() + t);
         // Requests queued without a commit must still make progress.
         self.submit()?;
-        let want = wait.want(self.in_flight());
-        let mut got = 0;
-        let mut polled = false;
-        loop {
-            got += self.collect(out)?;
-            // With `wait.min` 0, poll once anyway so that the call makes progress.
-            if got >= want && (polled || want > 0) {
-                return Ok(got);
-            }
-            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            if polled && left == Some(Duration::ZERO) {
-                return Ok(got);
-            }
-            let wait = if got >= want {
-                Some(Duration::ZERO)
-            } else {
-                left
-            };
-            if !self.poll_once(wait)? {
-                // Nothing is waiting on a socket: everything was collected.
-                return Ok(got);
-            }
-            polled = true;
-        }
+        self.serviced = false;
+        reap_polled(self, wait, out)
     }
 }
 
@@ -563,6 +565,7 @@ mod tests {
     use std::path::{Path, PathBuf};
     use std::process::{Child, Command, Stdio};
     use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Instant;
 
     const MIB: u64 = 1 << 20;
 

@@ -86,7 +86,9 @@ pub mod xdr;
 #[cfg(test)]
 mod tests41;
 
-use crate::io::{Backend, BackendError, Completion, OpenOptions, QueueError, Request, Wait};
+use crate::io::{
+    Backend, BackendError, Completion, OpenOptions, Polled, QueueError, Request, Wait, reap_polled,
+};
 use crate::target::{NfsTarget, Target};
 use crate::workload::{Dir, SyncMode};
 use compound::{Seq, Session};
@@ -878,6 +880,39 @@ impl Drop for NfsBackend {
     }
 }
 
+impl Polled for NfsBackend {
+    fn collect(&mut self, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
+        self.pump()?;
+        let n = self.done.len();
+        out.append(&mut self.done);
+        self.inflight -= n;
+        Ok(n)
+    }
+
+    fn in_flight(&self) -> usize {
+        self.inflight
+    }
+
+    /// poll(2) on every connection, waking early when a part sent again
+    /// after NFS4ERR_DELAY is due.
+    fn block(&mut self, limit: Option<Duration>) -> Result<bool, BackendError> {
+        let due = self
+            .disks
+            .iter()
+            .filter(|d| d.session.as_ref().is_some_and(|s| s.free_slots() > 0))
+            .flat_map(|d| &d.waiting)
+            .filter_map(|p| p.due)
+            .min()
+            .map(|d| d.saturating_duration_since(Instant::now()));
+        let limit = match (limit, due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.wait(limit)?;
+        Ok(true)
+    }
+}
+
 // SAFETY: a request's buffer is handed to the RPC connections in `queue` (a
 // READ reply's data lands in it, a WRITE is sent from it) and its completion is
 // made only once every part's reply has been delivered; a refused request
@@ -1019,7 +1054,7 @@ unsafe impl Backend for NfsBackend {
     }
 
     /// Replies are read without blocking; between reads, poll(2) waits on every
-    /// connection for at most what is left of `wait.timeout`.
+    /// connection for at most what is left of `wait.timeout` ([`reap_polled`]).
     fn reap(&mut self, wait: Wait, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
         if self.broken {
             return Err(BackendError::new(
@@ -1027,46 +1062,6 @@ unsafe impl Backend for NfsBackend {
                 "the connection was lost earlier",
             ));
         }
-        let want = wait.want(self.inflight);
-        let deadline = match wait.timeout {
-            Some(t) if !t.is_zero() => Some(Instant::now() + t),
-            _ => None,
-        };
-        let mut got = 0;
-        loop {
-            self.pump()?;
-            let n = self.done.len();
-            out.append(&mut self.done);
-            self.inflight -= n;
-            got += n;
-            if got >= want || self.inflight == 0 {
-                return Ok(got);
-            }
-            let left = match (wait.timeout, deadline) {
-                (None, _) => None,
-                (Some(_), None) => return Ok(got),
-                (Some(_), Some(d)) => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Ok(got);
-                    }
-                    Some(left)
-                }
-            };
-            // Wake when a part sent again after NFS4ERR_DELAY is due.
-            let due = self
-                .disks
-                .iter()
-                .filter(|d| d.session.as_ref().is_some_and(|s| s.free_slots() > 0))
-                .flat_map(|d| &d.waiting)
-                .filter_map(|p| p.due)
-                .min()
-                .map(|d| d.saturating_duration_since(Instant::now()));
-            let left = match (left, due) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            self.wait(left)?;
-        }
+        reap_polled(self, wait, out)
     }
 }
