@@ -103,10 +103,32 @@ impl<'s> Bench<'s> {
     /// write (and once more at the end) and resetting the lab's medium before
     /// every point. Returns whether the run goes on (false:
     /// interrupted, or a point failed; the session holds why).
+    /// The store is restored at the end however the points ended, after a
+    /// failed save too.
     pub fn measure(&mut self, jobs: &[Job], contenders: &[Contender]) -> Result<bool, Error> {
+        let mut dirty = false; // the backing store was written since its last restore
+        let measured = self.measure_points(jobs, contenders, &mut dirty);
+        if dirty && let Some(c) = contenders.iter().find(|c| c.backing.is_some()) {
+            let restored = restore(c, &mut self.s, self.media.as_ref());
+            match (&measured, restored) {
+                (Ok(_), r) => r?,
+                (Err(_), Err(e)) => eprintln!("storlab: {e}"),
+                (Err(_), Ok(())) => {}
+            }
+        }
+        measured
+    }
+
+    /// [`Bench::measure`]'s points, noting in `dirty` whether the store was
+    /// written since its last restore.
+    fn measure_points(
+        &mut self,
+        jobs: &[Job],
+        contenders: &[Contender],
+        dirty: &mut bool,
+    ) -> Result<bool, Error> {
         let s = &mut self.s;
         let comparing = self.info.is_some();
-        let mut dirty = false; // the backing store was written since its last restore
         let mut go_on = true;
         'targets: for c in contenders {
             s.set_targets(c.urls());
@@ -145,9 +167,9 @@ impl<'s> Bench<'s> {
                     // starts from the initial store, on the medium as `lab up`
                     // left it (idle, caches empty), so no point inherits a
                     // cache or a queue of writes the one before it filled.
-                    if dirty {
+                    if *dirty {
                         restore(c, s, self.media.as_ref())?;
-                        dirty = false;
+                        *dirty = false;
                     } else if !fresh
                         && c.backing.is_some()
                         && let Some(m) = &self.media
@@ -181,7 +203,7 @@ impl<'s> Bench<'s> {
                         p.bound = Some(watch.bound(&p, &c.targets, net));
                         p
                     });
-                    dirty |= spec.writes();
+                    *dirty |= spec.writes();
                     if let Ok(p) = &point {
                         points.measured(p);
                         warn_lost_hosts(p);
@@ -204,9 +226,6 @@ impl<'s> Bench<'s> {
                     }
                 }
             }
-        }
-        if dirty && let Some(c) = contenders.iter().find(|c| c.backing.is_some()) {
-            restore(c, s, self.media.as_ref())?;
         }
         Ok(go_on)
     }

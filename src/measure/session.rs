@@ -122,9 +122,12 @@ impl<'s> Session<'s> {
     pub fn keep(&mut self, result: Result<PointResult, RunError>) -> Result<bool, Error> {
         match result {
             Ok(point) => {
-                if let Some(w) = &mut self.writer {
-                    w.point_done(&point).map_err(store_err)?;
-                }
+                // A database that failed is reported after the point is in
+                // the JSON: what was measured is never lost with it.
+                let stored = match &mut self.writer {
+                    Some(w) => w.point_done(&point),
+                    None => Ok(()),
+                };
                 let interrupted = point.interrupted;
                 let error = point.error.clone();
                 let label = point.label.clone();
@@ -146,6 +149,7 @@ impl<'s> Session<'s> {
                     self.code = Outcome::Interrupted;
                 }
                 self.save()?;
+                stored.map_err(store_err)?;
                 Ok(!interrupted && self.record.error.is_none())
             }
             Err(RunError::Stopped(_)) => {

@@ -156,6 +156,7 @@ pub fn run_hosts(
         }
     });
     c.emit_final(true, obs);
+    c.observer_failed(hosts, obs);
     Ok(c.into_result(hosts, plans, preps, offsets, at_unix_ns))
 }
 
@@ -200,6 +201,7 @@ fn collect(
             // The gated point measured its full runtime after an early ramp.
             c.stop_all(hosts);
         }
+        c.observer_failed(hosts, obs);
         if c.merger.is_done() {
             break;
         }
@@ -357,6 +359,15 @@ impl<'a> Collector<'a> {
             }
         }
         if !self.errors.is_empty() {
+            self.stop_all(hosts);
+        }
+    }
+
+    /// An observer that could not keep what it was given ends the point
+    /// everywhere, with its reason as an error ([`Observer::failure`]).
+    fn observer_failed(&mut self, hosts: &mut [Box<dyn HostRunner>], obs: &mut dyn Observer) {
+        if let Some(why) = obs.failure() {
+            self.errors.push(why);
             self.stop_all(hosts);
         }
     }

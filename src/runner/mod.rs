@@ -79,6 +79,15 @@ pub trait RunHooks: Send + Sync {
 }
 
 /// Receives intervals as they are measured (live progress, results store).
+///
+/// Contract: the callbacks cannot fail the runner directly, so an observer
+/// that keeps what it is given (the results database) and fails to keep it
+/// says so through [`Observer::failure`], which the runner asks after every
+/// callback that hands it data. The runner then ends the point at once on
+/// every host, as after an I/O error, with that reason as the point's error,
+/// and returns what was measured up to then, so its caller can save it
+/// elsewhere (the run's JSON) and stop the run. A failure is never dropped:
+/// an observer holds it until asked, and reports it once.
 pub trait Observer {
     /// Called before a point starts measuring.
     fn point_started(&mut self, _spec: &Spec, _intervals: u32) {}
@@ -89,6 +98,12 @@ pub trait Observer {
     fn host_interval(&mut self, _host: &str, _rec: &IntervalRecord) {}
     /// A note worth telling the user (prepare progress, a lost host).
     fn note(&mut self, _msg: &str) {}
+    /// Why this observer could not keep what it was given, once: the first
+    /// call after the failure returns it, later calls `None`. Observers that
+    /// keep nothing (progress lines) never fail: the default.
+    fn failure(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// An observer that ignores everything.

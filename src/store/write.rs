@@ -400,8 +400,10 @@ pub(super) struct MixPhases {
 /// Call [`RunWriter::job`] before each job's points, pass the writer (alone
 /// or in a [`Tee`]) as the runner's observer, call [`RunWriter::point_done`]
 /// with each point the runner returns and [`RunWriter::finish`] at the end.
-/// Observer callbacks cannot fail, so a write error there is kept and
-/// returned by the next `point_done` or `finish`; later callbacks do nothing.
+/// Observer callbacks cannot fail, so a write error there is kept: the
+/// runner hears of it at once through [`Observer::failure`] and ends the
+/// point (the run then stops), and the next `point_done` or `finish` returns
+/// it; later callbacks do nothing.
 pub struct RunWriter<'s> {
     store: &'s Store,
     run: RunId,
@@ -409,6 +411,8 @@ pub struct RunWriter<'s> {
     job: Option<JobId>,
     point: Option<PointId>,
     error: Option<StoreError>,
+    /// The kept error was handed to the runner ([`Observer::failure`]).
+    reported: bool,
 }
 
 impl<'s> RunWriter<'s> {
@@ -426,6 +430,7 @@ impl<'s> RunWriter<'s> {
             job: None,
             point: None,
             error: None,
+            reported: false,
         })
     }
 
@@ -503,6 +508,14 @@ impl Observer for RunWriter<'_> {
             self.error = Some(e);
         }
     }
+
+    fn failure(&mut self) -> Option<String> {
+        let e = self.error.as_ref().filter(|_| !self.reported)?;
+        self.reported = true;
+        Some(format!(
+            "saving to the results database failed: {e}; the run stops here"
+        ))
+    }
 }
 
 /// Passes every callback to two observers (live progress and the store).
@@ -520,6 +533,12 @@ impl Observer for Tee<'_> {
     fn host_interval(&mut self, host: &str, rec: &IntervalRecord) {
         self.0.host_interval(host, rec);
         self.1.host_interval(host, rec);
+    }
+    fn failure(&mut self) -> Option<String> {
+        match (self.0.failure(), self.1.failure()) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        }
     }
     fn note(&mut self, msg: &str) {
         self.0.note(msg);
