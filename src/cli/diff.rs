@@ -13,7 +13,8 @@ use std::path::PathBuf;
 /// Arguments of `storlab results diff OLD NEW`.
 #[derive(clap::Args, Debug)]
 pub struct DiffArgs {
-    /// The old side: a run id, several (3,4,5), a range (3-5), or `--json` files.
+    /// The old side: a run id, several (3,4,5), a range (3-5), `--json` files, or
+    /// git:REV:PATH (a `--json` file as git revision REV has it).
     #[arg(value_name = "OLD")]
     pub old: String,
     /// The new side, in the same form.
@@ -28,6 +29,39 @@ pub struct DiffArgs {
     /// Compare points whose specs differ (the differences are listed in the output).
     #[arg(long)]
     pub allow_spec_change: bool,
+    /// Exit 3 when any figure is significantly worse (by more than PCT % of
+    /// the old value, when given), naming each: a gate for CI.
+    #[arg(long, value_name = "worse[:PCT]")]
+    pub fail_on: Option<String>,
+}
+
+/// `--fail-on worse[:PCT]`: the smallest change, in % of the old value, a
+/// significantly worse figure must exceed to fail the diff.
+pub fn parse_fail_on(s: &str) -> Result<f64, CliError> {
+    let bad = || {
+        CliError::input(format!(
+            "invalid --fail-on {s:?} (allowed: worse, or worse:PCT with PCT a number of \
+             percent such as worse:5)"
+        ))
+    };
+    match s.trim().split_once(':') {
+        None if s.trim() == "worse" => Ok(0.0),
+        Some(("worse", pct)) => match pct.trim().trim_end_matches('%').parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+            _ => Err(bad()),
+        },
+        _ => Err(bad()),
+    }
+}
+
+/// The changes that fail `--fail-on worse:PCT`: significantly worse, by more
+/// than `pct` % of the old value (any amount when the old value is 0).
+pub fn failing(d: &Diff, pct: f64) -> Vec<&diff::Change> {
+    d.changes
+        .iter()
+        .filter(|c| c.verdict == diff::Verdict::Worse)
+        .filter(|c| c.change_pct.is_none_or(|v| v.abs() > pct))
+        .collect()
 }
 
 /// Formats of `storlab results diff`.
@@ -54,7 +88,8 @@ pub fn side_items(side: &str, what: &str, db: Option<&Path>) -> Result<Vec<Strin
     let bad = |item: &str, why: &str| {
         CliError::input(format!(
             "invalid run {item:?} in {what} {side:?}: {why} (expected a run id of {} such as 3, \
-             ids like 3,4,5, a range like 3-5, or a --json file; see `storlab results list`)",
+             ids like 3,4,5, a range like 3-5, a --json file, or git:REV:PATH for a --json file as \
+             a git revision has it; see `storlab results list`)",
             db_name()
         ))
     };
@@ -63,7 +98,7 @@ pub fn side_items(side: &str, what: &str, db: Option<&Path>) -> Result<Vec<Strin
         if item.is_empty() {
             return Err(bad(item, "empty"));
         }
-        if Path::new(item).is_file() || item.parse::<i64>().is_ok() {
+        if Path::new(item).is_file() || item.parse::<i64>().is_ok() || item.starts_with("git:") {
             out.push(item.to_string());
             continue;
         }
@@ -137,6 +172,7 @@ pub fn build(
 
 /// Run `storlab results diff`.
 pub fn run(args: &DiffArgs, db: Option<&Path>) -> Result<ExitCode, CliError> {
+    let gate = args.fail_on.as_deref().map(parse_fail_on).transpose()?;
     let d = build(&args.old, &args.new, db, args.allow_spec_change)?;
     let text = match args.format {
         DiffFormat::Text => diff::text(&d),
@@ -148,7 +184,45 @@ pub fn run(args: &DiffArgs, db: Option<&Path>) -> Result<ExitCode, CliError> {
     if let Some(p) = &args.output {
         eprintln!("storlab: wrote {}", p.display());
     }
-    Ok(ExitCode::Ok)
+    let Some(pct) = gate else {
+        return Ok(ExitCode::Ok);
+    };
+    let worse = failing(&d, pct);
+    for c in &worse {
+        let by = c
+            .change_pct
+            .map_or("from 0".to_string(), |v| format!("{v:+.1}%"));
+        let ci = c.ci95_pct.map_or(String::new(), |v| format!(" ±{v:.1}%"));
+        eprintln!(
+            "storlab: worse: {} · {} · {} · {}: {} -> {} ({by}{ci}), past --fail-on {}",
+            c.job,
+            c.point,
+            c.target,
+            c.metric.key(),
+            fmt_value(c.old),
+            fmt_value(c.new),
+            args.fail_on.as_deref().unwrap_or_default()
+        );
+    }
+    Ok(if worse.is_empty() {
+        ExitCode::Ok
+    } else {
+        ExitCode::Worse
+    })
+}
+
+/// A figure as the gate's line shows it: 4 significant digits.
+fn fmt_value(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() || v.abs() >= 1000.0 {
+        return format!("{v:.0}");
+    }
+    let decimals = (3 - v.abs().log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 /// Run `storlab compare RUN_A RUN_B`: the text diff of two stored runs (or sets).
@@ -168,4 +242,32 @@ pub fn run_compare(args: &super::CompareArgs) -> Result<ExitCode, CliError> {
     let d = build(old, new, args.out.record.db.path.as_deref(), false)?;
     emit(None, diff::text(&d).as_bytes())?;
     Ok(ExitCode::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fail_on_takes_worse_and_a_percentage() {
+        assert_eq!(parse_fail_on("worse").unwrap(), 0.0);
+        assert_eq!(parse_fail_on("worse:5").unwrap(), 5.0);
+        assert_eq!(parse_fail_on("worse:2.5%").unwrap(), 2.5);
+        for bad in ["better", "worse:", "worse:-1", "worse:x", "wors:5", ""] {
+            let e = parse_fail_on(bad).unwrap_err().message;
+            assert!(
+                e.contains("--fail-on") && e.contains("worse:PCT"),
+                "{bad:?}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn gate_values_keep_four_significant_digits() {
+        assert_eq!(fmt_value(2000.0), "2000");
+        assert_eq!(fmt_value(8.192), "8.192");
+        assert_eq!(fmt_value(0.000461), "0.000461");
+        assert_eq!(fmt_value(34.3149), "34.31");
+        assert_eq!(fmt_value(0.0), "0");
+    }
 }

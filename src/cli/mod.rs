@@ -36,6 +36,9 @@ pub enum ExitCode {
     Failed = 1,
     /// Bad input (an option, job file, target or file the user must change): nothing ran.
     BadInput = 2,
+    /// `results diff --fail-on worse[:PCT]`: a figure is significantly worse
+    /// by more than PCT (each one named on stderr).
+    Worse = 3,
     /// Interrupted by SIGINT/SIGTERM, whether or not something also failed
     /// (the error line then says both); results were saved.
     Interrupted = 130,

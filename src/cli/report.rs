@@ -67,7 +67,8 @@ pub fn parse_ms(s: &str) -> Result<f64, CliError> {
     }
 }
 
-/// Load one RUN: a `--json` file if such a file exists, else a run id.
+/// Load one RUN: a `--json` file if such a file exists, `git:REV:PATH` for
+/// one as a git revision has it, else a run id.
 pub(super) fn load(
     run: &str,
     db: Option<&Path>,
@@ -80,6 +81,14 @@ pub(super) fn load(
 }
 
 fn load_raw(run: &str, db: Option<&Path>, store: &mut Option<Store>) -> Result<Source, CliError> {
+    if let Some(spec) = run.strip_prefix("git:") {
+        let text = git_show(run, spec)?;
+        let rec = RunRecord::from_json(&text, run).map_err(CliError::input)?;
+        return Ok(Source {
+            name: run.to_string(),
+            run: rec,
+        });
+    }
     let path = Path::new(run);
     if path.is_file() {
         let text = std::fs::read_to_string(path)
@@ -104,6 +113,34 @@ fn load_raw(run: &str, db: Option<&Path>, store: &mut Option<Store>) -> Result<S
         name: format!("run {id}"),
         run: rec,
     })
+}
+
+/// The text of `git:REV:PATH` (`spec` is `REV:PATH`): the file as revision
+/// REV of the git repository around the working directory has it (`git show
+/// REV:PATH`; PATH from the repository's top, or `./PATH` from here).
+fn git_show(item: &str, spec: &str) -> Result<String, CliError> {
+    let bad = |why: String| CliError::input(format!("cannot read {item}: {why}"));
+    let Some((rev, path)) = spec
+        .split_once(':')
+        .filter(|(r, p)| !r.is_empty() && !p.is_empty())
+    else {
+        return Err(bad(
+            "expected git:REV:PATH, such as git:HEAD~1:results/run.json".into(),
+        ));
+    };
+    if rev.starts_with('-') {
+        return Err(bad(format!("{rev:?} is not a revision")));
+    }
+    let o = std::process::Command::new("git")
+        .args(["show", &format!("{rev}:{path}")])
+        .output()
+        .map_err(|e| bad(format!("running git: {e}")))?;
+    if !o.status.success() {
+        let err = String::from_utf8_lossy(&o.stderr);
+        let line = err.lines().next().unwrap_or("git show failed").trim();
+        return Err(bad(format!("git show {rev}:{path}: {line}")));
+    }
+    String::from_utf8(o.stdout).map_err(|_| bad("the file is not UTF-8 text".into()))
 }
 
 /// Run `storlab report`.

@@ -144,3 +144,120 @@ fn diff_of_two_null_runs_and_of_sets() {
     let err = stderr(&o);
     assert!(err.contains("\"x\"") && err.contains(db), "{err}");
 }
+
+/// `--fail-on worse[:PCT]` as a CI gate: a rerun of the same run passes, a
+/// run made slower on purpose (half the rate cap) fails with exit 3 naming
+/// each worse figure; and both sides can be run JSON files as two git
+/// revisions of a repository hold them.
+#[test]
+fn fail_on_worse_gates_a_slower_run_and_reads_git_revisions() {
+    let dir = TempDir::new("gate");
+    let db = dir.join("results.db");
+    let db = db.to_str().unwrap();
+    // Runs 1 and 2 at 2000 IOPS, run 3 at 1000.
+    for rate in ["2000", "2000", "1000"] {
+        null_run(db, rate);
+    }
+    let gate = ["--fail-on", "worse:20", "--db", db];
+    let o = storlab(&[&["results", "diff", "1", "2"][..], &gate].concat());
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "a rerun fails the gate: {}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("worse:"), "{}", stderr(&o));
+    let slower = [
+        &["results", "diff", "1", "3", "--allow-spec-change"][..],
+        &gate,
+    ]
+    .concat();
+    let o = storlab(&slower);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("storlab: worse: ")
+            && err.contains("iops: 2000 -> 1000")
+            && err.contains("-50"),
+        "the gate names the figure: {err}"
+    );
+    // Its report still went to stdout.
+    assert!(stdout(&o).contains("significant: worse"), "{}", stdout(&o));
+    // A bad gate is one line naming the option and what it takes.
+    let o = storlab(&[
+        "results",
+        "diff",
+        "1",
+        "2",
+        "--fail-on",
+        "slower",
+        "--db",
+        db,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--fail-on \"slower\""),
+        "{}",
+        stderr(&o)
+    );
+
+    // The same runs as a project's CI keeps them: run.json in two commits.
+    let repo = dir.join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=storlab",
+                "-c",
+                "user.email=ci@storlab.invalid",
+            ])
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .expect("git");
+        assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+    };
+    git(&["init", "-q"]);
+    for (id, msg) in [("1", "fast"), ("3", "slow")] {
+        let json = repo.join("run.json");
+        let o = storlab(&["results", "export", id, "--db", db]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        std::fs::write(&json, &o.stdout).unwrap();
+        git(&["add", "run.json"]);
+        git(&["commit", "-q", "-m", msg]);
+    }
+    let o = bin()
+        .args([
+            "results",
+            "diff",
+            "git:HEAD~1:run.json",
+            "git:HEAD:run.json",
+        ])
+        .args(["--allow-spec-change", "--fail-on", "worse:20"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("old: git:HEAD~1:run.json"),
+        "{}",
+        stdout(&o)
+    );
+    let o = bin()
+        .args([
+            "results",
+            "diff",
+            "git:HEAD~7:run.json",
+            "git:HEAD:run.json",
+        ])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("cannot read git:HEAD~7:run.json"),
+        "{}",
+        stderr(&o)
+    );
+}
