@@ -327,3 +327,128 @@ fn a_server_killed_mid_run_ends_the_run_naming_the_target_and_keeps_what_was_mea
         );
     }
 }
+
+/// The text of the element with id `id` in a dumped DOM.
+fn by_id<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
+    let at = dom.find(&format!("id=\"{id}\""))?;
+    let rest = &dom[at..];
+    let start = rest.find('>')? + 1;
+    let end = rest[start..].find('<')?;
+    Some(&rest[start..start + end])
+}
+
+/// What the live page showed: the contender, the interval and its IOPS.
+#[derive(Debug)]
+struct Shown {
+    target: String,
+    index: u32,
+    iops: u64,
+}
+
+fn shown(dom: &str) -> Shown {
+    let target = by_id(dom, "target").expect("the page names the target");
+    let index = by_id(dom, "latest-index").and_then(|s| s.parse().ok());
+    let iops = dom
+        .split("class=\"iops\">")
+        .nth(1)
+        .and_then(|r| r.split('<').next())
+        .and_then(|s| s.parse().ok());
+    match (index, iops) {
+        (Some(index), Some(iops)) => Shown {
+            target: target.to_string(),
+            index,
+            iops,
+        },
+        _ => panic!("no interval on the live page:\n{dom}"),
+    }
+}
+
+/// Issue 29: `--web` serves a page that headless Chromium renders during a
+/// lab compare; what it shows moves with the run (another interval, then
+/// the next target) and is what the run measured: the IOPS of the interval
+/// it names, as the run's JSON records it.
+#[test]
+fn the_live_page_follows_a_lab_compare_in_chromium() {
+    use std::io::{BufRead, BufReader};
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    support::chromium::binary();
+    let lab = lab_up("live");
+    let json = lab.dir.join("live.json");
+    let mut child = bin()
+        .args([
+            "compare",
+            "--no-db",
+            "--targets",
+            "local,nbd",
+            "--rw",
+            "randread",
+        ])
+        .args(["--bs", "4k", "--iodepth", "4", "--rate_iops", "1500"])
+        .args(["--ramp_time", "0", "--runtime", "6", "--web", "127.0.0.1:0"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--state-dir")
+        .arg(&lab.dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The page's address is the first thing told on stderr.
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let mut url = None;
+    while url.is_none() && err.read_line(&mut line).unwrap() > 0 {
+        url = line
+            .split("live page at ")
+            .nth(1)
+            .map(|u| u.trim().to_string());
+        line.clear();
+    }
+    let url = url.expect("storlab names its live page");
+    let rest = std::thread::spawn(move || {
+        let mut all = String::new();
+        std::io::Read::read_to_string(&mut err, &mut all).unwrap();
+        all
+    });
+    std::thread::sleep(Duration::from_millis(3500));
+    let first = shown(&support::chromium::dump_url(&url, &lab.dir, 2500));
+    std::thread::sleep(Duration::from_millis(5000));
+    let dom = support::chromium::dump_url(&url, &lab.dir, 2500);
+    let second = shown(&dom);
+    let status = child.wait().unwrap();
+    let stderr = rest.join().unwrap();
+    assert!(status.success(), "storlab compare: {stderr}");
+    assert!(
+        second.target != first.target || second.index > first.index,
+        "the page did not move: {first:?} then {second:?}"
+    );
+    // Once a point has ended, the page says what bound it.
+    if second.target != first.target {
+        let bound = by_id(&dom, "bound").unwrap_or("-");
+        assert!(
+            bound.contains(':'),
+            "no bound on the page: {bound:?}\n{dom}"
+        );
+    }
+    // Each figure shown is the run's own, for the interval it names.
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).expect("run JSON");
+    for s in [&first, &second] {
+        let k = ["local", "nbd"]
+            .iter()
+            .position(|t| *t == s.target)
+            .unwrap_or_else(|| panic!("the page names {:?}, not a contender", s.target));
+        let iv = doc["jobs"][k]["points"][0]["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["index"] == s.index)
+            .unwrap_or_else(|| panic!("no interval {} in the run of {}", s.index, s.target));
+        let ios = ["read", "write"]
+            .iter()
+            .map(|d| iv["stats"][d]["ios"].as_u64().unwrap_or(0))
+            .sum::<u64>() as f64;
+        let iops = (ios / iv["seconds"].as_f64().unwrap()).round() as u64;
+        assert_eq!(s.iops, iops, "{s:?} against the run's {iv}");
+    }
+}

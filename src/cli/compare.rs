@@ -17,6 +17,7 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     }
     let jobs = session::jobs(&args.job)?;
     session::check_outputs(&args.out)?;
+    let live = session::live(&args.out, &args.fleet, "storlab compare")?;
     let _temporary = if args.lab {
         let mut cfg = lab::LabConfig::new(TemporaryLab::temp_dir("compare"));
         cfg.media =
@@ -84,7 +85,7 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     super::run::check_fleet(&runner, &every, args.out.exec.quiet)?;
     let store = args.out.record.open()?;
     let mut bench = Bench::compare(
-        session::outputs(&args.out),
+        session::outputs(&args.out, live),
         store.as_ref(),
         argv,
         &contenders,

@@ -260,6 +260,10 @@ pub struct OutArgs {
     /// Print the SQLIO-style 1 ms latency histogram of every load point.
     #[arg(long)]
     pub histogram: bool,
+    /// Serve a live page of the run on ADDR (IP:PORT; loopback, or anywhere
+    /// with the fleet's --token-file, which the page then asks for).
+    #[arg(long, value_name = "ADDR")]
+    pub web: Option<String>,
     /// Threads, progress lines and repeats.
     #[command(flatten)]
     pub exec: ExecArgs,

@@ -40,6 +40,7 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         }
     }
     session::check_outputs(&args.out)?;
+    let live = session::live(&args.out, &args.fleet, "storlab run")?;
     session::check_protocol_writes(&jobs, &targets, args.out.allow_overwrite)?;
     let mut opts = session::run_options(&args.out.exec, args.out.allow_overwrite);
     // A running lab's own store (its block baseline, its file in the media
@@ -59,7 +60,7 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     check_fleet(&runner, &targets, args.out.exec.quiet)?;
     let store = args.out.record.open()?;
     let mut bench = Bench::run(
-        session::outputs(&args.out),
+        session::outputs(&args.out, live),
         store.as_ref(),
         argv,
         &Contender::of_targets(targets.clone()),

@@ -3,10 +3,11 @@
 //! be made before anything runs, the loop's options, and the summary printed
 //! at the end.
 
-use super::{CliError, ExecArgs, JobArgs, OutArgs, signals};
+use super::{CliError, ExecArgs, FleetArgs, JobArgs, OutArgs, signals};
 use crate::lab;
 use crate::measure::Outputs;
 use crate::model::RunRecord;
+use crate::report::live::Live;
 use crate::report::text;
 use crate::runner::RunOptions;
 use crate::target::Target;
@@ -179,13 +180,62 @@ pub fn run_options(exec: &ExecArgs, allow_overwrite: bool) -> RunOptions<'static
     }
 }
 
-/// Where the loop writes the run besides the database.
-pub fn outputs(out: &OutArgs) -> Outputs {
+/// Where the loop writes the run besides the database, and the live page
+/// ([`live`]) when there is one.
+pub fn outputs(out: &OutArgs, live: Option<Live>) -> Outputs {
     Outputs {
         json: out.json.clone(),
         csv: out.csv.clone(),
         quiet: out.exec.quiet,
+        live,
     }
+}
+
+/// Start the live page of `--web ADDR`, before anything else runs, so that a
+/// bad address costs nothing; it is told on stderr where it is.
+pub fn live(out: &OutArgs, fleet: &FleetArgs, run: &str) -> Result<Option<Live>, CliError> {
+    live_at(
+        out.web.as_deref(),
+        fleet.token_file.as_deref(),
+        out.exec.quiet,
+        run,
+    )
+}
+
+/// [`live`] from its parts: `--web`'s text, the token file guarding an
+/// address that is not loopback, whether to stay quiet.
+pub fn live_at(
+    web: Option<&str>,
+    token_file: Option<&Path>,
+    quiet: bool,
+    run: &str,
+) -> Result<Option<Live>, CliError> {
+    let Some(text) = web else {
+        return Ok(None);
+    };
+    let addr: std::net::SocketAddr = text.trim().parse().map_err(|_| {
+        CliError::input(format!(
+            "invalid --web {text:?} (allowed: IP:PORT, such as 127.0.0.1:8080; port 0 picks one)"
+        ))
+    })?;
+    let token = match token_file {
+        Some(f) if !addr.ip().is_loopback() => {
+            Some(crate::fleet::auth::load_token(f).map_err(CliError::input)?)
+        }
+        _ => None,
+    };
+    let guarded = token.is_some();
+    let l = Live::serve(addr, token, run).map_err(CliError::input)?;
+    if !quiet {
+        let shown = if addr.ip().is_unspecified() {
+            format!("port {}", l.addr().port())
+        } else {
+            format!("http://{}/", l.addr())
+        };
+        let ask = if guarded { " (add ?token=TOKEN)" } else { "" };
+        eprintln!("storlab: live page at {shown}{ask}");
+    }
+    Ok(Some(l))
 }
 
 /// The human summary of every job of `run`, with the SQLIO-style 1 ms

@@ -44,6 +44,9 @@ pub struct StudyArgs {
     /// Threads, progress lines and repeats.
     #[command(flatten)]
     pub exec: ExecArgs,
+    /// Serve a live page of the study on ADDR (a loopback IP:PORT).
+    #[arg(long, value_name = "ADDR")]
+    pub web: Option<String>,
 }
 
 /// Run `storlab study`.
@@ -52,7 +55,9 @@ pub fn run(a: StudyArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         print!("{}", list_text());
         return Ok(ExitCode::Ok);
     }
-    let plan = plan(&a)?;
+    let live = session::live_at(a.web.as_deref(), None, a.exec.quiet, "storlab study")?;
+    let mut plan = plan(&a)?;
+    plan.live = live;
     std::fs::create_dir_all(&plan.out_dir).map_err(|e| {
         CliError::input(format!(
             "cannot create --out {}: {e}",
@@ -259,6 +264,7 @@ fn plan(a: &StudyArgs) -> Result<Plan, CliError> {
         baseline,
         lab: cfg,
         quiet: a.exec.quiet,
+        live: None,
         out_dir: a
             .out
             .clone()

@@ -149,6 +149,9 @@ impl<'s> Bench<'s> {
                 };
                 s.begin_job(job, &job.name)?;
                 s.progress.set_job(&shown);
+                if let Some(l) = &s.live {
+                    l.set_job(&job.name, &c.name);
+                }
                 if let Some(f) = &mut self.fleet_progress {
                     f.set_job(&shown);
                 }

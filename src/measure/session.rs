@@ -5,8 +5,8 @@
 use super::{Error, Outcome, run_error_outcome, signals};
 use crate::model::PointResult;
 use crate::model::{JobRecord, RunRecord, write_atomic};
-use crate::report::{csv, progress::Progress};
-use crate::runner::{Observer, RunError};
+use crate::report::{csv, live::Live, progress::Progress};
+use crate::runner::{Observer, Quiet, RunError};
 use crate::store::{RunWriter, Store, Tee};
 use crate::workload::Job;
 use std::path::PathBuf;
@@ -21,6 +21,8 @@ pub struct Outputs {
     pub csv: Option<PathBuf>,
     /// No progress lines.
     pub quiet: bool,
+    /// The live page (`--web`), told every interval and point.
+    pub live: Option<Live>,
 }
 
 /// A run being measured and saved.
@@ -31,6 +33,8 @@ pub struct Session<'s> {
     writer: Option<RunWriter<'s>>,
     /// Live progress.
     pub progress: Progress,
+    /// The live page, when one is served.
+    pub live: Option<Live>,
     /// Exit code so far.
     pub code: Outcome,
     /// The load point whose error ended the run, named in the error line.
@@ -58,6 +62,7 @@ impl<'s> Session<'s> {
         signals::install();
         Ok(Session {
             progress: Progress::new("", out.quiet),
+            live: out.live.clone(),
             out,
             record,
             writer,
@@ -111,9 +116,14 @@ impl<'s> Session<'s> {
             Some(o) => o,
             None => &mut self.progress,
         };
+        let mut quiet = Quiet;
+        let live: &mut dyn Observer = match &mut self.live {
+            Some(l) => l,
+            None => &mut quiet,
+        };
         match &mut self.writer {
-            Some(w) => f(&mut Tee(progress, w)),
-            None => f(progress),
+            Some(w) => f(&mut Tee(progress, &mut Tee(w, live))),
+            None => f(&mut Tee(progress, live)),
         }
     }
 
@@ -122,6 +132,9 @@ impl<'s> Session<'s> {
     pub fn keep(&mut self, result: Result<PointResult, RunError>) -> Result<bool, Error> {
         match result {
             Ok(point) => {
+                if let Some(l) = &self.live {
+                    l.point_done(&point);
+                }
                 // A database that failed is reported after the point is in
                 // the JSON: what was measured is never lost with it.
                 let stored = match &mut self.writer {
@@ -158,6 +171,9 @@ impl<'s> Session<'s> {
                 Ok(false)
             }
             Err(e) => {
+                if let Some(l) = &self.live {
+                    l.failed(&e.to_string());
+                }
                 self.record.error = Some(e.to_string());
                 self.code = run_error_outcome(&e);
                 self.stopping();
@@ -193,6 +209,9 @@ impl<'s> Session<'s> {
     }
 
     fn end(&mut self, summary: impl FnOnce(&RunRecord)) -> Result<Outcome, Error> {
+        if let Some(l) = &self.live {
+            l.finished();
+        }
         self.record.complete = true;
         self.save()?;
         if let Some(w) = self.writer.take() {

@@ -60,6 +60,8 @@ pub struct Plan {
     pub lab: LabConfig,
     /// No progress lines.
     pub quiet: bool,
+    /// The live page (`--web`), one for every lab of the study.
+    pub live: Option<crate::report::live::Live>,
 }
 
 /// `link` run `scale` times slower: the rate a study scaled 1:k shapes.
@@ -103,6 +105,7 @@ pub fn run(
         json: Some(plan.out_dir.join(format!("run-{name}.json"))),
         csv: None,
         quiet: plan.quiet,
+        live: plan.live.clone(),
     };
     signals::install();
     let mut runs = Vec::new();

@@ -9,6 +9,7 @@ pub mod fiosteady;
 pub mod format;
 pub mod hosts;
 pub mod html;
+pub mod live;
 pub mod markdown;
 pub mod meta;
 pub mod network;

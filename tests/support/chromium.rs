@@ -70,3 +70,38 @@ pub fn render(page: &Path, work: &Path) -> String {
         .expect("start chromium");
     String::from_utf8_lossy(&dom.stdout).into_owned()
 }
+
+/// The DOM of the page at `url` (a live page) once its scripts ran for
+/// `budget_ms` of virtual time (Chromium waits for their fetches), with its
+/// profile in `work`; fails on a console error.
+pub fn dump_url(url: &str, work: &Path, budget_ms: u32) -> String {
+    let out = std::process::Command::new(binary())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            work.join("chromium-live").display()
+        ))
+        .arg(format!("--virtual-time-budget={budget_ms}"))
+        .arg("--dump-dom")
+        .arg(url)
+        .output()
+        .expect("start chromium");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let bad: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("Uncaught") || l.contains(":CONSOLE("))
+        .collect();
+    assert!(bad.is_empty(), "console errors:\n{}", bad.join("\n"));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
