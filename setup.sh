@@ -14,7 +14,9 @@ cd "$(dirname "$0")"
 # openssh-client + openssh-server: `storlab fleet deploy` drives ssh, and tests/deploy.rs runs
 # sshd in the lab's host namespaces (started and stopped by the test; the package's own
 # service is not needed). binutils: readelf, tests/deploy.rs reads the libraries the binary links.
-PACKAGES=(fio time jq nfs-ganesha nfs-ganesha-vfs libiscsi-dev libiscsi-bin tgt libnbd-dev nbdkit rpcbind iproute2 util-linux qemu-utils nbd-server istgt libnfs-utils libsqlite3-dev chromium libssl-dev pkg-config openssl g++ openssh-client openssh-server binutils)
+# prometheus: tests/fleet.rs scrapes a controller's /metrics with it (its own configuration, port
+# and storage, started and stopped by the test; the package's own service is not needed).
+PACKAGES=(fio time jq nfs-ganesha nfs-ganesha-vfs libiscsi-dev libiscsi-bin tgt libnbd-dev nbdkit rpcbind iproute2 util-linux qemu-utils nbd-server istgt libnfs-utils libsqlite3-dev chromium libssl-dev pkg-config openssl g++ openssh-client openssh-server binutils prometheus)
 # kubernetes-client: Debian's kubectl, with which tests/deploy.rs decodes the Kubernetes
 # manifest offline. Some machine images ship Google's `kubectl` package instead, which owns
 # /usr/bin/kubectl (the two cannot both be installed): there that kubectl is used.

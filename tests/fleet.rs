@@ -598,3 +598,168 @@ fn controller_saved_what_it_measured(db: &Path) {
     assert!(show.status.success(), "{out}{}", stderr(&show));
     assert!(out.contains("incomplete"), "{out}");
 }
+
+/// Debian's prometheus, on a free loopback port with its own storage in
+/// `dir`, scraping `target` every second; killed by PID on drop.
+struct Prometheus {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl Prometheus {
+    fn start(dir: &TempDir, target: &str) -> Prometheus {
+        let bin = ["/usr/bin/prometheus", "/usr/sbin/prometheus"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .expect(
+                "prometheus is not installed: run ./setup.sh (it installs Debian's prometheus)",
+            );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let cfg = dir.join("prometheus.yml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  \
+                 - job_name: storlab\n    static_configs:\n      - targets: ['{target}']\n"
+            ),
+        )
+        .unwrap();
+        let child = Command::new(bin)
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start prometheus");
+        Prometheus {
+            child,
+            addr: format!("127.0.0.1:{port}"),
+        }
+    }
+
+    /// The samples of an instant query: (labels, value) each.
+    fn query(&self, q: &str) -> Vec<(Value, f64)> {
+        // Not listening yet: nothing scraped yet.
+        if TcpStream::connect(&self.addr).is_err() {
+            return Vec::new();
+        }
+        let (status, body) = http(
+            &self.addr,
+            "GET",
+            &format!("/api/v1/query?query={q}"),
+            &[],
+            "",
+        );
+        if status != 200 {
+            return Vec::new();
+        }
+        let doc: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        doc["data"]["result"]
+            .as_array()
+            .map(|r| {
+                r.iter()
+                    .map(|s| {
+                        let v = s["value"][1].as_str().and_then(|v| v.parse().ok());
+                        (s["metric"].clone(), v.unwrap_or(f64::NAN))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Issue 29: the controller of a fleet run serves the fleet's merged series
+/// (`host="all"`) beside each host's at `/metrics` on its `--web` address, and
+/// Debian's prometheus scrapes them.
+#[test]
+fn prometheus_scrapes_the_controllers_merged_series() {
+    use std::io::{BufRead, BufReader};
+    let dir = TempDir::new("fleet", "prometheus");
+    let ag = agents(&dir, 2, 10);
+    let tf = dir.join("token");
+    let mut child = Command::new(bin())
+        .env("STORLAB_DB", test_db())
+        .args(["run", "--no-db", "--hosts", &hosts_arg(&ag), "--token-file"])
+        .arg(&tf)
+        .args([
+            "--target", "null:", "--rw", "randread", "--bs", "4k", "--vms", "4",
+        ])
+        .args(["--rate_iops", "500", "--ramp_time", "0", "--runtime", "12"])
+        .args(["--web", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let mut addr = None;
+    while addr.is_none() && err.read_line(&mut line).unwrap() > 0 {
+        addr = line
+            .split("live page at http://")
+            .nth(1)
+            .map(|u| u.trim().trim_end_matches('/').to_string());
+        line.clear();
+    }
+    let addr = addr.expect("storlab names its live page");
+    let rest = std::thread::spawn(move || {
+        let mut all = String::new();
+        let _ = err.read_to_string(&mut all);
+        all
+    });
+    let prom = Prometheus::start(&dir, &addr);
+    // Wait until prometheus holds a few scrapes with I/O in them.
+    let start = Instant::now();
+    let samples = loop {
+        let s = prom.query("storlab_run_ios_total");
+        let all = s
+            .iter()
+            .find(|(m, _)| m["host"] == "all" && m["direction"] == "read");
+        if all.is_some_and(|(_, v)| *v > 0.0) && s.len() >= 6 {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "prometheus never scraped the controller's I/O: {s:?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let status = child.wait().unwrap();
+    let stderr = rest.join().unwrap();
+    assert!(status.success(), "storlab run: {stderr}");
+    let reads: Vec<&(Value, f64)> = samples
+        .iter()
+        .filter(|(m, _)| m["direction"] == "read" && m["job"] == "storlab")
+        .collect();
+    let all = reads.iter().find(|(m, _)| m["host"] == "all").unwrap().1;
+    let hosts: Vec<f64> = reads
+        .iter()
+        .filter(|(m, _)| m["host"] != "all")
+        .map(|(_, v)| *v)
+        .collect();
+    assert_eq!(hosts.len(), 2, "one series per agent: {samples:?}");
+    // A host's interval is counted when it arrives, the fleet's once every
+    // host sent it: the merged count trails the hosts' sum by at most that.
+    let sum: f64 = hosts.iter().sum();
+    assert!(all > 0.0 && all <= sum, "fleet {all}, hosts {hosts:?}");
+    assert!(
+        all >= sum - 2.0 * 500.0 * 4.0,
+        "fleet {all} trails the hosts' {sum} by more than an interval"
+    );
+    let info = prom.query("storlab_run_point_info");
+    assert!(info.iter().any(|(m, _)| m["target"] == "null:"), "{info:?}");
+}

@@ -1,5 +1,5 @@
 //! The live page's HTTP server: `GET /` the page, `GET /state` its figures
-//! as JSON; one thread, stopped when the last [`super::Live`] is dropped.
+//! as JSON, `GET /metrics` the controller's series for Prometheus; one thread, stopped when the last [`super::Live`] is dropped.
 
 use super::state::State;
 use std::net::SocketAddr;
@@ -144,6 +144,14 @@ fn answer(req: Request, token: Option<&str>, state: &Mutex<State>) {
                     200,
                     serde_json::to_string(&*s).unwrap_or_else(|_| "{}".into()),
                     "application/json",
+                )
+            }
+            "/metrics" => {
+                let s = state.lock().unwrap_or_else(|e| e.into_inner());
+                (
+                    200,
+                    s.prometheus(),
+                    "text/plain; version=0.0.4; charset=utf-8",
                 )
             }
             _ => (

@@ -116,6 +116,34 @@ pub struct State {
     pub points_done: u32,
     /// The run has ended.
     pub done: bool,
+    /// Counters over the whole run by target and host ("": the fleet's
+    /// merged series), for `GET /metrics`.
+    #[serde(skip)]
+    pub totals: BTreeMap<(String, String), Totals>,
+}
+
+/// What a series completed over the whole run, by direction.
+#[derive(Clone, Debug, Default)]
+pub struct Totals {
+    /// Completed I/Os: read, write.
+    pub ios: [u64; 2],
+    /// Bytes of completed I/Os: read, write.
+    pub bytes: [u64; 2],
+    /// Failed I/Os: read, write.
+    pub errors: [u64; 2],
+    /// Intervals counted.
+    pub intervals: u64,
+}
+
+impl Totals {
+    fn add(&mut self, rec: &IntervalRecord) {
+        for (i, d) in [&rec.stats.read, &rec.stats.write].into_iter().enumerate() {
+            self.ios[i] += d.ios;
+            self.bytes[i] += d.bytes;
+            self.errors[i] += d.errors;
+        }
+        self.intervals += 1;
+    }
 }
 
 impl State {
@@ -135,6 +163,7 @@ impl State {
             notes: Vec::new(),
             points_done: 0,
             done: false,
+            totals: BTreeMap::new(),
         }
     }
 
@@ -153,11 +182,15 @@ impl State {
     }
 
     pub(super) fn interval(&mut self, _spec: &Spec, rec: &IntervalRecord) {
+        let key = (self.target.clone(), String::new());
+        self.totals.entry(key).or_default().add(rec);
         self.series.push(Sample::of(rec));
         self.seq += 1;
     }
 
     pub(super) fn host_interval(&mut self, host: &str, rec: &IntervalRecord) {
+        let key = (self.target.clone(), host.to_string());
+        self.totals.entry(key).or_default().add(rec);
         self.hosts
             .entry(host.to_string())
             .or_default()
@@ -190,5 +223,230 @@ impl State {
         });
         self.points_done += 1;
         self.seq += 1;
+    }
+}
+
+/// Escape a Prometheus label value (backslash, quote, newline).
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+impl State {
+    /// The controller's series in Prometheus text format (`GET /metrics`):
+    /// `host="all"` is the fleet's merged series, each other host its own.
+    /// Counters run over the whole run; gauges are the last interval's.
+    pub fn prometheus(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let host_of = |h: &str| {
+            if h.is_empty() {
+                "all".to_string()
+            } else {
+                escape(h)
+            }
+        };
+        let head = |out: &mut String, name: &str, kind: &str, help: &str| {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+        };
+        type Pick = fn(&Totals) -> &[u64; 2];
+        let counters: [(&str, &str, Pick); 3] = [
+            (
+                "storlab_run_ios_total",
+                "Completed I/Os in this run.",
+                |t| &t.ios,
+            ),
+            (
+                "storlab_run_bytes_total",
+                "Bytes of completed I/Os in this run.",
+                |t| &t.bytes,
+            ),
+            (
+                "storlab_run_errors_total",
+                "Failed I/Os in this run.",
+                |t| &t.errors,
+            ),
+        ];
+        for (name, help, pick) in counters {
+            head(&mut out, name, "counter", help);
+            for ((target, h), t) in &self.totals {
+                for (i, dir) in ["read", "write"].iter().enumerate() {
+                    let _ = writeln!(
+                        out,
+                        "{name}{{target=\"{}\",host=\"{}\",direction=\"{dir}\"}} {}",
+                        escape(target),
+                        host_of(h),
+                        pick(t)[i]
+                    );
+                }
+            }
+        }
+        head(
+            &mut out,
+            "storlab_run_intervals_total",
+            "counter",
+            "Intervals measured in this run.",
+        );
+        for ((target, h), t) in &self.totals {
+            let _ = writeln!(
+                out,
+                "storlab_run_intervals_total{{target=\"{}\",host=\"{}\"}} {}",
+                escape(target),
+                host_of(h),
+                t.intervals
+            );
+        }
+        let tg = escape(&self.target);
+        let last: Vec<(String, &Sample)> = self
+            .series
+            .samples
+            .last()
+            .map(|s| ("all".to_string(), s))
+            .into_iter()
+            .chain(
+                self.hosts
+                    .iter()
+                    .filter_map(|(h, s)| s.samples.last().map(|x| (escape(h), x))),
+            )
+            .collect();
+        let gauges: [(&str, &str, fn(&Sample) -> f64); 3] = [
+            (
+                "storlab_run_iops",
+                "I/Os per second in the last interval.",
+                |s| s.iops,
+            ),
+            (
+                "storlab_run_bytes_per_second",
+                "Bytes per second in the last interval.",
+                |s| s.mb_s * 1e6,
+            ),
+            (
+                "storlab_run_latency_mean_seconds",
+                "Mean latency in the last interval.",
+                |s| s.lat_mean_ms / 1e3,
+            ),
+        ];
+        for (name, help, pick) in gauges {
+            head(&mut out, name, "gauge", help);
+            for (h, s) in &last {
+                let _ = writeln!(out, "{name}{{target=\"{tg}\",host=\"{h}\"}} {}", pick(s));
+            }
+        }
+        head(
+            &mut out,
+            "storlab_run_latency_seconds",
+            "gauge",
+            "Latency percentiles in the last interval.",
+        );
+        for (h, s) in &last {
+            for (q, v) in [
+                ("0.5", s.lat_p50_ms),
+                ("0.99", s.lat_p99_ms),
+                ("0.999", s.lat_p999_ms),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "storlab_run_latency_seconds{{target=\"{tg}\",host=\"{h}\",quantile=\"{q}\"}} {}",
+                    v / 1e3
+                );
+            }
+        }
+        head(
+            &mut out,
+            "storlab_run_points_done_total",
+            "counter",
+            "Load points ended in this run.",
+        );
+        let _ = writeln!(out, "storlab_run_points_done_total {}", self.points_done);
+        head(
+            &mut out,
+            "storlab_run_point_info",
+            "gauge",
+            "The load point being measured (1).",
+        );
+        let _ = writeln!(
+            out,
+            "storlab_run_point_info{{run=\"{}\",job=\"{}\",point=\"{}\",target=\"{}\"}} 1",
+            escape(&self.run),
+            escape(&self.job),
+            escape(&self.point),
+            escape(&self.target)
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Phase;
+
+    /// examples/grafana/storlab.json, the dashboard shipped for these series.
+    const DASHBOARD: &str = include_str!("../../../examples/grafana/storlab.json");
+
+    fn state_with_an_interval() -> State {
+        let spec = crate::workload::test_spec(1, 1, 1);
+        let mut s = State::new("storlab run");
+        s.set_job("oltp", "nfs3");
+        s.point_started(&spec, 3);
+        let mut r = crate::stats::Recorder::new();
+        r.record(crate::workload::Dir::Read, 4096, 250_000);
+        let rec = IntervalRecord {
+            index: 0,
+            phase: Phase::Measure,
+            start_s: 0.0,
+            seconds: 1.0,
+            stats: r.take(),
+            cpu: Default::default(),
+            net: Vec::new(),
+        };
+        s.interval(&spec, &rec);
+        s.host_interval("h1", &rec);
+        s
+    }
+
+    #[test]
+    fn metrics_name_the_fleet_and_each_host() {
+        let text = state_with_an_interval().prometheus();
+        for want in [
+            "storlab_run_ios_total{target=\"nfs3\",host=\"all\",direction=\"read\"} 1",
+            "storlab_run_ios_total{target=\"nfs3\",host=\"h1\",direction=\"read\"} 1",
+            "storlab_run_iops{target=\"nfs3\",host=\"all\"} 1",
+            "storlab_run_point_info{run=\"storlab run\",job=\"oltp\",point=\"",
+        ] {
+            assert!(text.contains(want), "{want} missing from:\n{text}");
+        }
+        // Every sample line is NAME{labels} VALUE, its value a number.
+        for l in text.lines().filter(|l| !l.starts_with('#')) {
+            let v = l.rsplit(' ').next().unwrap();
+            assert!(v.parse::<f64>().is_ok(), "{l}");
+        }
+    }
+
+    #[test]
+    fn the_grafana_dashboard_queries_only_series_the_controller_serves() {
+        let d: serde_json::Value = serde_json::from_str(DASHBOARD).expect("dashboard JSON");
+        let text = state_with_an_interval().prometheus();
+        let mut exprs = 0;
+        for p in d["panels"].as_array().unwrap() {
+            for t in p["targets"].as_array().unwrap() {
+                let e = t["expr"].as_str().unwrap();
+                exprs += 1;
+                let names: Vec<&str> = e
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|w| w.starts_with("storlab_"))
+                    .collect();
+                assert!(!names.is_empty(), "{e} names no storlab series");
+                for n in names {
+                    assert!(
+                        text.contains(&format!("# TYPE {n} ")),
+                        "the dashboard queries {n}, which /metrics does not serve"
+                    );
+                }
+            }
+        }
+        assert!(exprs >= 6, "{exprs} queries");
     }
 }
