@@ -793,3 +793,51 @@ fn report_is_self_contained() {
     }
     assert!(page.contains("<title>"));
 }
+
+/// Issue 29: every chart takes its share of the page's width (an SVG with a
+/// viewBox and no fixed size, in a figure) and its caption names where it
+/// was measured and what bound its points.
+#[test]
+fn charts_fit_the_page_and_their_captions_name_the_bound() {
+    use storlab::model::{Bound, Limit};
+    let mut runs = fixture_runs();
+    let bound = |by| Bound {
+        by,
+        detail: "test".into(),
+        machine: false,
+        shares: Vec::new(),
+    };
+    for p in &mut runs[1].jobs[0].points {
+        p.bound = Some(bound(Limit::Link));
+    }
+    runs[1].jobs[0].points[0].bound = Some(Bound {
+        machine: true,
+        ..bound(Limit::Medium)
+    });
+    let sources = runs
+        .into_iter()
+        .zip(["run-fc.json", "run-nfs.json"])
+        .map(|(run, name)| Source {
+            name: name.to_string(),
+            run,
+        })
+        .collect();
+    let c = Comparison::new(sources, Some(FC)).unwrap();
+    let page = html::render(&c, &ReportOptions::default());
+    let charts = page.matches("<svg ").count();
+    assert!(charts > 5, "{charts} charts");
+    assert_eq!(page.matches("<figure class=\"fig\"><svg ").count(), charts);
+    assert_eq!(page.matches("</svg><figcaption>").count(), charts);
+    for svg in page.split("<svg ").skip(1) {
+        let open = &svg[..svg.find('>').unwrap()];
+        assert!(
+            open.contains("viewBox") && !open.contains("width=") && !open.contains("height="),
+            "a chart of fixed size: <svg {open}>"
+        );
+    }
+    // The relative charts cover every row: NFS's bounds counted, the
+    // saturated machine flagged.
+    let links = c.keys.iter().filter(|k| k.0 == "vsphere-shared-4k").count() - 1;
+    let want = format!("Bound: {NFS} medium, link ×{links} (machine saturated).");
+    assert!(page.contains(&want), "no caption says {want:?}");
+}

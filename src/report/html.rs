@@ -20,6 +20,8 @@ h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd
 table{border-collapse:collapse;margin:8px 0;font-size:13px}th,td{border:1px solid #ddd;padding:3px 7px}\
 th{background:#f4f4f4}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 .note{color:#555;font-size:12px}.charts{display:flex;flex-wrap:wrap;gap:12px}\
+figure.fig{flex:1 1 460px;max-width:100%;margin:0}figure.fig .chart{width:100%;height:auto}\
+figcaption{color:#555;font-size:12px;margin:2px 4px 0}\
 pre{background:#f6f6f6;padding:8px;overflow-x:auto}";
 
 /// The start of a self-contained page titled `title`: its head, with the
@@ -56,6 +58,64 @@ pub fn table(t: &TextTable) -> String {
     out.push_str("</tbody></table>");
     if !t.note.is_empty() {
         let _ = write!(out, "<p class=\"note\">{}</p>", esc(&t.note));
+    }
+    out
+}
+
+/// A chart that takes its share of the page's width (the SVG scales from
+/// its viewBox), captioned with where its points were measured and what
+/// bound them (rows `keys`).
+fn figure(c: &Comparison, keys: &[usize], chart: &str) -> String {
+    format!(
+        "<figure class=\"fig\">{chart}<figcaption>{}</figcaption></figure>",
+        esc(&caption(c, keys))
+    )
+}
+
+/// "Medium array-15k, link 10gbe (MTU 1500). Bound: nfs3 link; iscsi
+/// medium ×3, latency." for the points of rows `keys` on every target.
+fn caption(c: &Comparison, keys: &[usize]) -> String {
+    let on = c.measured_on();
+    let mut out = if on.is_empty() {
+        "No lab medium or link recorded.".to_string()
+    } else {
+        let mut s = on;
+        if let Some(first) = s.get(..1) {
+            s = first.to_uppercase() + &s[1..];
+        }
+        s + "."
+    };
+    let mut per_target = Vec::new();
+    for (t, target) in c.targets.iter().enumerate() {
+        let mut by: Vec<(&str, usize)> = Vec::new();
+        let mut machine = false;
+        for &k in keys {
+            let Some(b) = c.bound(k, t) else { continue };
+            machine |= b.machine;
+            match by.iter_mut().find(|(n, _)| *n == b.by.as_str()) {
+                Some((_, n)) => *n += 1,
+                None => by.push((b.by.as_str(), 1)),
+            }
+        }
+        if by.is_empty() {
+            continue;
+        }
+        let list = by
+            .iter()
+            .map(|(n, count)| {
+                if *count > 1 {
+                    format!("{n} ×{count}")
+                } else {
+                    n.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let flag = if machine { " (machine saturated)" } else { "" };
+        per_target.push(format!("{target} {list}{flag}"));
+    }
+    if !per_target.is_empty() {
+        let _ = write!(out, " Bound: {}.", per_target.join("; "));
     }
     out
 }
@@ -152,7 +212,10 @@ fn sweep_charts(c: &Comparison, opts: &ReportOptions) -> String {
                 }
             })
             .collect();
-        out.push_str(&svg::line_chart(&LineChart {
+        let keys: Vec<usize> = (0..c.keys.len())
+            .filter(|&k| c.keys[k].0 == s.job)
+            .collect();
+        let chart = svg::line_chart(&LineChart {
             title: format!("{}: IOPS vs mean latency", s.job),
             x_label: Metric::Iops.name().into(),
             y_label: Metric::LatMean.name().into(),
@@ -161,7 +224,8 @@ fn sweep_charts(c: &Comparison, opts: &ReportOptions) -> String {
             bands: Vec::new(),
             marks,
             hline: None,
-        }));
+        });
+        out.push_str(&figure(c, &keys, &chart));
         let _ = opts;
     }
     out
@@ -460,8 +524,9 @@ pub fn render(c: &Comparison, opts: &ReportOptions) -> String {
         esc(&c.targets.join(", "))
     );
     out.push_str("<h2>Relative to the baseline</h2><div class=\"charts\">");
+    let all: Vec<usize> = (0..c.keys.len()).collect();
     for m in c.relative_metrics() {
-        out.push_str(&relative_chart(c, m));
+        out.push_str(&figure(c, &all, &relative_chart(c, m)));
     }
     out.push_str("</div>");
     for m in c.metrics() {
@@ -482,13 +547,13 @@ pub fn render(c: &Comparison, opts: &ReportOptions) -> String {
     out.push_str("<h2>Latency distribution</h2>");
     for k in 0..c.keys.len() {
         out.push_str("<div class=\"charts\">");
-        out.push_str(&cdf_chart(c, k));
-        out.push_str(&ms_histogram_chart(c, k));
+        out.push_str(&figure(c, &[k], &cdf_chart(c, k)));
+        out.push_str(&figure(c, &[k], &ms_histogram_chart(c, k)));
         out.push_str("</div>");
     }
     out.push_str("<h2>Time series</h2><div class=\"charts\">");
     for k in 0..c.keys.len() {
-        out.push_str(&time_series_chart(c, k));
+        out.push_str(&figure(c, &[k], &time_series_chart(c, k)));
     }
     out.push_str("</div>");
     if hosts::has_fleet(c) {
@@ -496,7 +561,7 @@ pub fn render(c: &Comparison, opts: &ReportOptions) -> String {
         for k in 0..c.keys.len() {
             for t in 0..c.targets.len() {
                 if let Some(chart) = host_chart(c, k, t) {
-                    out.push_str(&chart);
+                    out.push_str(&figure(c, &[k], &chart));
                 }
             }
         }
@@ -505,7 +570,9 @@ pub fn render(c: &Comparison, opts: &ReportOptions) -> String {
     }
     let tp = markdown::throughput_table(c);
     let _ = write!(out, "<h2>{}</h2>", esc(&tp.title));
-    let links: Vec<String> = (0..c.keys.len()).filter_map(|k| link_chart(c, k)).collect();
+    let links: Vec<String> = (0..c.keys.len())
+        .filter_map(|k| link_chart(c, k).map(|chart| figure(c, &[k], &chart)))
+        .collect();
     if !links.is_empty() {
         let _ = write!(out, "<div class=\"charts\">{}</div>", links.concat());
     }

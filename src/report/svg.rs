@@ -88,7 +88,7 @@ fn nice_max(v: f64) -> f64 {
 fn open(out: &mut String, title: &str, w: f64, h: f64) {
     let _ = write!(
         out,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" class=\"chart\"><title>{}</title>",
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" role=\"img\" class=\"chart\"><title>{}</title>",
         esc(title)
     );
     let _ = write!(

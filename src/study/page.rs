@@ -27,7 +27,21 @@ pub fn render(r: &Results, sections: &[Section]) -> String {
             let _ = write!(out, "<p>{}</p>", esc(&sec.note));
         }
         if !sec.charts.is_empty() {
-            let _ = write!(out, "<div class=\"charts\">{}</div>", sec.charts.concat());
+            // Each chart takes its share of the width, captioned with the
+            // labs (medium and link) it was measured on.
+            let caption = format!(
+                "{}. What bound each point is in the tables below.",
+                lab_line(r).trim_end_matches('.')
+            );
+            out.push_str("<div class=\"charts\">");
+            for chart in &sec.charts {
+                let _ = write!(
+                    out,
+                    "<figure class=\"fig\">{chart}<figcaption>{}</figcaption></figure>",
+                    esc(&caption)
+                );
+            }
+            out.push_str("</div>");
         }
         for t in &sec.tables {
             let _ = write!(out, "<h3>{}</h3>{}", esc(&t.title), table(t));

@@ -184,3 +184,41 @@ fn writes_to_a_protocol_target_no_lab_made_are_refused() {
         stderr(&o)
     );
 }
+
+/// `--web`: an address in use, one that is not loopback without the fleet's
+/// token, and one that is not IP:PORT are each one line naming it, before
+/// anything runs (run, compare and study alike).
+#[test]
+fn a_bad_web_address_is_named() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap().to_string();
+    rejects(
+        &["run", "--target", "null:", "--runtime", "1", "--web", &addr],
+        &[&format!("--web {addr}"), "in use"],
+    );
+    rejects(
+        &[
+            "run",
+            "--target",
+            "null:",
+            "--runtime",
+            "1",
+            "--web",
+            "0.0.0.0:18080",
+        ],
+        &[
+            "--web 0.0.0.0:18080",
+            "not a loopback address",
+            "--token-file",
+        ],
+    );
+    rejects(
+        &["compare", "--targets", "null:", "--web", "localhost"],
+        &["--web \"localhost\"", "IP:PORT"],
+    );
+    rejects(
+        &["study", "004", "--web", "10.1.2.3:80"],
+        &["--web 10.1.2.3:80", "not a loopback address"],
+    );
+    drop(busy);
+}

@@ -311,7 +311,8 @@ impl State {
                     .filter_map(|(h, s)| s.samples.last().map(|x| (escape(h), x))),
             )
             .collect();
-        let gauges: [(&str, &str, fn(&Sample) -> f64); 3] = [
+        type Gauge = (&'static str, &'static str, fn(&Sample) -> f64);
+        let gauges: [Gauge; 3] = [
             (
                 "storlab_run_iops",
                 "I/Os per second in the last interval.",
