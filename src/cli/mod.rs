@@ -260,8 +260,9 @@ pub struct OutArgs {
     /// Print the SQLIO-style 1 ms latency histogram of every load point.
     #[arg(long)]
     pub histogram: bool,
-    /// Serve a live page of the run on ADDR (IP:PORT; loopback, or anywhere
-    /// with the fleet's --token-file, which the page then asks for).
+    /// Serve a live page of the run on ADDR (PORT on 127.0.0.1, or IP:PORT:
+    /// loopback, or anywhere with the fleet's --token-file, which the page
+    /// then asks for).
     #[arg(long, value_name = "ADDR")]
     pub web: Option<String>,
     /// Threads, progress lines and repeats.

@@ -202,6 +202,21 @@ pub fn live(out: &OutArgs, fleet: &FleetArgs, run: &str) -> Result<Option<Live>,
     )
 }
 
+/// `--web`'s address: IP:PORT, or a bare PORT on loopback (127.0.0.1).
+fn web_addr(text: &str) -> Result<std::net::SocketAddr, CliError> {
+    let t = text.trim();
+    let port = t.strip_prefix(':').unwrap_or(t);
+    if let Ok(p) = port.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], p)));
+    }
+    t.parse().map_err(|_| {
+        CliError::input(format!(
+            "invalid --web {text:?} (allowed: PORT on loopback, such as 8080, or IP:PORT, such \
+             as 127.0.0.1:8080; port 0 picks one)"
+        ))
+    })
+}
+
 /// [`live`] from its parts: `--web`'s text, the token file guarding an
 /// address that is not loopback, whether to stay quiet.
 pub fn live_at(
@@ -213,11 +228,7 @@ pub fn live_at(
     let Some(text) = web else {
         return Ok(None);
     };
-    let addr: std::net::SocketAddr = text.trim().parse().map_err(|_| {
-        CliError::input(format!(
-            "invalid --web {text:?} (allowed: IP:PORT, such as 127.0.0.1:8080; port 0 picks one)"
-        ))
-    })?;
+    let addr = web_addr(text)?;
     let token = match token_file {
         Some(f) if !addr.ip().is_loopback() => {
             Some(crate::fleet::auth::load_token(f).map_err(CliError::input)?)

@@ -44,7 +44,8 @@ pub struct StudyArgs {
     /// Threads, progress lines and repeats.
     #[command(flatten)]
     pub exec: ExecArgs,
-    /// Serve a live page of the study on ADDR (a loopback IP:PORT).
+    /// Serve a live page of the study on ADDR (PORT on 127.0.0.1, or a
+    /// loopback IP:PORT).
     #[arg(long, value_name = "ADDR")]
     pub web: Option<String>,
 }

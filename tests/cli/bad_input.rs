@@ -220,5 +220,11 @@ fn a_bad_web_address_is_named() {
         &["study", "004", "--web", "10.1.2.3:80"],
         &["--web 10.1.2.3:80", "not a loopback address"],
     );
+    // A bare port is loopback's: the same port, the same refusal.
+    let port = busy.local_addr().unwrap().port().to_string();
+    rejects(
+        &["run", "--target", "null:", "--runtime", "1", "--web", &port],
+        &[&format!("--web 127.0.0.1:{port}"), "in use"],
+    );
     drop(busy);
 }
