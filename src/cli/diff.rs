@@ -4,6 +4,7 @@
 use super::output::{db_path, emit};
 use super::{CliError, ExitCode};
 use crate::report::diff::{self, Diff, Side};
+use crate::report::format::fmt_precise;
 use crate::report::relative::Source;
 use crate::store::Store;
 use clap::ValueEnum;
@@ -199,8 +200,8 @@ pub fn run(args: &DiffArgs, db: Option<&Path>) -> Result<ExitCode, CliError> {
             c.point,
             c.target,
             c.metric.key(),
-            fmt_value(c.old),
-            fmt_value(c.new),
+            fmt_precise(c.old),
+            fmt_precise(c.new),
             args.fail_on.as_deref().unwrap_or_default()
         );
     }
@@ -209,20 +210,6 @@ pub fn run(args: &DiffArgs, db: Option<&Path>) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::Worse
     })
-}
-
-/// A figure as the gate's line shows it: 4 significant digits.
-fn fmt_value(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() || v.abs() >= 1000.0 {
-        return format!("{v:.0}");
-    }
-    let decimals = (3 - v.abs().log10().floor() as i32).max(0) as usize;
-    let s = format!("{v:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
 }
 
 /// Run `storlab compare RUN_A RUN_B`: the text diff of two stored runs (or sets).
@@ -260,14 +247,5 @@ mod tests {
                 "{bad:?}: {e}"
             );
         }
-    }
-
-    #[test]
-    fn gate_values_keep_four_significant_digits() {
-        assert_eq!(fmt_value(2000.0), "2000");
-        assert_eq!(fmt_value(8.192), "8.192");
-        assert_eq!(fmt_value(0.000461), "0.000461");
-        assert_eq!(fmt_value(34.3149), "34.31");
-        assert_eq!(fmt_value(0.0), "0");
     }
 }
