@@ -6,6 +6,7 @@ use super::{CliError, ExitCode};
 use crate::report::diff::{self, Diff, Side};
 use crate::report::format::fmt_precise;
 use crate::report::relative::Source;
+use crate::report::vocab::Metric;
 use crate::store::Store;
 use clap::ValueEnum;
 use std::path::Path;
@@ -31,37 +32,88 @@ pub struct DiffArgs {
     #[arg(long)]
     pub allow_spec_change: bool,
     /// Exit 3 when any figure is significantly worse (by more than PCT % of
-    /// the old value, when given), naming each: a gate for CI.
-    #[arg(long, value_name = "worse[:PCT]")]
+    /// the old value, when given; among FIGUREs such as iops,mb_s, when
+    /// given), naming each: a gate for CI.
+    #[arg(long, value_name = "worse[:PCT[:FIGURE,...]]")]
     pub fail_on: Option<String>,
 }
 
-/// `--fail-on worse[:PCT]`: the smallest change, in % of the old value, a
-/// significantly worse figure must exceed to fail the diff.
-pub fn parse_fail_on(s: &str) -> Result<f64, CliError> {
-    let bad = || {
-        CliError::input(format!(
-            "invalid --fail-on {s:?} (allowed: worse, or worse:PCT with PCT a number of \
-             percent such as worse:5)"
-        ))
-    };
-    match s.trim().split_once(':') {
-        None if s.trim() == "worse" => Ok(0.0),
-        Some(("worse", pct)) => match pct.trim().trim_end_matches('%').parse::<f64>() {
-            Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-            _ => Err(bad()),
-        },
-        _ => Err(bad()),
-    }
+/// `--fail-on worse[:PCT[:FIGURE,...]]`: the smallest change, in % of the
+/// old value, a significantly worse figure must exceed to fail the diff, and
+/// the figures that may fail it (`None`: every one).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FailOn {
+    /// Percent of the old value.
+    pub pct: f64,
+    /// The figures held to it.
+    pub figures: Option<Vec<Metric>>,
 }
 
-/// The changes that fail `--fail-on worse:PCT`: significantly worse, by more
-/// than `pct` % of the old value (any amount when the old value is 0).
-pub fn failing(d: &Diff, pct: f64) -> Vec<&diff::Change> {
+/// Every figure a diff compares (block, meta and copy runs).
+fn diff_figures() -> Vec<Metric> {
+    let mut all = diff::DIFF_METRICS.to_vec();
+    for kind in ["meta", "copy"] {
+        for m in diff::meta_metrics(kind) {
+            if !all.contains(&m) {
+                all.push(m);
+            }
+        }
+    }
+    all
+}
+
+/// Parse `--fail-on`.
+pub fn parse_fail_on(s: &str) -> Result<FailOn, CliError> {
+    let allowed = || {
+        diff_figures()
+            .iter()
+            .map(|m| m.key())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let bad = |why: String| {
+        CliError::input(format!(
+            "invalid --fail-on {s:?}: {why} (allowed: worse, worse:PCT with PCT a number of \
+             percent such as worse:5, or worse:PCT:FIGURE,... with figures of {})",
+            allowed()
+        ))
+    };
+    let mut parts = s.trim().splitn(3, ':');
+    if parts.next() != Some("worse") {
+        return Err(bad("it must start with worse".into()));
+    }
+    let pct = match parts.next() {
+        None => 0.0,
+        Some(p) => match p.trim().trim_end_matches('%').parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => v,
+            _ => return Err(bad(format!("{p:?} is not a percentage"))),
+        },
+    };
+    let figures = match parts.next() {
+        None => None,
+        Some(list) => Some(
+            list.split(',')
+                .map(|k| {
+                    diff_figures()
+                        .into_iter()
+                        .find(|m| m.key() == k.trim())
+                        .ok_or_else(|| bad(format!("no figure {k:?}")))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    Ok(FailOn { pct, figures })
+}
+
+/// The changes that fail `gate`: significantly worse, by more than its
+/// percentage of the old value (any amount when the old value is 0), among
+/// its figures.
+pub fn failing<'d>(d: &'d Diff, gate: &FailOn) -> Vec<&'d diff::Change> {
     d.changes
         .iter()
         .filter(|c| c.verdict == diff::Verdict::Worse)
-        .filter(|c| c.change_pct.is_none_or(|v| v.abs() > pct))
+        .filter(|c| gate.figures.as_ref().is_none_or(|f| f.contains(&c.metric)))
+        .filter(|c| c.change_pct.is_none_or(|v| v.abs() > gate.pct))
         .collect()
 }
 
@@ -185,10 +237,10 @@ pub fn run(args: &DiffArgs, db: Option<&Path>) -> Result<ExitCode, CliError> {
     if let Some(p) = &args.output {
         eprintln!("storlab: wrote {}", p.display());
     }
-    let Some(pct) = gate else {
+    let Some(gate) = gate else {
         return Ok(ExitCode::Ok);
     };
-    let worse = failing(&d, pct);
+    let worse = failing(&d, &gate);
     for c in &worse {
         let by = c
             .change_pct
@@ -237,10 +289,24 @@ mod tests {
 
     #[test]
     fn fail_on_takes_worse_and_a_percentage() {
-        assert_eq!(parse_fail_on("worse").unwrap(), 0.0);
-        assert_eq!(parse_fail_on("worse:5").unwrap(), 5.0);
-        assert_eq!(parse_fail_on("worse:2.5%").unwrap(), 2.5);
-        for bad in ["better", "worse:", "worse:-1", "worse:x", "wors:5", ""] {
+        let pct = |s| parse_fail_on(s).unwrap().pct;
+        assert_eq!(pct("worse"), 0.0);
+        assert_eq!(pct("worse:5"), 5.0);
+        assert_eq!(pct("worse:2.5%"), 2.5);
+        assert_eq!(parse_fail_on("worse:5").unwrap().figures, None);
+        assert_eq!(
+            parse_fail_on("worse:10:iops,mb_s").unwrap().figures,
+            Some(vec![Metric::Iops, Metric::MbS])
+        );
+        for bad in [
+            "better",
+            "worse:",
+            "worse:-1",
+            "worse:x",
+            "wors:5",
+            "",
+            "worse:5:speed",
+        ] {
             let e = parse_fail_on(bad).unwrap_err().message;
             assert!(
                 e.contains("--fail-on") && e.contains("worse:PCT"),

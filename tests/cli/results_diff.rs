@@ -158,7 +158,7 @@ fn fail_on_worse_gates_a_slower_run_and_reads_git_revisions() {
     for rate in ["2000", "2000", "1000"] {
         null_run(db, rate);
     }
-    let gate = ["--fail-on", "worse:20", "--db", db];
+    let gate = ["--fail-on", "worse:20:iops,mb_s", "--db", db];
     let o = storlab(&[&["results", "diff", "1", "2"][..], &gate].concat());
     assert_eq!(
         o.status.code(),
@@ -234,7 +234,7 @@ fn fail_on_worse_gates_a_slower_run_and_reads_git_revisions() {
             "git:HEAD~1:run.json",
             "git:HEAD:run.json",
         ])
-        .args(["--allow-spec-change", "--fail-on", "worse:20"])
+        .args(["--allow-spec-change", "--fail-on", "worse:20:iops,mb_s"])
         .current_dir(&repo)
         .output()
         .unwrap();
