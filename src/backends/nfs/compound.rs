@@ -28,6 +28,17 @@ pub const COMPOUND: u32 = 1;
 pub const OP_SEQUENCE: u32 = 53;
 /// NFS4ERR_DELAY: try again later.
 pub const NFS4ERR_DELAY: u32 = 10008;
+/// NFS4ERR_GRACE: the server is in its grace period after a restart and
+/// takes only reclaims; anything else is to be sent again later (RFC 8881
+/// section 8.4.2, RFC 7530 section 9.6.2).
+pub const NFS4ERR_GRACE: u32 = 10013;
+/// How long a set-up COMPOUND keeps being sent again while the server
+/// answers NFS4ERR_GRACE: past the 90 s lease (and grace period) that knfsd
+/// and nfs-ganesha default to, so a server that just started is waited out
+/// and one that never leaves its grace period still ends the open.
+pub const GRACE_WAIT: Duration = Duration::from_secs(150);
+/// The wait between sends while the server answers NFS4ERR_GRACE.
+const GRACE_RETRY: Duration = Duration::from_millis(500);
 /// NFS4ERR_MINOR_VERS_MISMATCH: the server does not offer the minor version.
 pub const NFS4ERR_MINOR_VERS_MISMATCH: u32 = 10021;
 /// NFS4ERR_BADSLOT: a slot id past the server's table.
@@ -283,7 +294,9 @@ impl Reply {
 /// One COMPOUND of `numops` operations encoded by `args` (after SEQUENCE on
 /// a free slot of `session`, if given), waiting up to `timeout`; sent again
 /// (on a new sequence id) up to [`DELAY_RETRIES`] times while the server
-/// answers NFS4ERR_DELAY. An error at SEQUENCE is an `Err`.
+/// answers NFS4ERR_DELAY, and for up to [`GRACE_WAIT`] while it answers
+/// NFS4ERR_GRACE (a server that just started: the client waits out its grace
+/// period, as RFC 8881 asks). An error at SEQUENCE is an `Err`.
 pub fn call(
     c: &mut Conn,
     minor: u32,
@@ -292,7 +305,10 @@ pub fn call(
     numops: u32,
     args: impl Fn(&mut Enc),
 ) -> Result<Reply, String> {
-    for attempt in 0.. {
+    let started = std::time::Instant::now();
+    let mut delays = 0;
+    for _ in 0.. {
+        let attempt = delays;
         let seq = match session.as_deref_mut() {
             None => None,
             Some(s) => Some(s.take().ok_or("no free session slot for a set-up call")?),
@@ -326,6 +342,11 @@ pub fn call(
         }
         if failed == NFS4ERR_DELAY && attempt < DELAY_RETRIES {
             std::thread::sleep(delay_wait(attempt));
+            delays += 1;
+            continue;
+        }
+        if failed == NFS4ERR_GRACE && started.elapsed() < GRACE_WAIT {
+            std::thread::sleep(GRACE_RETRY);
             continue;
         }
         return Ok(Reply {

@@ -57,7 +57,9 @@
 //!   a free slot (its id + 1 for a new request; a failure at SEQUENCE leaves
 //!   it) and carries the open stateid with seqid 0; RPCs beyond the free
 //!   slots wait in the disk's queue. NFS4ERR_DELAY sends an RPC again after a
-//!   growing wait, at most [`compound::DELAY_RETRIES`] times. On drop: COMMIT,
+//!   growing wait, at most [`compound::DELAY_RETRIES`] times; a set-up call
+//!   answered NFS4ERR_GRACE (a server that just started) is sent again every
+//!   half second for up to [`compound::GRACE_WAIT`]. On drop: COMMIT,
 //!   CLOSE, DESTROY_SESSION, DESTROY_CLIENTID.
 //! * **Errors.** Set-up errors are one line naming the URL and what to do
 //!   (connection refused, export not found, file missing on a read-only run,

@@ -5,7 +5,7 @@
 //! keeps the file's bytes, and can answer NFS4ERR_DELAY, break a slot's
 //! sequence or shrink its slot table.
 
-use super::compound::{NFS4ERR_BADSLOT, NFS4ERR_DELAY, NFS4ERR_SEQ_MISORDERED};
+use super::compound::{NFS4ERR_BADSLOT, NFS4ERR_DELAY, NFS4ERR_GRACE, NFS4ERR_SEQ_MISORDERED};
 use super::xdr::{Dec, Enc, Short};
 use super::*;
 use crate::io::{BufferPool, Lane};
@@ -26,6 +26,8 @@ enum Fault {
     DelayFirst(u32),
     /// Every READ / WRITE gets NFS4ERR_DELAY at SEQUENCE.
     DelayAlways,
+    /// The first N OPENs get NFS4ERR_GRACE (a server that just started).
+    GraceOpens(u32),
     /// After N READs / WRITEs, slot 0 expects a sequence id 5 ahead.
     Misorder(u32),
     /// After N READs / WRITEs, only slot 0 exists.
@@ -43,6 +45,7 @@ struct State {
     file: Vec<u8>,
     io: u32,
     delays: u32,
+    graces: u32,
     max_slot: u32,
     bound: u32,
     session_destroyed: bool,
@@ -121,6 +124,13 @@ fn do_op(st: &mut State, op: u32, d: &mut Dec, first: bool, out: &mut Enc) -> Re
             }
             d.u32()?;
             d.opaque()?;
+            if let Fault::GraceOpens(n) = fault
+                && st.graces < n
+            {
+                st.graces += 1;
+                out.u32(NFS4ERR_GRACE);
+                return Ok(NFS4ERR_GRACE);
+            }
             out.u32(0).u32(1).fixed(&STATEID_OTHER);
             out.u32(1).u64(0).u64(1).u32(0).u32(0).u32(0);
             return Ok(0);
@@ -489,6 +499,20 @@ fn delay_is_retried_a_bounded_number_of_times() {
     assert!(detail.contains("NFS4ERR_DELAY 11 times"), "{detail}");
     assert_eq!(st.lock().unwrap().delays - before, 11);
     st.lock().unwrap().fault = None;
+    drop(b);
+    assert_eq!(st.lock().unwrap().violations, Vec::<String>::new());
+}
+
+#[test]
+fn an_open_in_the_servers_grace_period_waits_it_out() {
+    // RFC 8881 section 8.4.2: outside a reclaim, the client sends again
+    // later; it does not fail the open.
+    let (t, st) = fake(4, 1);
+    st.lock().unwrap().fault = Some(Fault::GraceOpens(3));
+    let mut b = open(&t, 4);
+    assert_eq!(st.lock().unwrap().graces, 3);
+    write_and_read_back(&mut b, 8);
+    assert_eq!(b.backend().error_detail(), None);
     drop(b);
     assert_eq!(st.lock().unwrap().violations, Vec::<String>::new());
 }

@@ -91,6 +91,13 @@ fn denied_or(what: &str, status: u32) -> String {
              (storlab uses AUTH_SYS uid 0, which the server may squash)",
             status_name(4, status)
         )
+    } else if status == compound::NFS4ERR_GRACE {
+        format!(
+            "{what}: {}: the server stayed in its grace period (after a restart) for the {} s \
+             storlab waits",
+            status_name(4, status),
+            compound::GRACE_WAIT.as_secs()
+        )
     } else {
         format!("{what}: {}", status_name(4, status))
     }
