@@ -146,6 +146,47 @@ struct Worker {
     rec: Recorder,
     issued_bytes: u64,
     write_seq: u64,
+    /// Its I/Os in flight (a burst ends when they have all completed).
+    in_flight: u32,
+    /// The pause between bursts, if any, and where it stands.
+    think: Option<Thinking>,
+}
+
+/// A worker's bursts and pauses ([`crate::workload::Think`]), ns.
+struct Thinking {
+    blocks: u32,
+    time_ns: u64,
+    spin_ns: u64,
+    /// I/Os left to issue in this burst.
+    left: u32,
+    /// When the pause under way ends (0: none under way).
+    until: u64,
+    /// Until when the pause under way spins.
+    spin_until: u64,
+}
+
+impl Thinking {
+    /// Whether the worker may issue at `now`: inside a burst, or once its
+    /// burst has completed and the pause after it is over. `Err(due)`: not
+    /// before `due` (`u64::MAX`: when its I/O in flight completes).
+    fn may_issue(&mut self, in_flight: u32, now: u64) -> Result<(), u64> {
+        if self.left > 0 {
+            return Ok(());
+        }
+        if in_flight > 0 {
+            return Err(u64::MAX);
+        }
+        if self.until == 0 {
+            self.until = now + self.time_ns;
+            self.spin_until = now + self.spin_ns;
+        }
+        if now < self.until {
+            return Err(self.until);
+        }
+        self.until = 0;
+        self.left = self.blocks;
+        Ok(())
+    }
 }
 
 /// Build the thread's buffer pool, pre-filled with the content to write.
@@ -269,6 +310,15 @@ impl<'c, 'a> Engine<'c, 'a> {
                 rec: Recorder::new(),
                 issued_bytes: 0,
                 write_seq: 0,
+                in_flight: 0,
+                think: w.access.think.map(|t| Thinking {
+                    blocks: t.blocks.max(1),
+                    time_ns: t.time.as_nanos() as u64,
+                    spin_ns: t.spin.min(t.time).as_nanos() as u64,
+                    left: t.blocks.max(1),
+                    until: 0,
+                    spin_until: 0,
+                }),
             });
             for j in 0..w.access.iodepth {
                 let wdisk = j % local.len() as u32;
@@ -348,6 +398,17 @@ impl<'c, 'a> Engine<'c, 'a> {
                 if self.retired == self.slots.len() {
                     break;
                 }
+                // A pause's spun share (thinktime_spin) burns the CPU, as
+                // fio's does; the rest is slept.
+                let spin = (self.workers.iter())
+                    .filter_map(|w| w.think.as_ref().filter(|t| t.until != 0))
+                    .map(|t| t.spin_until)
+                    .max()
+                    .unwrap_or(0)
+                    .min(wake);
+                while self.now_ns() < spin {
+                    std::hint::spin_loop();
+                }
                 std::thread::sleep(Duration::from_nanos(
                     wake.saturating_sub(self.now_ns()).min(50_000_000),
                 ));
@@ -385,6 +446,13 @@ impl<'c, 'a> Engine<'c, 'a> {
         while let Some(s) = self.free.pop() {
             let slot = &mut self.slots[s as usize];
             let w = &mut self.workers[slot.worker as usize];
+            if let Some(t) = w.think.as_mut()
+                && let Err(due) = t.may_issue(w.in_flight, now)
+            {
+                next_due = next_due.min(due);
+                self.waiting.push(s);
+                continue;
+            }
             if w.pacer.is_limited() {
                 let due = w.pacer.due_ns();
                 if due > now {
@@ -439,6 +507,10 @@ impl<'c, 'a> Engine<'c, 'a> {
                     slot.len = io.len;
                     slot.offset = io.offset;
                     w.issued_bytes += io.len as u64;
+                    w.in_flight += 1;
+                    if let Some(t) = w.think.as_mut() {
+                        t.left -= 1;
+                    }
                     slot.sched_ns = w.pacer.issued(io.len, now);
                     self.batch.push(s);
                     if self.batch.len() >= self.commit_every {
@@ -522,6 +594,7 @@ impl<'c, 'a> Engine<'c, 'a> {
             self.watch.completed(c.slot);
             let slot = &self.slots[c.slot as usize];
             let w = &mut self.workers[slot.worker as usize];
+            w.in_flight -= 1;
             match c.result {
                 Ok(n) if n == slot.len => {
                     let origin = pace::latency_origin(slot.submit_ns, slot.sched_ns);

@@ -144,6 +144,9 @@ workload_flags! {
         /// How a rate cap paces I/O: closed (fio-like, latency from submission) | open (fixed schedule, latency from each I/O's scheduled time)
         #[arg(alias = "rate-mode", value_name = "closed|open")]
         rate_mode,
+        /// Where random offsets fall: random (uniform, default) | zipf:THETA | pareto:H | normal:SIGMA% [:CENTER] | zoned:ACCESS%/SIZE%:... | zoned_abs:ACCESS%/SIZE:...
+        #[arg(value_name = "DIST")]
+        random_distribution,
         /// Offset alignment, e.g. 4k (default: the smallest block size)
         #[arg(value_name = "SIZE")]
         blockalign,

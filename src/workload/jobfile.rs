@@ -40,6 +40,12 @@
 //! rw = "randrw"                 # read|write|randread|randwrite|rw|readwrite|randrw; default randread
 //! rwmixread = 60                # read share of rw / randrw; default 50
 //! percentage_random = 100       # overrides the random share implied by rw
+//! random_distribution = "zipf:1.2"  # where random offsets fall: random (default) | zipf:THETA |
+//!                               # pareto:H | normal:SIGMA% (each [:CENTER]) | zoned:A%/S%:... |
+//!                               # zoned_abs:A%/SIZE:... (fio's syntax, workload::skew)
+//! thinktime = "2ms"             # pause after each burst (bare number: microseconds, as fio)
+//! thinktime_blocks = 8          # I/Os per burst, issued and completed before the pause; default 1
+//! thinktime_spin = "500us"      # how much of the pause spins the CPU; default 0
 //! iodepth = 32                  # outstanding I/Os per worker; default 1
 //! rate_iops = 5000              # per-worker cap; or rate = "10MiB" (bytes per second)
 //! rate_mode = "closed"          # "closed" (fio-like: a stall delays the schedule, latency

@@ -21,6 +21,7 @@ pub mod jobfile;
 pub mod pace;
 pub mod pattern;
 pub mod settings;
+pub mod skew;
 pub mod steady;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -99,6 +100,9 @@ pub struct Access {
     pub read_pct: u8,
     /// Share of I/Os at a random offset, 0..=100; the rest continue sequentially.
     pub random_pct: u8,
+    /// Where the random offsets fall (fio's `random_distribution`, [`skew`]).
+    #[serde(default, skip_serializing_if = "skew::Distribution::is_uniform")]
+    pub distribution: skew::Distribution,
     /// Offset alignment in bytes; `None` means the smallest block size.
     pub align: Option<u64>,
     /// Outstanding I/Os per worker, spread round-robin over the VM's disks.
@@ -120,6 +124,26 @@ pub struct Access {
     /// submission, fio-like) or open (from each I/O's scheduled time).
     #[serde(default)]
     pub rate_mode: RateMode,
+    /// A pause after every burst of I/Os (fio's `thinktime`, Iometer's
+    /// transfer delay and burst length); `None`: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think: Option<Think>,
+}
+
+/// A worker's pause between bursts: after issuing `blocks` I/Os it waits
+/// for them all to complete, then pauses `time` (spinning the first `spin`
+/// of it) before the next burst, as fio's `thinktime` does.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Think {
+    /// I/Os per burst (`thinktime_blocks`, Iometer's burst length), 1 or more.
+    pub blocks: u32,
+    /// The pause (`thinktime`, Iometer's transfer delay).
+    #[serde(with = "secs")]
+    pub time: Duration,
+    /// The share of the pause spent spinning rather than asleep
+    /// (`thinktime_spin`), at most `time`.
+    #[serde(with = "secs", default, skip_serializing_if = "Duration::is_zero")]
+    pub spin: Duration,
 }
 
 /// The default of [`Access::batch_complete_min`].
@@ -475,12 +499,14 @@ pub fn default_group(name: &str) -> Group {
             bs: BlockSizes::one(4096),
             read_pct: 100,
             random_pct: 100,
+            distribution: skew::Distribution::Uniform,
             align: None,
             iodepth: 1,
             batch_complete_min: 1,
             submit_batch: 0,
             rate: None,
             rate_mode: RateMode::Closed,
+            think: None,
         },
     }
 }

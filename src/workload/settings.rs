@@ -3,11 +3,12 @@
 //! ([`default_spec`], [`default_group`]), and each key's parser. One parser
 //! per key, so a key means the same everywhere.
 
+use super::skew::Distribution;
 use super::steady::{SteadyCriterion, SteadyGate, SteadyMetric, parse_steady};
 use super::units::{parse_duration, parse_pct, parse_size};
 use super::validate::SpecError;
 use super::{
-    BlockSizes, Content, DiskLayout, Group, IoEngine, Job, Rate, RateMode, Spec, SyncMode,
+    BlockSizes, Content, DiskLayout, Group, IoEngine, Job, Rate, RateMode, Spec, SyncMode, Think,
     default_group, default_spec,
 };
 use std::path::PathBuf;
@@ -334,6 +335,9 @@ settings! {
         rwmixread: u8 = "rwmixread" => pct;
         /// `percentage_random`.
         percentage_random: u8 = "percentage_random" => pct;
+        /// `random_distribution`: where random offsets fall.
+        random_distribution: Distribution =
+            "random_distribution" => Distribution::parse;
         /// `iodepth`.
         iodepth: u32 = "iodepth" => |k, t| parse_u32(k, t, "1..=65536");
         /// `iodepth_batch_complete_min`.
@@ -353,6 +357,13 @@ settings! {
         };
         /// `blockalign`.
         blockalign: u64 = "blockalign" => size;
+        /// `thinktime`: the pause after each burst (a bare number is
+        /// microseconds, as in fio); 0: none.
+        thinktime: Duration = "thinktime" => think_time;
+        /// `thinktime_blocks`: I/Os per burst (default 1).
+        thinktime_blocks: u32 = "thinktime_blocks" => |k, t| parse_u32(k, t, "1..=1000000");
+        /// `thinktime_spin`: how much of the pause is spun.
+        thinktime_spin: Duration = "thinktime_spin" => think_time;
     }
     spec {
         /// `size`.
@@ -477,6 +488,9 @@ impl Settings {
             None => set(&mut a.read_pct, self.rwmixread),
         }
         set(&mut a.random_pct, self.percentage_random);
+        if let Some(d) = &self.random_distribution {
+            a.distribution = d.clone();
+        }
         set(&mut a.iodepth, self.iodepth);
         set(&mut a.batch_complete_min, self.batch_complete_min);
         set(&mut a.submit_batch, self.submit_batch);
@@ -487,6 +501,22 @@ impl Settings {
         if let Some(v) = self.blockalign {
             a.align = Some(v);
         }
+        match self.thinktime {
+            Some(t) if t.is_zero() => a.think = None,
+            Some(time) => {
+                a.think = Some(Think {
+                    blocks: 1,
+                    time,
+                    spin: Duration::ZERO,
+                })
+            }
+            None => {}
+        }
+        // As in fio, the burst and the spin only shape a think time.
+        if let Some(t) = &mut a.think {
+            set(&mut t.blocks, self.thinktime_blocks);
+            set(&mut t.spin, self.thinktime_spin);
+        }
     }
 
     /// Apply everything to `spec` and every one of its groups.
@@ -496,6 +526,19 @@ impl Settings {
             self.apply_group(g);
         }
     }
+}
+
+/// A think time: a bare number is microseconds (fio's unit for `thinktime`),
+/// else a duration with its unit.
+fn think_time(key: &str, t: &str) -> Result<Duration, SpecError> {
+    let t = t.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t
+            .parse()
+            .map(Duration::from_micros)
+            .map_err(|_| SpecError::invalid(key, t, "microseconds, or a duration such as 2ms"));
+    }
+    parse_duration(t).map_err(|e| SpecError::invalid(key, t, e))
 }
 
 /// Overwrite `dst` with a setting that is present.
@@ -534,12 +577,16 @@ mod tests {
         ("rw", "randrw"),
         ("rwmixread", "70"),
         ("percentage_random", "40"),
+        ("random_distribution", "zipf:1.2:0.5"),
         ("iodepth", "4"),
         ("iodepth_batch_complete_min", "2"),
         ("iodepth_batch_submit", "2"),
         ("rate_iops", "100"),
         ("rate_mode", "open"),
         ("blockalign", "4k"),
+        ("thinktime", "500"),
+        ("thinktime_blocks", "4"),
+        ("thinktime_spin", "100us"),
         ("size", "1g"),
         ("offset", "4k"),
         ("disk_layout", "shared"),

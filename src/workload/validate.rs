@@ -109,8 +109,42 @@ fn validate_group(g: &Group, spec: &Spec) -> Result<(), SpecError> {
             "closed; open needs rate_iops or rate to schedule by (--curve sets its own)",
         ));
     }
+    let zones = a.distribution.zones_bytes();
+    if zones > spec.size {
+        return Err(SpecError::invalid(
+            "random_distribution",
+            &a.distribution,
+            format!(
+                "zoned_abs zones that fit in the region (size {}; these span {})",
+                format_size(spec.size),
+                format_size(zones)
+            ),
+        ));
+    }
+    if let Some(t) = a.think {
+        check_range("thinktime_blocks", t.blocks as u64, 1, 1_000_000)?;
+        if t.time > MAX_THINK {
+            return Err(SpecError::invalid(
+                "thinktime",
+                format_duration(t.time),
+                format!("0 ..= {}", format_duration(MAX_THINK)),
+            ));
+        }
+        if t.spin > t.time {
+            return Err(SpecError::invalid(
+                "thinktime_spin",
+                format_duration(t.spin),
+                format!("0 ..= thinktime ({})", format_duration(t.time)),
+            ));
+        }
+    }
     Ok(())
 }
+
+/// The longest think time: a pause longer than this is a different test
+/// (a run that mostly idles), and likely a unit slip (fio reads thinktime in
+/// microseconds).
+pub const MAX_THINK: Duration = Duration::from_secs(60);
 
 /// Check one load point.
 pub fn validate(spec: &Spec) -> Result<(), SpecError> {

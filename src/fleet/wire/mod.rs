@@ -35,8 +35,11 @@ use serde::{Deserialize, Serialize};
 /// reports it in [`IntervalsReply::verify_journals`] (or why it failed in
 /// [`IntervalsReply::verify_journal_error`]). 6: the spec carries `ioengine`
 /// (an agent of version 5 would run psync's point on io_uring); since then
-/// it is the wire's own [`WireSpec`], with the same JSON.
-pub const PROTOCOL_VERSION: u32 = 6;
+/// it is the wire's own [`WireSpec`], with the same JSON. 7: each access
+/// carries its `distribution` (fio's `random_distribution`) and `think`
+/// (thinktime and its burst); an agent of version 6 would run them uniform
+/// and without pauses.
+pub const PROTOCOL_VERSION: u32 = 7;
 /// Request header carrying the sender's [`PROTOCOL_VERSION`].
 pub const PROTOCOL_HEADER: &str = "X-Storlab-Protocol";
 /// Request header carrying the sender's storlab version.

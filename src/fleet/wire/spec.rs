@@ -11,12 +11,13 @@
 //! The JSON is the one the spec had on the wire before these types existed
 //! (protocol 6): the same keys, defaults and left-out values.
 
+use crate::workload::secs;
 /// Durations as non-negative fractional seconds, refused past what a
 /// `Duration` holds: the same format as the run documents'.
-use crate::workload::secs;
+use crate::workload::skew::Distribution;
 use crate::workload::steady::{SteadyCriterion, SteadyGate, SteadyMetric};
 use crate::workload::{
-    Access, BlockSizes, Content, DiskLayout, Group, IoEngine, Rate, RateMode, Spec, SyncMode,
+    Access, BlockSizes, Content, DiskLayout, Group, IoEngine, Rate, RateMode, Spec, SyncMode, Think,
 };
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -106,6 +107,9 @@ pub struct WireAccess {
     pub read_pct: u8,
     /// Share of random offsets, 0..=100.
     pub random_pct: u8,
+    /// Where random offsets fall, in fio's spelling (`random`, `zipf:1.2`).
+    #[serde(default)]
+    pub distribution: Distribution,
     /// Offset alignment, bytes; none: the smallest block size.
     pub align: Option<u64>,
     /// Outstanding I/Os per worker.
@@ -121,6 +125,21 @@ pub struct WireAccess {
     /// How the rate cap paces I/O.
     #[serde(default)]
     pub rate_mode: WireRateMode,
+    /// The pause between bursts.
+    pub think: Option<WireThink>,
+}
+
+/// A worker's pause between bursts ([`crate::workload::Think`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireThink {
+    /// I/Os per burst.
+    pub blocks: u32,
+    /// The pause, seconds.
+    #[serde(with = "secs")]
+    pub time: Duration,
+    /// The share spun, seconds.
+    #[serde(with = "secs")]
+    pub spin: Duration,
 }
 
 /// Block sizes with relative weights: `[[bytes, weight], ...]`.
@@ -410,23 +429,31 @@ impl From<&Access> for WireAccess {
             bs: BlockSizes(bs),
             read_pct,
             random_pct,
+            distribution,
             align,
             iodepth,
             batch_complete_min,
             submit_batch,
             rate,
             rate_mode,
+            think,
         } = a;
         WireAccess {
             bs: WireBlockSizes(bs.clone()),
             read_pct: *read_pct,
             random_pct: *random_pct,
+            distribution: distribution.clone(),
             align: *align,
             iodepth: *iodepth,
             batch_complete_min: *batch_complete_min,
             submit_batch: *submit_batch,
             rate: rate.map(Into::into),
             rate_mode: (*rate_mode).into(),
+            think: think.map(|t| WireThink {
+                blocks: t.blocks,
+                time: t.time,
+                spin: t.spin,
+            }),
         }
     }
 }
@@ -437,23 +464,31 @@ impl From<WireAccess> for Access {
             bs: WireBlockSizes(bs),
             read_pct,
             random_pct,
+            distribution,
             align,
             iodepth,
             batch_complete_min,
             submit_batch,
             rate,
             rate_mode,
+            think,
         } = a;
         Access {
             bs: BlockSizes(bs),
             read_pct,
             random_pct,
+            distribution,
             align,
             iodepth,
             batch_complete_min,
             submit_batch,
             rate: rate.map(Into::into),
             rate_mode: rate_mode.into(),
+            think: think.map(|t| Think {
+                blocks: t.blocks,
+                time: t.time,
+                spin: t.spin,
+            }),
         }
     }
 }
@@ -536,12 +571,21 @@ pub(super) mod samples {
             bs: BlockSizes(vec![(4096, 60), (65536, 40)]),
             read_pct: 70,
             random_pct: 80,
+            distribution: Distribution::Zipf {
+                theta: 1.2,
+                center: Some(0.5),
+            },
             align: Some(512),
             iodepth: 8,
             batch_complete_min: 4,
             submit_batch: 2,
             rate: Some(rate),
             rate_mode,
+            think: Some(Think {
+                blocks: 4,
+                time: Duration::from_micros(250),
+                spin: Duration::from_micros(50),
+            }),
         };
         let group = |name: &str, access| Group {
             name: name.into(),
@@ -686,14 +730,16 @@ mod tests {
     /// (the in-memory spec's, then): every field set, and a small spec with
     /// what is left out at its default.
     #[test]
-    fn the_json_is_protocol_6s() {
+    fn the_json_is_protocol_7s() {
         let full = r#"{"content":{"mixed":{"compress_pct":50,"dedupe_pct":25}},"direct":true,
             "disk_layout":"shared","groups":[{"access":{"align":512,"batch_complete_min":4,
             "bs":[[4096,60],[65536,40]],"iodepth":8,"random_pct":80,"rate":{"iops":500},
-            "rate_mode":"open","read_pct":70,"submit_batch":2},"disks_per_vm":2,"name":"a",
+            "rate_mode":"open","read_pct":70,"submit_batch":2,"distribution":"zipf:1.2:0.5",
+            "think":{"blocks":4,"time":0.00025,"spin":0.00005}},"disks_per_vm":2,"name":"a",
             "vms":3,"workers_per_vm":2},{"access":{"align":512,"batch_complete_min":4,
             "bs":[[4096,60],[65536,40]],"iodepth":8,"random_pct":80,"rate":{"bytes":1048576},
-            "rate_mode":"closed","read_pct":70,"submit_batch":2},"disks_per_vm":2,"name":"b",
+            "rate_mode":"closed","read_pct":70,"submit_batch":2,"distribution":"zipf:1.2:0.5",
+            "think":{"blocks":4,"time":0.00025,"spin":0.00005}},"disks_per_vm":2,"name":"b",
             "vms":3,"workers_per_vm":2}],"hipri":true,"interval":0.5,"io_limit":1073741824,
             "io_timeout":5.0,"ioengine":"psync","journal":"/srv/journal","label":"every field",
             "offset":1048576,"ramp":1.5,"runtime":20.0,"seed":42,"size":8388608,"sqpoll":true,
@@ -701,7 +747,8 @@ mod tests {
             "window":4.0},"sync":"dsync","verify":true}"#;
         let small = r#"{"content":"random","direct":false,"disk_layout":"slice","groups":[
             {"access":{"align":null,"bs":[[4096,100]],"iodepth":2,"random_pct":100,"rate":null,
-            "rate_mode":"closed","read_pct":75},"disks_per_vm":1,"name":"vm","vms":2,
+            "rate_mode":"closed","read_pct":75,"distribution":"random","think":null},
+            "disks_per_vm":1,"name":"vm","vms":2,
             "workers_per_vm":1}],"interval":1.0,"io_limit":null,"io_timeout":30.0,"journal":null,
             "label":"t","offset":0,"ramp":0.0,"runtime":1.0,"seed":1,"size":1048576,
             "sync":"none","verify":false}"#;

@@ -17,7 +17,7 @@ pub const SUPPORTED: &str = "name, description, bs, blocksize, bsrange, blocksiz
      offset, runtime, time_based, ramp_time, direct, buffered, sync, fsync (0), \
      sqthread_poll, sqthread_poll_cpu (io_uring), hipri (io_uring), fixedbufs (1), \
      registerfiles (1), rate_iops, rate, \
-     norandommap, randrepeat (1), randseed, random_distribution (random), invalidate (0), blockalign, filename, \
+     norandommap, randrepeat (1), randseed, random_distribution, thinktime, thinktime_blocks, thinktime_spin, invalidate (0), blockalign, filename, \
      directory, ioengine, uri (nbd), nfs_url (nfs), stonewall, wait_for_previous, new_group, \
      group_reporting, thread, steadystate (ss), steadystate_duration (ss_dur), \
      steadystate_ramp_time (ss_ramp)";
@@ -559,6 +559,7 @@ fn access_option(one: &One, said: &mut Said, _: &mut Mapped) -> Read {
             Err(one.unsupported("one share for reads and writes"))
         }
         "percentage_random" => set("percentage_random", text),
+        "thinktime" | "thinktime_blocks" | "thinktime_spin" => set(&one.o.key, text),
         "iodepth" => set("iodepth", text),
         // fio's 0 means "the whole iodepth", which storlab spells as the number.
         "iodepth_batch_submit" | "iodepth_batch" if text.trim() == "0" => {
@@ -676,10 +677,7 @@ fn mode_option(one: &One, said: &mut Said, _: &mut Mapped) -> Read {
         "randseed" => one
             .checked("seed")
             .map(|v| said.point.push(("seed".into(), v, line))),
-        "random_distribution" if text == "random" => Ok(()),
-        "random_distribution" => Err(one.unsupported(
-            "random (storlab draws offsets uniformly; no zipf, pareto, normal or zoned)",
-        )),
+        "random_distribution" => set_group(&mut said.group, "random_distribution", text, &one.at),
         "invalidate" => match one.flag().inspect(|_| said.invalidate_given = true) {
             Ok(false) => Ok(()),
             Ok(true) => {

@@ -146,11 +146,8 @@ const REFUSED: &[Refused] = &[
     },
     Refused {
         why: "it changes when I/Os are issued, and so what is measured; storlab paces by \
-              rate and rate_iops only",
+              rate, rate_iops and thinktime only",
         names: &[
-            "thinktime",
-            "thinktime_spin",
-            "thinktime_blocks",
             "thinktime_blocks_type",
             "thinktime_iotime",
             "rate_min",

@@ -271,7 +271,7 @@ fn bsrange_lists_the_sizes_fio_draws() {
 fn every_unsupported_option_is_one_line_naming_file_line_and_option() {
     let e = errors(
         "[global]\nioengine=libaio\nsize=1m\nverify=crc32c\n[a]\nrw=randtrim\nbs=4k,8k\nfsync=4\n\
-         random_distribution=zipf:1.2\n[b]\nioengine=rbd\n",
+         random_distribution=zipf:0\n[b]\nioengine=rbd\n",
     );
     assert_eq!(e.len(), 6, "{e:#?}");
     // verify is fio's: refused saying why, not as a typo.
@@ -288,7 +288,7 @@ fn every_unsupported_option_is_one_line_naming_file_line_and_option() {
     assert_starts(&e[3], "dir/x.fio, line 8: invalid fsync = 4");
     assert_starts(
         &e[4],
-        "dir/x.fio, line 9: invalid random_distribution = zipf:1.2",
+        "dir/x.fio, line 9: invalid random_distribution = zipf:0 (allowed: zipf's theta is > 0",
     );
     // [b] inherits verify from [global]: said once; then [b]'s engine.
     assert_starts(
@@ -302,7 +302,7 @@ fn every_unsupported_option_is_one_line_naming_file_line_and_option() {
 fn fio_options_storlab_refuses_say_why_and_other_names_are_unknown() {
     let e = errors(
         "[global]\nioengine=io_uring\nsize=1m\n[a]\niodepth=32\niodepth_batch_complete_max=8\n\
-         iodepth_low=4\nverfy=md5\nthinktime=10\n",
+         iodepth_low=4\nverfy=md5\nthinktime_iotime=10\n",
     );
     assert_eq!(e.len(), 4, "{e:#?}");
     for (line, option) in [(6, "iodepth_batch_complete_max"), (7, "iodepth_low")] {
@@ -325,8 +325,8 @@ fn fio_options_storlab_refuses_say_why_and_other_names_are_unknown() {
     );
     assert_starts(
         &e[3],
-        "dir/x.fio, line 9: fio option \"thinktime\" is not supported by storlab (it changes \
-         when I/Os are issued",
+        "dir/x.fio, line 9: fio option \"thinktime_iotime\" is not supported by storlab (it \
+         changes when I/Os are issued",
     );
     assert!(e.iter().all(|l| !l.contains('\n')));
 }

@@ -12,9 +12,13 @@
 //! is `blockalign = 512`. Iometer does unbuffered I/O on its targets, so
 //! `direct = true`.
 //!
-//! What storlab cannot run as Iometer would (delay or burst between I/Os,
-//! network workers, cycling test types, lines of one specification with
-//! different read or random shares) is refused, one line each naming the
+//! A transfer delay and burst length become `thinktime` (the delay, in ms)
+//! and `thinktime_blocks` (the burst): each worker issues a burst, waits for
+//! it to complete, then pauses.
+//!
+//! What storlab cannot run as Iometer would (network workers, cycling test
+//! types, lines of one specification with different read or random shares,
+//! delays or bursts) is refused, one line each naming the
 //! file, the line and the key.
 
 mod lex;
@@ -66,17 +70,19 @@ fn access(spec: &AccessSpec, origin: &str) -> Result<Vec<(String, Value)>, SpecE
         );
     }
     for l in &lines[1..] {
-        if (l.reads, l.random, l.align) != (first.reads, first.random, first.align) {
+        let shape = |l: &read::SpecLine| (l.reads, l.random, l.align, l.delay_ms, l.burst);
+        if shape(l) != shape(first) {
             return Err(SpecError::invalid(
                 "access specification line",
                 format!(
-                    "{}% reads, {}% random, align {}",
-                    l.reads, l.random, l.align
+                    "{}% reads, {}% random, align {}, delay {}, burst {}",
+                    l.reads, l.random, l.align, l.delay_ms, l.burst
                 ),
                 format!(
-                    "the reads, random and align of the specification's first line ({}, {}, {}): \
-                     storlab mixes block sizes within one access pattern",
-                    first.reads, first.random, first.align
+                    "the reads, random, align, delay and burst of the specification's first \
+                     line ({}, {}, {}, {}, {}): storlab mixes block sizes within one access \
+                     pattern",
+                    first.reads, first.random, first.align, first.delay_ms, first.burst
                 ),
             )
             .context(at(l.line)));
@@ -99,6 +105,16 @@ fn access(spec: &AccessSpec, origin: &str) -> Result<Vec<(String, Value)>, SpecE
     ));
     let align = if first.align == 0 { 512 } else { first.align };
     keys.push(("blockalign".into(), value(&size_text(align))));
+    if first.delay_ms > 0 {
+        keys.push((
+            "thinktime".into(),
+            Value::String(format!("{}ms", first.delay_ms)),
+        ));
+        keys.push((
+            "thinktime_blocks".into(),
+            Value::Integer(first.burst as i64),
+        ));
+    }
     Ok(keys)
 }
 

@@ -21,6 +21,10 @@ pub struct SpecLine {
     pub random: u8,
     /// Alignment, bytes (0: sector boundaries).
     pub align: u64,
+    /// Transfer delay: the pause before each burst, ms.
+    pub delay_ms: u64,
+    /// Burst length: I/Os per burst.
+    pub burst: u64,
     /// Line in the file.
     pub line: usize,
 }
@@ -331,24 +335,19 @@ fn spec_lines(e: &Entry, origin: &str, c: &mut Config) -> Result<(), SpecError> 
             num("burst", f[5], "1", &at)?,
             num("reply", f[7], "0", &at)?,
         );
-        for (name, v, want, why) in [
-            (
-                "delay",
-                delay,
-                0,
-                "0 (storlab issues I/O without a pause between bursts)",
-            ),
-            (
-                "burst",
-                burst,
-                1,
-                "1 (storlab issues I/O without a pause between bursts)",
-            ),
-            ("reply", reply, 0, "0 (a reply size is for network workers)"),
-        ] {
-            if v != want {
-                return Err(SpecError::invalid(name, v, why).context(&at));
-            }
+        if reply != 0 {
+            return Err(SpecError::invalid(
+                "reply",
+                reply,
+                "0 (a reply size is for network workers)",
+            )
+            .context(&at));
+        }
+        if burst == 0 || burst > 1_000_000 {
+            return Err(SpecError::invalid("burst", burst, "1..=1000000 I/Os").context(&at));
+        }
+        if delay > 60_000 {
+            return Err(SpecError::invalid("delay", delay, "0..=60000 ms").context(&at));
         }
         spec.lines.push(SpecLine {
             size: num("size", f[0], "bytes, 1 or more", &at)?,
@@ -356,6 +355,8 @@ fn spec_lines(e: &Entry, origin: &str, c: &mut Config) -> Result<(), SpecError> 
             reads: pct("% reads", f[2])?,
             random: pct("% random", f[3])?,
             align: num("align", f[6], "bytes (0: sector boundaries)", &at)?,
+            delay_ms: delay,
+            burst,
             line: *line,
         });
     }

@@ -108,9 +108,26 @@ fn workers_targets_mixes_and_steps() {
 }
 
 #[test]
+fn a_transfer_delay_and_burst_become_a_think_time() {
+    let specs = "'Access specification name,default assignment\n\tbursty,NONE\n\
+         'size,% of size,% reads,% random,delay,burst,align,reply\n\t4096,100,0,0,10,8,0,0\n";
+    let imp = parse(&icf(specs, &worker(1, 1, &["bursty"])), "dir/x.icf").unwrap();
+    let a = &imp.job.points[0].groups[0].access;
+    assert_eq!(
+        a.think,
+        Some(crate::workload::Think {
+            blocks: 8,
+            time: std::time::Duration::from_millis(10),
+            spin: std::time::Duration::ZERO,
+        })
+    );
+    assert_eq!(jobfile::parse(&imp.to_toml(), "x.toml").unwrap(), imp.job);
+}
+
+#[test]
 fn what_storlab_cannot_run_is_refused_one_line_each() {
     let specs = "'Access specification name,default assignment\n\tburst,NONE\n\
-         'size,% of size,% reads,% random,delay,burst,align,reply\n\t4096,100,0,0,10,1,0,0\n\
+         'size,% of size,% reads,% random,delay,burst,align,reply\n\t4096,100,0,0,70000,1,0,0\n\
          'Access specification name,default assignment\n\tmixed,NONE\n\
          'size,% of size,% reads,% random,delay,burst,align,reply\n\t4096,50,0,0,0,1,0,0\n\t8192,50,100,0,0,1,0,0\n";
     let text = icf(specs, &worker(1, 1, &["burst", "nope"])).replace("NORMAL", "CYCLE_TARGETS");
@@ -120,12 +137,15 @@ fn what_storlab_cannot_run_is_refused_one_line_each() {
         &e[0],
         "dir/x.icf, line 11: invalid Test Type = CYCLE_TARGETS",
     );
-    assert_starts(&e[1], "dir/x.icf, line 17: invalid delay = 10");
+    assert_starts(&e[1], "dir/x.icf, line 17: invalid delay = 70000");
     let text = icf(specs, &worker(1, 1, &["burst", "nope"]));
     let e = errors(&text);
     // Reading stops at what it cannot read; the mapping's errors come once it reads.
     assert_eq!(e.len(), 1, "{e:#?}");
-    assert_starts(&e[0], "dir/x.icf, line 17: invalid delay = 10 (allowed: 0");
+    assert_starts(
+        &e[0],
+        "dir/x.icf, line 17: invalid delay = 70000 (allowed: 0..=60000 ms",
+    );
     let e = errors(&icf(
         "'Access specification name,default assignment\n\tmixed,NONE\n\
          'size,% of size,% reads,% random,delay,burst,align,reply\n\t4096,50,0,0,0,1,0,0\n\t8192,50,100,0,0,1,0,0\n",
