@@ -127,6 +127,22 @@ fn job(p: &PointResult, name: &str, groupid: usize, flavor: Flavor) -> Value {
         opts.insert("bssplit".into(), json!(bs.join(":")));
         opts.insert("rwmixread".into(), json!(a.read_pct.to_string()));
         opts.insert("percentage_random".into(), json!(a.random_pct.to_string()));
+        if !a.distribution.is_uniform() {
+            opts.insert(
+                "random_distribution".into(),
+                json!(a.distribution.to_string()),
+            );
+        }
+        if let Some(t) = a.think {
+            opts.insert("thinktime".into(), json!(t.time.as_micros().to_string()));
+            opts.insert("thinktime_blocks".into(), json!(t.blocks.to_string()));
+            if !t.spin.is_zero() {
+                opts.insert(
+                    "thinktime_spin".into(),
+                    json!(t.spin.as_micros().to_string()),
+                );
+            }
+        }
         opts.insert("iodepth".into(), json!(a.iodepth.to_string()));
     }
     opts.insert("numjobs".into(), json!(p.spec.total_workers().to_string()));

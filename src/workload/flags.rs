@@ -147,6 +147,15 @@ workload_flags! {
         /// Where random offsets fall: random (uniform, default) | zipf:THETA | pareto:H | normal:SIGMA% [:CENTER] | zoned:ACCESS%/SIZE%:... | zoned_abs:ACCESS%/SIZE:...
         #[arg(value_name = "DIST")]
         random_distribution,
+        /// Pause after each burst, e.g. 2ms (a bare number is microseconds, as in fio); 0 = none
+        #[arg(value_name = "DURATION")]
+        thinktime,
+        /// I/Os per burst before the pause (each burst completes first; default 1)
+        #[arg(value_name = "N")]
+        thinktime_blocks,
+        /// How much of the pause spins the CPU rather than sleeps, e.g. 500us
+        #[arg(value_name = "DURATION")]
+        thinktime_spin,
         /// Offset alignment, e.g. 4k (default: the smallest block size)
         #[arg(value_name = "SIZE")]
         blockalign,

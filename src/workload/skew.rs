@@ -17,9 +17,12 @@
 //! * For both, ranks are spread over the region by a fixed permutation
 //!   (rank · m mod n, m coprime with n): the hot positions are scattered, as
 //!   fio scatters them by hashing, not packed at the region's start.
-//! * **normal:σ** — a normal distribution centred in the region (or at
-//!   `:center`), its standard deviation σ% of the region, draws outside it
-//!   drawn again; not scattered, so the hot band is contiguous.
+//! * **normal:σ** — fio's: the mean of 12 uniform draws over the region
+//!   (Irwin-Hall, near normal with a standard deviation of 1/12 of the
+//!   region) plus a uniform jitter σ% of the region wide, halved until it
+//!   stays inside; 0 < σ <= 100. Scattered as zipf's ranks are (fio hashes
+//!   it too), so it is a skew, not a band: for a contiguous hot band use
+//!   the zones.
 //! * **zoned:A/S:...** — zone after zone from the region's start, each
 //!   taking A% of the I/O over S% of the region (both sum to 100), uniform
 //!   inside; **zoned_abs:A/SIZE:...** the same with absolute zone sizes.
@@ -59,11 +62,11 @@ pub enum Distribution {
         /// As for zipf.
         center: Option<f64>,
     },
-    /// Normal, standard deviation `sigma_pct`% of the region.
+    /// fio's normal, its jitter `sigma_pct`% of the region wide.
     Normal {
-        /// Standard deviation, % of the region.
+        /// The jitter's width, % of the region.
         sigma_pct: f64,
-        /// The mean, 0..=1 of the region; `None`: its middle.
+        /// As for zipf.
         center: Option<f64>,
     },
     /// Zones from the region's start: (access %, size).
@@ -283,8 +286,8 @@ enum Kind {
         spread: Spread,
     },
     Normal {
-        mean: f64,
-        sd: f64,
+        jitter: u64,
+        spread: Spread,
     },
     /// Per zone: cumulative access weight (of 100), first position, positions.
     Zones(Vec<(u64, u64, u64)>),
@@ -318,6 +321,9 @@ impl Spread {
         ((rank as u128 * self.mult as u128) % self.n as u128) as u64
     }
 }
+
+/// Uniform draws averaged for fio's normal.
+const GAUSS_DRAWS: u64 = 12;
 
 /// A uniform double in (0, 1).
 fn open01(rng: &mut Rng) -> f64 {
@@ -414,10 +420,10 @@ impl Skew {
             ),
             Distribution::Normal { sigma_pct, center } => (
                 Kind::Normal {
-                    mean: center.unwrap_or(0.5) * n as f64,
-                    sd: sigma_pct / 100.0 * n as f64,
+                    jitter: (sigma_pct / 100.0 * n as f64).ceil() as u64,
+                    spread: Spread::new(n),
                 },
-                0,
+                shift(center),
             ),
             Distribution::Zoned(zones) => {
                 let mut out = Vec::new();
@@ -453,15 +459,18 @@ impl Skew {
                 let r = ((n - 1) as f64 * open01(rng).powf(*pow)) as u64;
                 spread.at(r.min(n - 1))
             }
-            Kind::Normal { mean, sd } => loop {
-                // Box-Muller; a draw outside the region is drawn again.
-                let (u1, u2) = (open01(rng), open01(rng));
-                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                let x = mean + sd * z;
-                if x >= 0.0 && x < n as f64 {
-                    break x as u64;
+            Kind::Normal { jitter, spread } => {
+                let sum: u64 = (0..GAUSS_DRAWS).map(|_| rng.below(n + 1)).sum();
+                let mean = sum.div_ceil(GAUSS_DRAWS) as i64;
+                let mut dev = match *jitter {
+                    0 => 0,
+                    j => rng.below(j) as i64 - (j / 2) as i64,
+                };
+                while mean + dev < 0 || mean + dev >= n as i64 {
+                    dev /= 2;
                 }
-            },
+                spread.at(((mean + dev) as u64).min(n - 1))
+            }
             Kind::Zones(zones) => {
                 let w = rng.below(100);
                 let z = zones

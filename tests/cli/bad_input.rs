@@ -228,3 +228,65 @@ fn a_bad_web_address_is_named() {
     );
     drop(busy);
 }
+
+#[test]
+fn a_distribution_or_think_time_out_of_range_names_the_range() {
+    rejects(
+        &[
+            "run",
+            "--target",
+            "null:",
+            "--random_distribution",
+            "zipf:0",
+        ],
+        &["--random_distribution", "zipf:0", "zipf's theta is > 0"],
+    );
+    rejects(
+        &[
+            "run",
+            "--target",
+            "null:",
+            "--random_distribution",
+            "pareto:1.5",
+        ],
+        &["pareto:1.5", "pareto's h is in (0, 1)"],
+    );
+    rejects(
+        &[
+            "run",
+            "--target",
+            "null:",
+            "--random_distribution",
+            "zoned:50/10:40/90",
+        ],
+        &["zoned:50/10:40/90", "access shares sum to 100"],
+    );
+    rejects(
+        &[
+            "run",
+            "--target",
+            "null:",
+            "--size",
+            "1m",
+            "--random_distribution",
+            "zoned_abs:50/1m:50/1m",
+        ],
+        &["random_distribution", "fit in the region"],
+    );
+    rejects(
+        &[
+            "run",
+            "--target",
+            "null:",
+            "--thinktime",
+            "1ms",
+            "--thinktime_spin",
+            "2ms",
+        ],
+        &["thinktime_spin", "0 ..= thinktime"],
+    );
+    rejects(
+        &["run", "--target", "null:", "--thinktime", "2m"],
+        &["thinktime = 2 min", "0 ..= 1 min"],
+    );
+}

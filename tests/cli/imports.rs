@@ -200,3 +200,45 @@ fn iometer_configuration_runs_each_access_specification_and_converts() {
     assert!(o.status.success(), "stderr: {}", stderr(&o));
     assert_eq!(specs(&read_json(&json2)), specs(&doc));
 }
+
+#[test]
+fn a_skewed_bursty_fio_file_runs_paced_by_its_think_time() {
+    let dir = TempDir::new("fio-skew");
+    let json = dir.join("out.json");
+    let o = storlab(&[
+        "run",
+        "--fio",
+        &example("examples/fio/skewed-bursty.fio"),
+        "--target",
+        &dir.target(),
+        "--runtime",
+        "2",
+        "--size",
+        "8m",
+        "--direct",
+        "0",
+        "--json",
+        json.to_str().unwrap(),
+        "-q",
+        "--no-db",
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let doc = read_json(&json);
+    let p = &points(&doc)[0];
+    let a = &p["spec"]["groups"][0]["access"];
+    assert_eq!(a["distribution"], "zipf:1.1");
+    assert_eq!(a["think"]["blocks"], 4);
+    assert_eq!(a["think"]["time"], 0.001);
+    // Bursts of 4 and a 1 ms pause after each: at most 4 I/Os a millisecond.
+    let ios = u(&p["measured"]["read"]["ios"]) + u(&p["measured"]["write"]["ios"]);
+    assert!(ios > 400 && ios <= 8 * 1000 + 8, "{ios} I/Os in 2 s");
+    // And convert writes the same keys back.
+    let o = storlab(&["convert", &example("examples/fio/skewed-bursty.fio")]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let toml = stdout(&o);
+    assert!(
+        toml.contains("random_distribution = \"zipf:1.1\""),
+        "{toml}"
+    );
+    assert!(toml.contains("thinktime"), "{toml}");
+}
