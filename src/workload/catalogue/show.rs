@@ -8,13 +8,15 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// The fields `show` prints for each group, in order.
-const GROUP_FIELDS: [&str; 9] = [
+const GROUP_FIELDS: [&str; 11] = [
     "vms",
     "numjobs",
     "disks",
     "bs",
     "rwmixread",
     "percentage_random",
+    "random_distribution",
+    "thinktime",
     "iodepth",
     "rate",
     "blockalign",
@@ -39,6 +41,15 @@ pub(super) fn fields() -> impl Iterator<Item = &'static str> {
     GROUP_FIELDS.into_iter().chain(POINT_FIELDS)
 }
 
+/// Where a workload comes from, for the listing: `study NNN`, or
+/// `storlab's own` for the variants no study ran (`study = "storlab"`).
+fn study_label(study: &str) -> String {
+    match study {
+        "storlab" => "storlab's own".into(),
+        s => format!("study {s}"),
+    }
+}
+
 fn bs_text(bs: &BlockSizes) -> String {
     match bs.0.as_slice() {
         [(size, _)] => format_size(*size),
@@ -51,7 +62,7 @@ fn bs_text(bs: &BlockSizes) -> String {
 }
 
 /// A group's values as `show` prints them, in [`GROUP_FIELDS`] order.
-fn group_values(g: &Group) -> [String; 9] {
+fn group_values(g: &Group) -> [String; 11] {
     let a = &g.access;
     let rate = match a.rate {
         None => "none".to_string(),
@@ -65,6 +76,19 @@ fn group_values(g: &Group) -> [String; 9] {
         bs_text(&a.bs),
         format!("{}%", a.read_pct),
         format!("{}%", a.random_pct),
+        a.distribution.to_string(),
+        match a.think {
+            None => "none".to_string(),
+            Some(t) if t.spin.is_zero() => {
+                format!("{} after each {} I/Os", format_duration(t.time), t.blocks)
+            }
+            Some(t) => format!(
+                "{} after each {} I/Os ({} spun)",
+                format_duration(t.time),
+                t.blocks,
+                format_duration(t.spin)
+            ),
+        },
         a.iodepth.to_string(),
         rate,
         format_size(a.alignment()),
@@ -175,7 +199,14 @@ impl Catalogue {
             "Workloads",
             self.entries.iter(),
             |e| e.origin.as_deref(),
-            |e| format!("  {:<22} study {}  {}\n", e.name, e.study, e.summary),
+            |e| {
+                format!(
+                    "  {:<25} {}  {}\n",
+                    e.name,
+                    study_label(&e.study),
+                    e.summary
+                )
+            },
         );
         out.push_str("\nSuites:\n");
         listing(
@@ -219,9 +250,9 @@ fn show_job(entry: &Entry, job: &Job, profile: Profile) -> String {
         .map(|f| format!(", from {}", f.display()))
         .unwrap_or_default();
     let mut out = format!(
-        "{} (study {}, {} profile{from}): {}\n",
+        "{} ({}, {} profile{from}): {}\n",
         job.name,
-        entry.study,
+        study_label(&entry.study),
         profile.name(),
         job.description
     );
@@ -233,7 +264,7 @@ fn show_job(entry: &Entry, job: &Job, profile: Profile) -> String {
     };
     let rows = |out: &mut String, indent: &str, fields: &[&str], values: &[String]| {
         for (field, value) in fields.iter().zip(values) {
-            let _ = writeln!(out, "{indent}{field:<18} {value:<16} {}", src(field));
+            let _ = writeln!(out, "{indent}{field:<19} {value:<16} {}", src(field));
         }
     };
     for (i, p) in job.points.iter().enumerate() {

@@ -62,6 +62,9 @@ const NAMES: &[&str] = &[
     "sql-4",
     "backup",
     "restore",
+    "vsphere-shared-4k-zipf",
+    "vsphere-shared-8k-hotband",
+    "vsphere-oltp-8k-bursty",
 ];
 
 #[test]
@@ -357,13 +360,51 @@ fn user_workloads_start_from_builtins_and_keep_their_notes() {
 }
 
 #[test]
+fn storlabs_own_variants_are_named_as_storlabs_and_skew_or_pause() {
+    let list = list_text();
+    for name in [
+        "vsphere-shared-4k-zipf",
+        "vsphere-shared-8k-hotband",
+        "vsphere-oltp-8k-bursty",
+    ] {
+        let line = list
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap();
+        let from = line.split_whitespace().nth(1);
+        assert_eq!(from, Some("storlab's"), "{line}");
+    }
+    let a = |name| {
+        get(name, Profile::Quick).unwrap().points[0].groups[0]
+            .access
+            .clone()
+    };
+    assert_eq!(
+        a("vsphere-shared-4k-zipf").distribution.to_string(),
+        "zipf:1.1"
+    );
+    assert_eq!(
+        a("vsphere-shared-8k-hotband").distribution.to_string(),
+        "zoned:80/10:20/90"
+    );
+    let t = a("vsphere-oltp-8k-bursty").think.unwrap();
+    assert_eq!((t.blocks, t.time), (32, Duration::from_millis(2)));
+    // The rest is the study's mix.
+    let (base, own) = (a("vsphere-shared-4k"), a("vsphere-shared-4k-zipf"));
+    assert_eq!(
+        (base.bs, base.read_pct, base.iodepth),
+        (own.bs, own.read_pct, own.iodepth)
+    );
+}
+
+#[test]
 fn user_workloads_are_listed_and_shown_with_their_file() {
     let cat = user("/cat/mine.toml", MINE).unwrap();
     let list = cat.list_text();
     assert!(list.starts_with(&list_text()[..list_text().find("\nSuites:").unwrap()]));
     assert_has(
         &list,
-        "\nWorkloads from /cat/mine.toml:\n  my-oltp                study in-house  the OLTP mix on 4 VMs\n",
+        "\nWorkloads from /cat/mine.toml:\n  my-oltp                   study in-house  the OLTP mix on 4 VMs\n",
     );
     assert_has(
         &list,
@@ -376,7 +417,7 @@ fn user_workloads_are_listed_and_shown_with_their_file() {
     );
     assert_has(
         &show,
-        "iodepth            64               in-house: 64 per worker",
+        "iodepth             64               in-house: 64 per worker",
     );
 }
 
