@@ -30,7 +30,7 @@
 //! zipf, pareto and normal take an optional `:center` in 0..=1 (fio's): the
 //! region is rotated so the hottest position sits that far into it.
 
-use super::pattern::Rng;
+use super::rng::Rng;
 use super::units::{format_size, parse_size};
 use super::validate::SpecError;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
