@@ -159,13 +159,21 @@ struct Thinking {
     spin_ns: u64,
     /// I/Os left to issue in this burst.
     left: u32,
-    /// When the pause under way ends (0: none under way).
-    until: u64,
-    /// Until when the pause under way spins.
-    spin_until: u64,
+    /// When the pause under way began (`None`: none under way).
+    since: Option<u64>,
 }
 
 impl Thinking {
+    fn new(t: &crate::workload::Think) -> Self {
+        Thinking {
+            blocks: t.blocks.max(1),
+            time_ns: t.time.as_nanos() as u64,
+            spin_ns: t.spin.min(t.time).as_nanos() as u64,
+            left: t.blocks.max(1),
+            since: None,
+        }
+    }
+
     /// Whether the worker may issue at `now`: inside a burst, or once its
     /// burst has completed and the pause after it is over. `Err(due)`: not
     /// before `due` (`u64::MAX`: when its I/O in flight completes).
@@ -176,16 +184,18 @@ impl Thinking {
         if in_flight > 0 {
             return Err(u64::MAX);
         }
-        if self.until == 0 {
-            self.until = now + self.time_ns;
-            self.spin_until = now + self.spin_ns;
+        let until = *self.since.get_or_insert(now) + self.time_ns;
+        if now < until {
+            return Err(until);
         }
-        if now < self.until {
-            return Err(self.until);
-        }
-        self.until = 0;
+        self.since = None;
         self.left = self.blocks;
         Ok(())
+    }
+
+    /// Until when the pause under way spins (`None`: no pause under way).
+    fn spin_until(&self) -> Option<u64> {
+        self.since.map(|t| t + self.spin_ns)
     }
 }
 
@@ -311,14 +321,7 @@ impl<'c, 'a> Engine<'c, 'a> {
                 issued_bytes: 0,
                 write_seq: 0,
                 in_flight: 0,
-                think: w.access.think.map(|t| Thinking {
-                    blocks: t.blocks.max(1),
-                    time_ns: t.time.as_nanos() as u64,
-                    spin_ns: t.spin.min(t.time).as_nanos() as u64,
-                    left: t.blocks.max(1),
-                    until: 0,
-                    spin_until: 0,
-                }),
+                think: w.access.think.as_ref().map(Thinking::new),
             });
             for j in 0..w.access.iodepth {
                 let wdisk = j % local.len() as u32;
@@ -401,8 +404,7 @@ impl<'c, 'a> Engine<'c, 'a> {
                 // A pause's spun share (thinktime_spin) burns the CPU, as
                 // fio's does; the rest is slept.
                 let spin = (self.workers.iter())
-                    .filter_map(|w| w.think.as_ref().filter(|t| t.until != 0))
-                    .map(|t| t.spin_until)
+                    .filter_map(|w| w.think.as_ref().and_then(Thinking::spin_until))
                     .max()
                     .unwrap_or(0)
                     .min(wake);
