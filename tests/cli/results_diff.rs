@@ -175,9 +175,23 @@ fn fail_on_worse_gates_a_slower_run_and_reads_git_revisions() {
     let o = storlab(&slower);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let err = stderr(&o);
+    // The capped rates land within a few I/Os of their caps (2002 -> 1000
+    // was seen on a busy machine), so the figures are read, not matched.
+    let iops = err
+        .lines()
+        .find_map(|l| l.split_once("iops: ").map(|(_, r)| r.to_string()))
+        .unwrap_or_else(|| panic!("the gate names iops: {err}"));
+    let figures: Vec<f64> = iops
+        .split(" (")
+        .next()
+        .unwrap()
+        .split(" -> ")
+        .map(|v| v.parse().unwrap())
+        .collect();
     assert!(
         err.contains("storlab: worse: ")
-            && err.contains("iops: 2000 -> 1000")
+            && (figures[0] - 2000.0).abs() <= 20.0
+            && (figures[1] - 1000.0).abs() <= 10.0
             && err.contains("-50"),
         "the gate names the figure: {err}"
     );
