@@ -559,3 +559,95 @@ fn nfs3_against_ganesha() {
     let mut s = start_lab("/tmp");
     scenario(&mut s, 3, 0);
 }
+
+/// The saved verify map in `state` whose name holds `part` (one per target).
+fn map_named(state: &Path, part: &str) -> PathBuf {
+    std::fs::read_dir(state)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains(part))
+        .unwrap_or_else(|| panic!("no map named *{part}* in {}", state.display()))
+}
+
+/// One file over NFSv3, 4.0 and 4.1 is one storage identity (its fileid
+/// and handle, as ganesha gives them), and verify mode follows it: a
+/// verified write pass over one version and a verified read pass over the
+/// other report zero bad blocks, both ways round, and a block copied over
+/// another offset of the file is still reported as misdirected, through a
+/// map that named the file by the other version's URL.
+#[test]
+fn verified_runs_over_nfsv3_and_v41_of_one_file_share_its_identity() {
+    let s = start_lab("/tmp");
+    const SIZE: u64 = 1 << 20;
+    // The test's own files, so its runs pass --allow-overwrite.
+    for f in ["shared.img", "other.img"] {
+        let file = std::fs::File::create(s.dir.join(f)).unwrap();
+        file.set_len(SIZE).unwrap();
+    }
+    let id = |file: &str, v: u8, m: u8| {
+        NfsBackend::open(&[s.target(file, v, m)], &opts(false, 1))
+            .unwrap()
+            .identity(0)
+            .unwrap_or_else(|| panic!("{file} over v{v}.{m} has no identity"))
+    };
+    let v3 = id("shared.img", 3, 0);
+    assert!(v3.starts_with("nfs fileid "), "{v3}");
+    assert_eq!(v3, id("shared.img", 4, 0));
+    assert_eq!(v3, id("shared.img", 4, 1));
+    assert_ne!(v3, id("other.img", 4, 1));
+
+    let state = s.base.join("verify-state");
+    let storlab = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_storlab"))
+            .env("STORLAB_VERIFY_DIR", &state)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let url3 = s.target("shared.img", 3, 0).to_string();
+    let url41 = s.target("shared.img", 4, 1).to_string();
+    let size = SIZE.to_string();
+    let pass = |url: &str, rw: &str| {
+        let o = storlab(&[
+            "run",
+            "--target",
+            url,
+            "--rw",
+            rw,
+            "--bs",
+            "64k",
+            "--size",
+            &size,
+            "--io_size",
+            &size,
+            "--runtime",
+            "60",
+            "--verify",
+            "--no-db",
+            "-q",
+            "--allow-overwrite",
+        ]);
+        let t = support::text(&o);
+        assert!(o.status.success(), "{rw} over {url}: {t}");
+        assert!(!t.contains("misdirected"), "{rw} over {url}: {t}");
+    };
+    pass(&url3, "write");
+    pass(&url41, "read");
+    pass(&url41, "write");
+    pass(&url3, "read");
+
+    // A block lands at the wrong offset: the one written for 4096 at 8192.
+    let backing = s.dir.join("shared.img");
+    let mut data = std::fs::read(&backing).unwrap();
+    data.copy_within(4096..4608, 8192);
+    std::fs::write(&backing, &data).unwrap();
+    let map41 = map_named(&state, "version_4_1");
+    let o = storlab(&["verify", &url3, "--map", &map41.display().to_string()]);
+    let t = support::text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains(": 1 bad"), "{t}");
+    assert!(
+        t.contains("misdirected block") && t.contains("at offset 8192"),
+        "{t}"
+    );
+}

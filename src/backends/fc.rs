@@ -191,6 +191,10 @@ unsafe impl Backend for FcCapped {
         self.inner.register_buffers(pool)
     }
 
+    fn identity(&self, disk: usize) -> Option<String> {
+        self.inner.identity(disk)
+    }
+
     fn queue(&mut self, req: Request) -> Result<(), QueueError> {
         let slot = req.slot;
         self.pending.insert(slot, (req.len(), req.dir));

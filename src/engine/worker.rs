@@ -34,6 +34,9 @@ pub enum Msg {
         thread: usize,
         /// Backend features, or the error that stopped it from opening.
         result: Result<String, String>,
+        /// What the storage says each of the thread's disks is (plan disk
+        /// index, [`crate::io::Backend::identity`]), where it says.
+        identities: Vec<(u32, String)>,
     },
     /// One interval of every worker on a thread.
     Interval {

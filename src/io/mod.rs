@@ -264,6 +264,17 @@ pub unsafe trait Backend: Send {
         true
     }
 
+    /// What the storage says disk `disk` (its index among the disks this
+    /// backend opened) is, independent of the URL or path that reached it: a
+    /// file's device and inode, an NFS file's fsid and fileid, a LUN's
+    /// device identification (NAA or EUI-64), an NBD export's name and size.
+    /// Two targets that reach the same storage report the same identity, so
+    /// verify maps and headers follow the storage, not the address
+    /// (docs/verify.md). `None` (the default) when the backend cannot tell.
+    fn identity(&self, _disk: usize) -> Option<String> {
+        None
+    }
+
     /// Whether the storage is still there, asked once per measured interval
     /// (not per I/O): an error names the target and what happened to it, and
     /// ends the run like a failed I/O. For storage that can vanish while its

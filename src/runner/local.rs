@@ -47,8 +47,9 @@ pub struct LocalRunner {
     /// Ends the engine threads early (user stop, an I/O error, the controller).
     stop: Arc<AtomicBool>,
     engines: Vec<JoinHandle<()>>,
-    /// One per engine thread: the start instant, or drop to abort.
-    starts: Vec<Sender<Instant>>,
+    /// One per engine thread: the start instant and the point's hooks, or
+    /// drop to abort.
+    starts: Vec<Sender<Start>>,
     msgs: Option<Receiver<Msg>>,
     timing: Timing,
     collector: Option<JoinHandle<()>>,
@@ -185,6 +186,10 @@ fn check_store_size(plan: &Plan) -> Result<(), RunError> {
     Ok(())
 }
 
+/// What starts an engine thread: the instant, and the point's hooks (built
+/// once every backend is open, from what the storage says it is).
+type Start = (Instant, Option<Arc<dyn PointHooks>>);
+
 /// Everything one engine thread owns.
 struct EngineThread {
     index: usize,
@@ -198,8 +203,7 @@ struct EngineThread {
     seed: u64,
     stop: Arc<AtomicBool>,
     tx: Sender<Msg>,
-    start: Receiver<Instant>,
-    verify: Option<Arc<dyn PointHooks>>,
+    start: Receiver<Start>,
 }
 
 impl EngineThread {
@@ -207,7 +211,9 @@ impl EngineThread {
     fn run(self) {
         let i = self.index;
         let tp = &self.plan.threads[i];
-        let ctx = ThreadCtx {
+        // Set at the start, before the first I/O: it outlives `ctx`.
+        let hooks: Option<Arc<dyn PointHooks>>;
+        let mut ctx = ThreadCtx {
             thread: i,
             plan: tp,
             disks: &self.plan.disks,
@@ -218,7 +224,7 @@ impl EngineThread {
             stop: &self.stop,
             tx: self.tx.clone(),
             io_timeout: self.io_timeout,
-            hooks: self.verify.as_deref(),
+            hooks: None,
         };
         let pool = worker::make_pool(&ctx);
         let depth: u32 = tp.workers.iter().map(|w| w.access.iodepth).sum();
@@ -231,12 +237,19 @@ impl EngineThread {
             .and_then(|b| Lane::new(b, pool));
         let mut lane = match opened {
             Ok(l) => {
+                let identities = tp
+                    .disks
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(k, &d)| Some((d, l.backend().identity(k)?)))
+                    .collect();
                 let _ = self.tx.send(Msg::Ready {
                     thread: i,
                     result: Ok(backends::describe(
                         l.backend(),
                         worker::submit_rhythm(worker::commit_every(tp, l.commit_each())),
                     )),
+                    identities,
                 });
                 l
             }
@@ -244,12 +257,17 @@ impl EngineThread {
                 let _ = self.tx.send(Msg::Ready {
                     thread: i,
                     result: Err(e.to_string()),
+                    identities: Vec::new(),
                 });
                 return;
             }
         };
         // A dropped sender means the run was called off before the start.
-        let Ok(t0) = self.start.recv() else { return };
+        let Ok((t0, point_hooks)) = self.start.recv() else {
+            return;
+        };
+        hooks = point_hooks;
+        ctx.hooks = hooks.as_deref();
         let wait = t0.saturating_duration_since(Instant::now());
         if !wait.is_zero() {
             std::thread::sleep(wait);
@@ -367,10 +385,6 @@ impl HostRunner for LocalRunner {
         } else {
             prepare_disks(spec, &plan, hp.allow_overwrite, stop)?
         };
-        self.verify = match &self.hook_source {
-            Some(h) => h.start(spec, &plan)?,
-            None => None,
-        };
         self.timing = Timing {
             interval_ns: spec.interval.as_nanos() as u64,
             intervals: total_intervals(spec),
@@ -403,7 +417,6 @@ impl HostRunner for LocalRunner {
                 stop: Arc::clone(&self.stop),
                 tx: tx.clone(),
                 start: start_rx,
-                verify: self.verify.clone(),
             };
             let h = std::thread::Builder::new()
                 .name(format!("storlab-engine-{i}"))
@@ -415,9 +428,19 @@ impl HostRunner for LocalRunner {
         drop(tx);
         let mut features = Vec::new();
         let mut open_errors = Vec::new();
+        let mut identities: Vec<Option<String>> = vec![None; plan.disks.len()];
         for _ in 0..nthreads {
             match rx.recv() {
-                Ok(Msg::Ready { result: Ok(f), .. }) => features.push(f),
+                Ok(Msg::Ready {
+                    result: Ok(f),
+                    identities: ids,
+                    ..
+                }) => {
+                    features.push(f);
+                    for (d, id) in ids {
+                        identities[d as usize] = Some(id);
+                    }
+                }
                 Ok(Msg::Ready { result: Err(e), .. }) => open_errors.push(e),
                 _ => open_errors.push("an engine thread ended before it was ready".to_string()),
             }
@@ -426,6 +449,19 @@ impl HostRunner for LocalRunner {
             self.finish();
             open_errors.dedup();
             return Err(RunError::Open(open_errors.join("; ")));
+        }
+        // The point's hooks (verify mode) know each store by what the storage
+        // said it is, so they are built once every backend is open.
+        let started = match &self.hook_source {
+            Some(h) => h.start(spec, &plan, &identities),
+            None => Ok(None),
+        };
+        match started {
+            Ok(v) => self.verify = v,
+            Err(e) => {
+                self.finish();
+                return Err(e);
+            }
         }
         self.msgs = Some(rx);
         features.sort();
@@ -452,7 +488,7 @@ impl HostRunner for LocalRunner {
         })?;
         let t0 = instant_of_unix(at_unix_ns);
         for s in self.starts.drain(..) {
-            let _ = s.send(t0);
+            let _ = s.send((t0, self.verify.clone()));
         }
         let nthreads = self.engines.len();
         let h = std::thread::Builder::new()

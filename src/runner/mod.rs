@@ -74,8 +74,16 @@ pub trait Probe: Send + Sync {
 /// ends.
 pub trait RunHooks: Send + Sync {
     /// The hooks for `spec` on this host's `plan`, or `None` when the point
-    /// needs none. An error refuses the point before anything runs.
-    fn start(&self, spec: &Spec, plan: &Plan) -> Result<Option<Arc<dyn PointHooks>>, RunError>;
+    /// needs none. `identities` holds, per disk of the plan, what its
+    /// storage said it is ([`crate::io::Backend::identity`]; `None` where it
+    /// said nothing): the backends are open when the hooks start. An error
+    /// refuses the point before anything runs.
+    fn start(
+        &self,
+        spec: &Spec,
+        plan: &Plan,
+        identities: &[Option<String>],
+    ) -> Result<Option<Arc<dyn PointHooks>>, RunError>;
 }
 
 /// Receives intervals as they are measured (live progress, results store).

@@ -56,6 +56,21 @@ pub struct StoreInfo {
     pub size: u64,
     /// Its prepared content, when storlab prepared it.
     pub prepared: Option<PreparedInfo>,
+    /// What the storage said it is ([`crate::io::Backend::identity`]: a
+    /// file's device and inode, an NFS file's fileid and handle, a LUN's
+    /// NAA); `None` when it said nothing. Absent in maps and journals of
+    /// storlab before it had identities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+}
+
+impl StoreInfo {
+    /// What the store is known by in verify headers and maps: the storage's
+    /// identity where it gave one, else its name. Two targets that reach the
+    /// same storage share a key.
+    pub fn key(&self) -> &str {
+        self.identity.as_deref().unwrap_or(&self.name)
+    }
 }
 
 /// Magic of a journal file.
@@ -426,6 +441,7 @@ mod tests {
             path: None,
             size: 1 << 20,
             prepared: None,
+            identity: None,
         }
     }
 

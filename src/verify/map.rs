@@ -110,38 +110,43 @@ pub fn prepared_info(path: &Path) -> Option<PreparedInfo> {
 }
 
 impl Shared {
-    /// The map for `plan` (prepared already), continuing this run's saved
-    /// maps of the same targets, with a journal at `journal` if given.
+    /// The map for `plan` (prepared already, its backends open), continuing
+    /// this run's saved maps of the same storage, with a journal at `journal`
+    /// if given. `identities` holds what each disk's storage said it is
+    /// (`None` where it said nothing): disks of one identity are one store,
+    /// whatever URL reached them.
     pub fn new(
         plan: &Plan,
         spec: &Spec,
         journal: Option<&Path>,
+        identities: &[Option<String>],
     ) -> Result<Shared, super::SetupError> {
         check_spec(spec)?;
         let mut stores: Vec<StoreInfo> = Vec::new();
         let mut disk_store = Vec::with_capacity(plan.disks.len());
-        for d in &plan.disks {
-            let name = super::store_name(&d.name());
-            let end = d.offset + d.size;
-            let i = match stores.iter().position(|s| s.name == name) {
+        for (k, d) in plan.disks.iter().enumerate() {
+            let info = StoreInfo {
+                name: super::store_name(&d.name()),
+                target: super::store_name(&d.target),
+                path: d.path.clone(),
+                size: d.offset + d.size,
+                prepared: None,
+                identity: identities.get(k).cloned().flatten(),
+            };
+            let i = match stores.iter().position(|s| s.key() == info.key()) {
                 Some(i) => {
-                    stores[i].size = stores[i].size.max(end);
+                    stores[i].size = stores[i].size.max(info.size);
                     i
                 }
                 None => {
-                    stores.push(StoreInfo {
-                        name,
-                        target: super::store_name(&d.target),
-                        path: d.path.clone(),
-                        size: end,
-                        prepared: d.path.as_deref().and_then(prepared_info),
-                    });
+                    let prepared = info.path.as_deref().and_then(prepared_info);
+                    stores.push(StoreInfo { prepared, ..info });
                     stores.len() - 1
                 }
             };
             disk_store.push(i as u32);
         }
-        let ids = stores.iter().map(|s| target_id(&s.name)).collect();
+        let ids = stores.iter().map(|s| target_id(s.key())).collect();
         let shared = Shared {
             run: super::run_id(),
             stores,
@@ -168,10 +173,18 @@ impl Shared {
         Ok(shared)
     }
 
-    /// Continue this run's maps saved by earlier points.
+    /// Continue this run's maps saved by earlier points: those of the same
+    /// targets, and those of the same storage reached by another target.
     fn load_saved(&self) -> Result<(), String> {
-        for target in self.targets() {
-            let path = super::map_path(&target);
+        let mut paths: Vec<PathBuf> = self.targets().iter().map(|t| super::map_path(t)).collect();
+        for s in &self.stores {
+            if let Some(id) = &s.identity {
+                paths.extend(saved_for(self.run, id));
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        for path in paths {
             if !path.exists() {
                 continue;
             }
@@ -181,13 +194,17 @@ impl Shared {
             if saved.run != self.run {
                 continue;
             }
-            for (name, (_, blocks)) in saved.stores {
-                let Some(si) = self.stores.iter().position(|s| s.name == name) else {
+            for (info, blocks) in saved.stores.into_values() {
+                let Some(si) = self.stores.iter().position(|s| s.key() == info.key()) else {
                     continue;
                 };
                 for (block, entry) in blocks {
                     let mut sh = self.shards[shard_of(si as u32, block)].lock().expect("map");
-                    sh.insert((si as u32, block), Cell { entry, busy: false });
+                    let cell = sh.entry((si as u32, block)).or_default();
+                    // Two maps of one store (two targets): the later write wins.
+                    if entry.acked >= cell.entry.acked {
+                        cell.entry = entry;
+                    }
                 }
             }
         }
@@ -344,10 +361,17 @@ impl Shared {
                 continue;
             }
             match journal::write_file(&path, &bytes) {
-                Ok(()) => written.push(super::SavedMap {
-                    target,
-                    path: path.display().to_string(),
-                }),
+                Ok(()) => {
+                    for s in self.stores.iter().filter(|s| s.target == target) {
+                        if let Some(id) = &s.identity {
+                            remember_saved(self.run, id, &path);
+                        }
+                    }
+                    written.push(super::SavedMap {
+                        target,
+                        path: path.display().to_string(),
+                    })
+                }
                 Err(e) => errors.push(e),
             }
         }
@@ -357,6 +381,27 @@ impl Shared {
             Err(errors.join("; "))
         }
     }
+}
+
+/// Where this process saved maps that hold a store of each identity, per
+/// run: a later point that reaches the same storage by another target
+/// continues them ([`Shared::load_saved`]).
+static SAVED: Mutex<BTreeMap<(u32, String), Vec<PathBuf>>> = Mutex::new(BTreeMap::new());
+
+fn remember_saved(run: u32, identity: &str, path: &Path) {
+    let mut saved = SAVED.lock().expect("saved maps");
+    let paths = saved.entry((run, identity.to_string())).or_default();
+    if !paths.iter().any(|p| p == path) {
+        paths.push(path.to_path_buf());
+    }
+}
+
+fn saved_for(run: u32, identity: &str) -> Vec<PathBuf> {
+    let saved = SAVED.lock().expect("saved maps");
+    saved
+        .get(&(run, identity.to_string()))
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Append block `block` with `seq` to `runs`, extending the last run when it

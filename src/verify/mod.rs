@@ -288,8 +288,9 @@ impl RunHooks for Verify {
         &self,
         spec: &crate::workload::Spec,
         plan: &crate::plan::Plan,
+        identities: &[Option<String>],
     ) -> Result<Option<std::sync::Arc<dyn PointHooks>>, RunError> {
-        Ok(start(spec, plan)?.map(|s| s as std::sync::Arc<dyn PointHooks>))
+        Ok(start(spec, plan, identities)?.map(|s| s as std::sync::Arc<dyn PointHooks>))
     }
 }
 
@@ -303,17 +304,20 @@ impl PointHooks for map::Shared {
 }
 
 /// The block map of a point that runs in verify mode (`spec.verify`, or a
-/// journal), built once its files are prepared; `None` otherwise. A bad spec
+/// journal), built once its files are prepared and its backends open (each
+/// disk's storage identity in `identities`); `None` otherwise. A bad spec
 /// or journal path is [`SetupError::Input`]; a journal the system cannot
 /// create or write is [`SetupError::Environment`].
 pub fn start(
     spec: &crate::workload::Spec,
     plan: &crate::plan::Plan,
+    identities: &[Option<String>],
 ) -> Result<Option<std::sync::Arc<map::Shared>>, SetupError> {
     if !spec.verify && spec.journal.is_none() {
         return Ok(None);
     }
-    map::Shared::new(plan, spec, spec.journal.as_deref()).map(|s| Some(std::sync::Arc::new(s)))
+    map::Shared::new(plan, spec, spec.journal.as_deref(), identities)
+        .map(|s| Some(std::sync::Arc::new(s)))
 }
 
 /// The point ended (however): close the journal and save the map. A failure

@@ -42,22 +42,48 @@ pub struct Outcome {
     pub bad: Vec<Bad>,
 }
 
-/// Check every written block of `target`'s stores in `loaded`.
+/// Check every written block of `target`'s stores in `loaded`: the stores
+/// written through `target`, or else the store whose storage `target`
+/// reaches under another URL (the same identity, [`StoreInfo::key`]).
 pub fn verify_target(loaded: &Loaded, target: &Target, opts: &Options) -> Result<Outcome, String> {
     let name = target.storage().to_string();
-    let stores: Vec<&(StoreInfo, BTreeMap<u64, super::map::Entry>)> = loaded
+    let mut stores: Vec<(&StoreInfo, &BTreeMap<u64, super::map::Entry>, Disk)> = loaded
         .stores
         .values()
         .filter(|(s, _)| s.target == name)
+        .map(|(s, blocks)| {
+            let disk = Disk {
+                target: s.target.clone(),
+                path: s.path.clone(),
+                offset: 0,
+                size: s.size,
+            };
+            (s, blocks, disk)
+        })
         .collect();
+    let mut identity = None;
+    if stores.is_empty() {
+        identity = probe_identity(target);
+        if let Some(id) = &identity {
+            stores = loaded
+                .stores
+                .values()
+                .filter(|(s, _)| s.identity.as_ref() == Some(id))
+                .map(|(s, blocks)| (s, blocks, single_disk(target, s.size)))
+                .collect();
+        }
+    }
     if stores.is_empty() {
         let known: Vec<&str> = loaded
             .stores
             .values()
             .map(|(s, _)| s.target.as_str())
             .collect();
+        let storage = identity
+            .map(|id| format!(", nor any to its storage ({id})"))
+            .unwrap_or_default();
         return Err(format!(
-            "no writes to {name} are recorded (recorded targets: {})",
+            "no writes to {name} are recorded{storage} (recorded targets: {})",
             if known.is_empty() {
                 "none".to_string()
             } else {
@@ -66,11 +92,37 @@ pub fn verify_target(loaded: &Loaded, target: &Target, opts: &Options) -> Result
         ));
     }
     let mut out = Outcome::default();
-    for (info, blocks) in stores {
+    for (info, blocks, disk) in stores {
         out.stores.push(info.name.clone());
-        check_store(loaded, target, info, blocks, opts, &mut out)?;
+        check_store(loaded, target, info, blocks, &disk, opts, &mut out)?;
     }
     Ok(out)
+}
+
+/// The one disk a target names when it names a single store (a file, a
+/// device, an NFS file, a LUN, an NBD export), sized `size`.
+fn single_disk(target: &Target, size: u64) -> Disk {
+    let path = match target {
+        Target::File(p) | Target::Fc { path: p, .. } => Some(p.clone()),
+        _ => None,
+    };
+    Disk {
+        target: target.storage().to_string(),
+        path,
+        offset: 0,
+        size,
+    }
+}
+
+/// What the storage `target` names says it is, opened read-only for a
+/// moment; `None` when it cannot be opened or says nothing.
+fn probe_identity(target: &Target) -> Option<String> {
+    let disk = single_disk(target, 0);
+    let opts = OpenOptions {
+        depth: 1,
+        ..OpenOptions::default()
+    };
+    backends::open(target, &[&disk], &opts).ok()?.identity(0)
 }
 
 fn check_store(
@@ -78,6 +130,7 @@ fn check_store(
     target: &Target,
     info: &StoreInfo,
     blocks: &BTreeMap<u64, super::map::Entry>,
+    disk: &Disk,
     opts: &Options,
     out: &mut Outcome,
 ) -> Result<(), String> {
@@ -89,16 +142,10 @@ fn check_store(
             _ => extents.push((b, 1)),
         }
     }
-    let disk = Disk {
-        target: info.target.clone(),
-        path: info.path.clone(),
-        offset: 0,
-        size: info.size,
-    };
     let depth = opts.depth.max(1);
     let backend = backends::open(
         target,
-        &[&disk],
+        &[disk],
         &OpenOptions {
             direct: opts.direct,
             sync: None,
@@ -111,7 +158,7 @@ fn check_store(
     .map_err(|e| format!("cannot open {} to verify it: {e}", info.name))?;
     let pool = BufferPool::new(depth, EXTENT_BLOCKS as usize * VBLOCK);
     let mut lane = Lane::new(backend, pool).map_err(|e| format!("{}: {e}", info.name))?;
-    let id = target_id(&info.name);
+    let id = target_id(info.key());
     let ios: Vec<Io> = extents
         .iter()
         .map(|&(first, n)| Io::read(first * VBLOCK as u64, n * VBLOCK as u32))

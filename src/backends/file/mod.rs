@@ -125,6 +125,31 @@ fn open_all(disks: &[PathBuf], opts: &OpenOptions) -> Result<Vec<File>, BackendE
     disks.iter().map(|p| open_one(p, opts)).collect()
 }
 
+/// A local file's identity ([`Backend::identity`]): a block device by its
+/// device number, a file by the device it lives on and its inode, so two
+/// paths to one file (a hard link, a bind mount, the FC role's block path)
+/// name one store.
+pub(crate) fn file_identity(file: &File) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = file.metadata().ok()?;
+    if m.file_type().is_block_device() {
+        let r = m.rdev();
+        Some(format!(
+            "block device {}:{}",
+            libc::major(r),
+            libc::minor(r)
+        ))
+    } else {
+        let d = m.dev();
+        Some(format!(
+            "file device {}:{} inode {}",
+            libc::major(d),
+            libc::minor(d),
+            m.ino()
+        ))
+    }
+}
+
 /// A disk whose file was unlinked (no name left: `st_nlink` 0) fails the
 /// run: its I/O would still succeed, on data that vanishes at close.
 fn check_files(files: &[File], paths: &[PathBuf]) -> Result<(), BackendError> {
@@ -395,6 +420,10 @@ unsafe impl Backend for FileBackend {
 
     fn features(&self) -> String {
         FileBackend::features(self)
+    }
+
+    fn identity(&self, disk: usize) -> Option<String> {
+        file_identity(self.files.get(disk)?)
     }
 
     fn error_detail(&self) -> Option<String> {
@@ -1097,6 +1126,28 @@ mod tests {
             start.elapsed()
         );
         tx.write_all(b"late").unwrap();
+    }
+
+    #[test]
+    fn a_file_reached_by_two_paths_has_one_identity_and_another_file_another() {
+        let t = TempFile::new(8192);
+        let link = TempFile::named_in(&std::env::temp_dir(), "link");
+        std::fs::hard_link(&t.0, &link.0).unwrap();
+        let other = TempFile::new(8192);
+        let id = |p: &PathBuf| {
+            FileBackend::open(std::slice::from_ref(p), &opts(false, 1))
+                .unwrap()
+                .identity(0)
+                .expect("a file has an identity")
+        };
+        let first = id(&t.0);
+        assert!(first.starts_with("file device "), "{first}");
+        assert_eq!(first, id(&link.0));
+        assert_ne!(first, id(&other.0));
+        let psync = PsyncBackend::open(std::slice::from_ref(&link.0), &opts(false, 1))
+            .unwrap()
+            .identity(0);
+        assert_eq!(psync.as_deref(), Some(first.as_str()));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! nothing to cancel. Where io_uring must punt a page-cache read it cannot do
 //! without blocking to a worker thread (tmpfs), the call does it at once.
 
-use super::{check_files, open_all};
+use super::{check_files, file_identity, open_all};
 use crate::io::{Backend, BackendError, Completion, IoBuf, OpenOptions, QueueError, Request, Wait};
 use crate::workload::Dir;
 use std::fs::File;
@@ -98,6 +98,10 @@ unsafe impl Backend for PsyncBackend {
 
     fn features(&self) -> String {
         "psync (pread/pwrite on the engine thread)".to_string()
+    }
+
+    fn identity(&self, disk: usize) -> Option<String> {
+        file_identity(self.files.get(disk)?)
     }
 
     fn queue(&mut self, req: Request) -> Result<(), QueueError> {

@@ -117,6 +117,9 @@ struct Pending {
 /// One target's session and geometry.
 struct Disk {
     session: Session,
+    /// What INQUIRY's Device Identification page names the LUN
+    /// ([`Backend::identity`]).
+    identity: Option<String>,
     url: String,
     block_size: u32,
     size: u64,
@@ -344,8 +347,10 @@ impl IscsiBackend {
                 if want_sync && opts.write {
                     all_fua &= session.dpofua() == Some(true);
                 }
+                let identity = session.device_id().map(|id| format!("scsi {id}"));
                 disks.push(Disk {
                     session,
+                    identity,
                     url: url.clone(),
                     block_size: cap.block_size,
                     size,
@@ -609,6 +614,13 @@ impl Polled for IscsiBackend {
 unsafe impl Backend for IscsiBackend {
     fn name(&self) -> &'static str {
         "iscsi"
+    }
+
+    fn identity(&self, disk: usize) -> Option<String> {
+        self.disks
+            .get(self.routes.get(disk)?.first)?
+            .identity
+            .clone()
     }
 
     fn depth(&self) -> usize {
@@ -975,6 +987,15 @@ mod tests {
         assert_eq!(b.disk_size(0), Some(16 << 20));
         assert_eq!(b.block_size(0), Some(512));
         assert!(b.features().contains("block 512"), "{}", b.features());
+        // The LUN is known by its device identification (VPD page 0x83),
+        // the same over a second session.
+        let id = b.identity(0).expect("tgt names its LUN in VPD page 0x83");
+        assert!(id.starts_with("scsi "), "{id}");
+        let again = IscsiBackend::open(&[tgt.target(1)], &opts(1, 0), &default_initiator())
+            .unwrap()
+            .identity(0);
+        assert_eq!(again.as_deref(), Some(id.as_str()));
+        println!("identity: {id}");
         let mut b = lane(b);
         // A scattered order so neighbouring requests are not adjacent.
         let blocks: Vec<u64> = (0..1024u64).map(|i| (i * 389) % 1024 * 4096).collect();

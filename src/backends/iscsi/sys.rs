@@ -25,6 +25,31 @@ use std::io;
 use std::os::fd::RawFd;
 use std::ptr::{self, NonNull};
 
+/// The identity of a LUN from its logical-unit designators (type, code set,
+/// bytes): NAA (3), then EUI-64 (2), the SCSI name string (8), the T10
+/// vendor id (1); binary designators in hex, text ones as text.
+fn best_designator(found: &[(c_int, c_int, Vec<u8>)]) -> Option<String> {
+    let rank = |t: c_int| [3, 2, 8, 1].iter().position(|&x| x == t);
+    let (t, code_set, bytes) = found
+        .iter()
+        .filter(|(t, _, _)| rank(*t).is_some())
+        .min_by_key(|(t, _, _)| rank(*t))?;
+    let name = match t {
+        3 => "naa",
+        2 => "eui-64",
+        8 => "name",
+        _ => "t10",
+    };
+    let value = if *code_set == CODE_SET_BINARY {
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    } else {
+        String::from_utf8_lossy(bytes)
+            .trim_end_matches(['\0', ' '])
+            .to_string()
+    };
+    Some(format!("{name} {value}"))
+}
+
 /// `SCSI_STATUS_GOOD`.
 pub const STATUS_GOOD: i32 = 0;
 /// `SCSI_STATUS_CHECK_CONDITION`.
@@ -106,6 +131,35 @@ struct ScsiModeSense {
     pages: *mut c_void,
 }
 
+/// `struct scsi_inquiry_device_designator` (SPC-4 §7.8.6.1).
+#[repr(C)]
+struct ScsiDesignator {
+    next: *mut ScsiDesignator,
+    protocol_identifier: c_int,
+    code_set: c_int,
+    piv: c_int,
+    association: c_int,
+    designator_type: c_int,
+    designator_length: c_int,
+    designator: *mut c_char,
+}
+
+/// `struct scsi_inquiry_device_identification` (VPD page 0x83).
+#[repr(C)]
+struct ScsiDeviceIdentification {
+    qualifier: c_int,
+    device_type: c_int,
+    pagecode: c_int,
+    designators: *mut ScsiDesignator,
+}
+
+/// VPD page "Device Identification".
+const VPD_DEVICE_IDENTIFICATION: c_int = 0x83;
+/// Designator association: the logical unit itself (not a port or target).
+const ASSOCIATION_LOGICAL_UNIT: c_int = 0;
+/// Designator code set: binary (else ASCII or UTF-8 text).
+const CODE_SET_BINARY: c_int = 1;
+
 type CommandCb = extern "C" fn(*mut IscsiContext, c_int, *mut c_void, *mut c_void);
 
 #[link(name = "iscsi")]
@@ -129,6 +183,13 @@ unsafe extern "C" {
     fn iscsi_out_queue_length(iscsi: *mut IscsiContext) -> c_int;
 
     fn iscsi_readcapacity16_sync(iscsi: *mut IscsiContext, lun: c_int) -> *mut ScsiTask;
+    fn iscsi_inquiry_sync(
+        iscsi: *mut IscsiContext,
+        lun: c_int,
+        evpd: c_int,
+        page_code: c_int,
+        maxsize: c_int,
+    ) -> *mut ScsiTask;
     fn iscsi_modesense10_sync(
         iscsi: *mut IscsiContext,
         lun: c_int,
@@ -429,6 +490,54 @@ impl Session {
         }
     }
 
+    /// The LUN's identity from INQUIRY's Device Identification page (0x83):
+    /// its best logical-unit designator, NAA first, then EUI-64, the SCSI
+    /// name string and the T10 vendor id, as `naa 6001405...`; `None` when
+    /// the page fails or names no logical-unit designator.
+    pub fn device_id(&mut self) -> Option<String> {
+        // SAFETY: live, logged-in context; the task returned is ours to free.
+        let task = unsafe {
+            iscsi_inquiry_sync(
+                self.ctx.as_ptr(),
+                self.lun,
+                1,
+                VPD_DEVICE_IDENTIFICATION,
+                255,
+            )
+        };
+        if task.is_null() {
+            return None;
+        }
+        let mut sense = ScsiSense::zeroed();
+        // SAFETY: as in read_capacity16: the unmarshalled page and its
+        // designator list live with the task, read before it is freed below;
+        // each designator's bytes are `designator_length` long.
+        unsafe {
+            let mut found: Vec<(c_int, c_int, Vec<u8>)> = Vec::new();
+            if scsi_task_get_status(task, &mut sense) == STATUS_GOOD {
+                let page = scsi_datain_unmarshall(task).cast::<ScsiDeviceIdentification>();
+                let mut d = if page.is_null() {
+                    ptr::null_mut()
+                } else {
+                    (*page).designators
+                };
+                while !d.is_null() {
+                    let len = usize::try_from((*d).designator_length).unwrap_or(0);
+                    if (*d).association == ASSOCIATION_LOGICAL_UNIT
+                        && len > 0
+                        && !(*d).designator.is_null()
+                    {
+                        let bytes = std::slice::from_raw_parts((*d).designator.cast::<u8>(), len);
+                        found.push(((*d).designator_type, (*d).code_set, bytes.to_vec()));
+                    }
+                    d = (*d).next;
+                }
+            }
+            scsi_free_scsi_task(task);
+            best_designator(&found)
+        }
+    }
+
     /// Whether the LUN accepts DPO and FUA (the DPOFUA bit of MODE SENSE(10));
     /// `None` when MODE SENSE fails or cannot be parsed.
     pub fn dpofua(&mut self) -> Option<bool> {
@@ -683,6 +792,25 @@ unsafe impl Send for Session {}
 
 #[cfg(test)]
 mod tests {
+    use super::{CODE_SET_BINARY, best_designator};
+
+    #[test]
+    fn the_naa_designator_is_preferred_and_text_ones_are_trimmed() {
+        let t10 = (1, 2, b"LIO-ORG disk  \0".to_vec());
+        let naa = (3, CODE_SET_BINARY, vec![0x60, 0x01, 0x40, 0x5a]);
+        let eui = (2, CODE_SET_BINARY, vec![1, 2]);
+        assert_eq!(
+            best_designator(&[t10.clone(), eui.clone(), naa]).as_deref(),
+            Some("naa 6001405a")
+        );
+        assert_eq!(
+            best_designator(&[t10.clone(), eui]).as_deref(),
+            Some("eui-64 0102")
+        );
+        assert_eq!(best_designator(&[t10]).as_deref(), Some("t10 LIO-ORG disk"));
+        assert_eq!(best_designator(&[(4, CODE_SET_BINARY, vec![0, 1])]), None);
+    }
+
     #[test]
     fn sense_codes_libiscsi_leaves_unnamed_are_named_with_their_code() {
         assert_eq!(

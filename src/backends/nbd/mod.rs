@@ -77,6 +77,9 @@ struct Conn {
     fua: bool,
     /// Commands libnbd holds for us on this connection.
     running: usize,
+    /// The export as the server names it: its name and size
+    /// ([`Backend::identity`]).
+    identity: String,
 }
 
 /// NBD exports through libnbd: asynchronous, `depth` requests in flight.
@@ -191,6 +194,7 @@ fn connect(
         url,
         fua,
         running: 0,
+        identity: format!("nbd export {export:?} size {size}"),
     })
 }
 
@@ -511,6 +515,15 @@ impl Polled for NbdBackend {
 unsafe impl Backend for NbdBackend {
     fn name(&self) -> &'static str {
         "nbd"
+    }
+
+    fn identity(&self, disk: usize) -> Option<String> {
+        Some(
+            self.conns
+                .get(self.disks.get(disk)?.first)?
+                .identity
+                .clone(),
+        )
     }
 
     fn depth(&self) -> usize {

@@ -754,11 +754,10 @@ impl FileOps for NfsOps {
                 let (_, mut d) = r.results().map_err(|e| self.rpc_err("stat", path, e))?;
                 self.op4(&mut d, OP_PUTFH, "stat", path)?;
                 self.op4(&mut d, OP_GETATTR, "stat", path)?;
-                let (t, size, _, _) =
-                    v4::parse_attrs(&mut d).map_err(|_| self.malformed("stat", path))?;
+                let a = v4::parse_attrs(&mut d).map_err(|_| self.malformed("stat", path))?;
                 Ok(Attr {
-                    dir: t == NF4DIR,
-                    size,
+                    dir: a.ftype == NF4DIR,
+                    size: a.size,
                 })
             }
         }

@@ -242,6 +242,8 @@ struct Disk {
     waiting: VecDeque<Part>,
     /// NFSv4.1: the part in flight on each session slot.
     sent: Vec<Option<Part>>,
+    /// What the server says the file is ([`Backend::identity`]).
+    identity: Option<String>,
 }
 
 /// One READ or WRITE RPC of a request (a request larger than the transfer
@@ -411,6 +413,7 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
         (Proto::V4(_), None) => v4::read_head,
         (Proto::V4(_), Some(_)) => v4::read_head41,
     };
+    let identity = identity(&proto);
     let mut conns = vec![conn];
     for _ in 1..n.nconnect {
         let mut c = u.connect().map_err(err)?;
@@ -435,7 +438,24 @@ fn open_disk(t: &Target, opts: &OpenOptions) -> Result<Disk, BackendError> {
         session,
         file_sync: n.file_sync,
         waiting: VecDeque::new(),
+        identity,
     })
+}
+
+/// The identity of an open file ([`Backend::identity`]): its fileid and its
+/// file handle, which a server keeps for the file whatever the protocol
+/// version: the same file over NFSv3, 4.0 and 4.1 is one store (RFC 1813
+/// §2.3.3, RFC 8881 §4.2.1). Trailing zero bytes of the handle are dropped,
+/// since a server may pad a handle to the version's alignment (nfs-ganesha
+/// pads its NFSv3 handles to a multiple of 4 bytes).
+fn identity(proto: &Proto) -> Option<String> {
+    let (fh, fileid) = match proto {
+        Proto::V3(f) => (&f.fh, f.fileid),
+        Proto::V4(f) => (&f.fh, f.fileid?),
+    };
+    let end = fh.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    let hex: String = fh[..end].iter().map(|b| format!("{b:02x}")).collect();
+    Some(format!("nfs fileid {fileid} handle {hex}"))
 }
 
 /// NFSv4.1: a client and a session whose slot table is the queue depth (or
@@ -923,6 +943,10 @@ impl Polled for NfsBackend {
 unsafe impl Backend for NfsBackend {
     fn name(&self) -> &'static str {
         "nfs"
+    }
+
+    fn identity(&self, disk: usize) -> Option<String> {
+        self.disks.get(disk)?.identity.clone()
     }
 
     fn depth(&self) -> usize {

@@ -52,6 +52,8 @@ pub struct File {
     pub rsize: u32,
     /// Largest WRITE the server takes (FSINFO wtmax).
     pub wsize: u32,
+    /// The file's `fileid`.
+    pub fileid: u64,
 }
 
 fn short(_: Short) -> String {
@@ -195,13 +197,27 @@ fn create(c: &mut Conn, dir: &[u8], name: &str) -> Result<Vec<u8>, String> {
     lookup(c, dir, name)?.ok_or_else(|| format!("{name:?} vanished right after CREATE"))
 }
 
-/// GETATTR: (type, size).
-fn getattr(c: &mut Conn, fh: &[u8]) -> Result<(u32, u64), String> {
+/// What GETATTR tells of a file (fattr3, RFC 1813 §2.6).
+struct Fattr {
+    ftype: u32,
+    size: u64,
+    fileid: u64,
+}
+
+/// GETATTR: type, size and fileid.
+fn getattr(c: &mut Conn, fh: &[u8]) -> Result<Fattr, String> {
     let body = fh_call(c, GETATTR, fh, "reading the file's attributes")?;
     let mut d = Dec::new(&body[4..]);
     let ftype = d.u32().map_err(short)?;
     d.skip(16).map_err(short)?; // mode, nlink, uid, gid
-    Ok((ftype, d.u64().map_err(short)?))
+    let size = d.u64().map_err(short)?;
+    d.skip(24).map_err(short)?; // used, rdev, fsid
+    let fileid = d.u64().map_err(short)?;
+    Ok(Fattr {
+        ftype,
+        size,
+        fileid,
+    })
 }
 
 /// FSINFO: (rtmax, wtmax).
@@ -242,14 +258,18 @@ pub fn open(
             ));
         }
     };
-    let (ftype, size) = getattr(c, &fh)?;
-    if ftype != NF3REG {
-        return Err(format!("{path} is not a regular file (NFSv3 type {ftype})"));
+    let a = getattr(c, &fh)?;
+    if a.ftype != NF3REG {
+        return Err(format!(
+            "{path} is not a regular file (NFSv3 type {})",
+            a.ftype
+        ));
     }
     let (rsize, wsize) = fsinfo(c, &fh)?;
     Ok(File {
         fh,
-        size,
+        size: a.size,
+        fileid: a.fileid,
         rsize: rsize.max(4096),
         wsize: wsize.max(4096),
     })
@@ -379,6 +399,7 @@ mod tests {
             size: 0,
             rsize: 4096,
             wsize: 4096,
+            fileid: 0,
         };
         let mut b = Vec::new();
         encode_write(&mut Enc::new(&mut b), &f, 8192, 512, 2);

@@ -47,6 +47,7 @@ pub(super) const OPEN4_RESULT_CONFIRM: u32 = 2;
 /// Attribute numbers (bits of the first bitmap word).
 pub(super) const FATTR4_TYPE: u32 = 1;
 pub(super) const FATTR4_SIZE: u32 = 4;
+const FATTR4_FILEID: u32 = 20;
 const FATTR4_MAXREAD: u32 = 30;
 const FATTR4_MAXWRITE: u32 = 31;
 /// Transfer size when the server states none.
@@ -69,6 +70,8 @@ pub struct File {
     pub rsize: u32,
     /// Largest WRITE (maxwrite, else 1 MiB).
     pub wsize: u32,
+    /// The file's `fileid`, when the server gave it.
+    pub fileid: Option<u64>,
 }
 
 /// A set-up or tear-down COMPOUND of `numops` ops (after SEQUENCE when in a
@@ -205,9 +208,26 @@ pub(super) fn skip_delegation(d: &mut Dec) -> Result<(), Short> {
     }
 }
 
-/// The file attributes we ask for: (type, size, maxread, maxwrite). Public
-/// for the `nfs_reply` fuzz target.
-pub fn parse_attrs(d: &mut Dec) -> Result<(u32, u64, u64, u64), Short> {
+/// The file attributes storlab asks for, as a GETATTR returned them (an
+/// attribute the server left out keeps its default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attrs {
+    /// `type` (nfs_ftype4), 0 when absent.
+    pub ftype: u32,
+    /// `size`, 0 when absent.
+    pub size: u64,
+    /// `fileid`, `None` when absent.
+    pub fileid: Option<u64>,
+    /// `maxread`, [`DEFAULT_MAX`] when absent.
+    pub maxread: u64,
+    /// `maxwrite`, [`DEFAULT_MAX`] when absent.
+    pub maxwrite: u64,
+}
+
+/// Parse a fattr4 whose mask holds any of the attributes of [`Attrs`]
+/// (values in attribute-number order, RFC 7530 §5). Public for the
+/// `nfs_reply` fuzz target.
+pub fn parse_attrs(d: &mut Dec) -> Result<Attrs, Short> {
     let words = d.u32()?;
     let mut mask = 0u32;
     for i in 0..words {
@@ -218,20 +238,30 @@ pub fn parse_attrs(d: &mut Dec) -> Result<(u32, u64, u64, u64), Short> {
     }
     let vals = d.opaque()?;
     let mut v = Dec::new(vals);
-    let (mut ftype, mut size, mut rmax, mut wmax) = (0, 0, DEFAULT_MAX, DEFAULT_MAX);
-    if mask & 1 << FATTR4_TYPE != 0 {
-        ftype = v.u32()?;
+    let mut a = Attrs {
+        ftype: 0,
+        size: 0,
+        fileid: None,
+        maxread: DEFAULT_MAX,
+        maxwrite: DEFAULT_MAX,
+    };
+    let has = |bit: u32| mask & 1 << bit != 0;
+    if has(FATTR4_TYPE) {
+        a.ftype = v.u32()?;
     }
-    if mask & 1 << FATTR4_SIZE != 0 {
-        size = v.u64()?;
+    if has(FATTR4_SIZE) {
+        a.size = v.u64()?;
     }
-    if mask & 1 << FATTR4_MAXREAD != 0 {
-        rmax = v.u64()?;
+    if has(FATTR4_FILEID) {
+        a.fileid = Some(v.u64()?);
     }
-    if mask & 1 << FATTR4_MAXWRITE != 0 {
-        wmax = v.u64()?;
+    if has(FATTR4_MAXREAD) {
+        a.maxread = v.u64()?;
     }
-    Ok((ftype, size, rmax, wmax))
+    if has(FATTR4_MAXWRITE) {
+        a.maxwrite = v.u64()?;
+    }
+    Ok(a)
 }
 
 /// NFSv4.0: set up the client, find the export and OPEN `path` in it
@@ -282,7 +312,11 @@ pub fn open_in(
         }
         e.u32(0).string(name); // CLAIM_NULL
         e.u32(OP_GETFH);
-        let mask = 1 << FATTR4_TYPE | 1 << FATTR4_SIZE | 1 << FATTR4_MAXREAD | 1 << FATTR4_MAXWRITE;
+        let mask = 1 << FATTR4_TYPE
+            | 1 << FATTR4_SIZE
+            | 1 << FATTR4_FILEID
+            | 1 << FATTR4_MAXREAD
+            | 1 << FATTR4_MAXWRITE;
         e.u32(OP_GETATTR).u32(1).u32(mask);
     })?;
     let (_, mut d) = r.results()?;
@@ -328,9 +362,12 @@ pub fn open_in(
     if status != 0 {
         return Err(denied_or("GETATTR", status));
     }
-    let (ftype, size, rmax, wmax) = parse_attrs(&mut d).map_err(short)?;
-    if ftype != NF4REG {
-        return Err(format!("{path} is not a regular file (NFSv4 type {ftype})"));
+    let attrs = parse_attrs(&mut d).map_err(short)?;
+    if attrs.ftype != NF4REG {
+        return Err(format!(
+            "{path} is not a regular file (NFSv4 type {})",
+            attrs.ftype
+        ));
     }
     // NFSv4.1 has no OPEN_CONFIRM (RFC 8881 §18.16.4: servers do not ask).
     if rflags & OPEN4_RESULT_CONFIRM != 0 && !in_session {
@@ -353,9 +390,10 @@ pub fn open_in(
         stateid,
         clientid,
         seqid,
-        size,
-        rsize: clamp(rmax),
-        wsize: clamp(wmax),
+        size: attrs.size,
+        rsize: clamp(attrs.maxread),
+        wsize: clamp(attrs.maxwrite),
+        fileid: attrs.fileid,
     })
 }
 
@@ -581,6 +619,7 @@ mod tests {
             size: 0,
             rsize: 4096,
             wsize: 4096,
+            fileid: None,
         };
         let mut a = Vec::new();
         encode_write(&mut Enc::new(&mut a), &f, None, 4096, 512, 2);
@@ -604,6 +643,20 @@ mod tests {
             .u32(1 << FATTR4_TYPE | 1 << FATTR4_SIZE | 1 << FATTR4_MAXREAD)
             .opaque(&vals);
         let got = parse_attrs(&mut Dec::new(&b)).unwrap();
-        assert_eq!(got, (NF4REG, 12345, 65536, DEFAULT_MAX));
+        assert_eq!(
+            (got.ftype, got.size, got.maxread, got.maxwrite),
+            (NF4REG, 12345, 65536, DEFAULT_MAX)
+        );
+        assert_eq!(got.fileid, None);
+        // fileid sits between size and maxread, in attribute order.
+        let mut vals = Vec::new();
+        Enc::new(&mut vals).u64(7).u64(99).u64(1 << 20);
+        let mut b = Vec::new();
+        Enc::new(&mut b)
+            .u32(1)
+            .u32(1 << FATTR4_SIZE | 1 << FATTR4_FILEID | 1 << FATTR4_MAXWRITE)
+            .opaque(&vals);
+        let got = parse_attrs(&mut Dec::new(&b)).unwrap();
+        assert_eq!((got.size, got.fileid, got.maxwrite), (7, Some(99), 1 << 20));
     }
 }
