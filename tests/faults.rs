@@ -873,3 +873,69 @@ fn nfs_backing_file_replaced_and_ganesha_restarted_mid_run() {
     drop((c3, c4));
     lab.down_clean();
 }
+
+/// With `--reconnect-timeout` a run over NBD rides through its server being
+/// killed and started again: the run ends normally with zero errors, the
+/// outage is in the intervals with the requests sent again, and I/O went on
+/// after it. Without reconnect the same kill ends the run (tests/compare.rs).
+#[test]
+fn an_nbd_server_killed_and_restarted_mid_run_is_ridden_through_with_reconnect() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut lab = lab_up("reconnect-nbd");
+    let dir = TempDir::new("faults", "reconnect-nbd");
+    let url = lab.url("nbd");
+    // The run outlasts the outage; reconnecting ends before an I/O waiting
+    // on it times out.
+    let args = [
+        "--target",
+        &url,
+        "--rw",
+        "randrw",
+        "--iodepth",
+        "4",
+        "--runtime",
+        "8",
+        "--io-timeout",
+        "20s",
+        "--reconnect-timeout",
+        "15s",
+    ];
+    let mut run = Run::start(&dir.0, "reconnect-nbd", &args);
+    std::thread::sleep(Duration::from_millis(2500));
+    signal(lab.pid("nbdkit"), libc::SIGKILL);
+    std::thread::sleep(Duration::from_millis(1000));
+    let o = lab.cmd(&["restart", "nbdkit"]);
+    assert!(o.status.success(), "restart nbdkit: {}", text(&o));
+    lab.refresh();
+    let (status, err, took) = run.wait(Duration::from_secs(30), "nbd, nbdkit restarted");
+    eprintln!("nbd, nbdkit restarted: ended after {took:?}: {err}");
+    assert!(status.success(), "{err}");
+    assert!(
+        err.contains("connection lost") && err.contains("sent again"),
+        "{err}"
+    );
+    let intervals = run.intervals("nbd, nbdkit restarted");
+    let sum = |key: &str| -> u64 {
+        intervals
+            .iter()
+            .map(|i| i["stats"]["outages"][key].as_u64().unwrap_or(0))
+            .sum()
+    };
+    assert_eq!(sum("count"), 1, "one outage: {intervals:?}");
+    assert!(sum("retried") >= 1, "requests were in flight at the kill");
+    let outage_s = sum("ns") as f64 / 1e9;
+    assert!((0.5..15.0).contains(&outage_s), "outage {outage_s} s");
+    let errors: u64 = intervals
+        .iter()
+        .map(|i| {
+            ["read", "write"]
+                .iter()
+                .map(|d| i["stats"][d]["errors"].as_u64().unwrap_or(0))
+                .sum::<u64>()
+        })
+        .sum();
+    assert_eq!(errors, 0, "{err}");
+    let last = intervals.last().expect("intervals");
+    assert!(ios(last) > 0, "I/O went on after the outage: {last}");
+    lab.down_clean();
+}

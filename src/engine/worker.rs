@@ -574,6 +574,31 @@ impl<'c, 'a> Engine<'c, 'a> {
         {
             self.failure = Some(e.to_string());
         }
+        if self.interval != before {
+            self.record_outages(lane);
+        }
+    }
+
+    /// The outages the backend rode through since it was last asked,
+    /// counted on the thread's first worker (they are the connection's, not
+    /// one worker's) and told on stderr.
+    fn record_outages(&mut self, lane: &mut Lane) {
+        let mut outages = Vec::new();
+        lane.take_outages(&mut outages);
+        for o in outages {
+            let took = o.back.saturating_duration_since(o.lost);
+            eprintln!(
+                "storlab: {}: connection lost ({}); back after {:.2} s, {} request(s) sent again",
+                o.target,
+                o.why,
+                took.as_secs_f64(),
+                o.retried
+            );
+            if let Some(w) = self.workers.first_mut() {
+                w.rec
+                    .record_outage(took.as_nanos() as u64, u64::from(o.retried));
+            }
+        }
     }
 
     /// Send interval `index`, ending at `end` ns, of every worker.

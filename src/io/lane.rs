@@ -199,6 +199,11 @@ impl<B: ?Sized + Backend> Lane<B> {
         self.backend.check()
     }
 
+    /// The backend's outages since the last call ([`Backend::take_outages`]).
+    pub fn take_outages(&mut self, out: &mut Vec<super::Outage>) {
+        self.backend.take_outages(out);
+    }
+
     /// Run `ios` with at most `depth` in flight (and no more than the pool's
     /// slots): `fill(i, buf)` prepares the buffer of `ios[i]` before it is
     /// queued (a write's data), `done(i, result, buf)` sees its completion and

@@ -275,6 +275,12 @@ pub unsafe trait Backend: Send {
         None
     }
 
+    /// Move the outages that ended since the last call into `out`: stretches
+    /// in which the backend had lost its storage (a connection) and won it
+    /// back within [`OpenOptions::reconnect`], sending again what was in
+    /// flight. Asked once per measured interval. The default has none.
+    fn take_outages(&mut self, _out: &mut Vec<Outage>) {}
+
     /// Whether the storage is still there, asked once per measured interval
     /// (not per I/O): an error names the target and what happened to it, and
     /// ends the run like a failed I/O. For storage that can vanish while its
@@ -283,6 +289,21 @@ pub unsafe trait Backend: Send {
     fn check(&mut self) -> Result<(), BackendError> {
         Ok(())
     }
+}
+
+/// One outage a backend rode through ([`Backend::take_outages`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outage {
+    /// The target whose connection was lost.
+    pub target: String,
+    /// What ended the connection.
+    pub why: String,
+    /// When the backend saw it lost.
+    pub lost: std::time::Instant,
+    /// When the backend had it back (reconnected, requests sent again).
+    pub back: std::time::Instant,
+    /// Requests that were in flight on it and were sent again.
+    pub retried: u32,
 }
 
 /// How a backend opens its disks.
@@ -311,4 +332,9 @@ pub struct OpenOptions {
     /// `--ioengine`: io_uring, or psync (pread/pwrite on the engine thread);
     /// the file backend's choice, others refuse psync.
     pub ioengine: crate::workload::IoEngine,
+    /// `--reconnect-timeout`: a protocol backend that loses a connection
+    /// reconnects for up to this long and sends again what was in flight
+    /// ([`Outage`]); `None`: a lost connection breaks the backend. Backends
+    /// without connections ignore it.
+    pub reconnect: Option<std::time::Duration>,
 }

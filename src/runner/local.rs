@@ -399,6 +399,7 @@ impl HostRunner for LocalRunner {
             sqpoll_cpu: spec.sqpoll_cpu,
             hipri: spec.hipri,
             ioengine: spec.ioengine,
+            reconnect: (!spec.reconnect_timeout.is_zero()).then_some(spec.reconnect_timeout),
         };
         let (tx, rx) = mpsc::channel::<Msg>();
         let nthreads = plan.threads.len();

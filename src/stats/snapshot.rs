@@ -49,6 +49,36 @@ pub struct Snapshot {
     /// Verify blocks (512 B) that read back wrong in verify mode (docs/verify.md).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub verify_errors: u64,
+    /// Lost connections the backend rode through (`--reconnect-timeout`),
+    /// counted in the interval each ended in.
+    #[serde(default, skip_serializing_if = "Outages::is_none")]
+    pub outages: Outages,
+}
+
+/// The outages of an interval ([`crate::io::Outage`]), summed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outages {
+    /// Outages that ended.
+    pub count: u64,
+    /// Their lengths, summed: nanoseconds from the loss to the reconnect.
+    pub ns: u64,
+    /// Requests sent again after them.
+    pub retried: u64,
+}
+
+impl Outages {
+    /// No outage.
+    pub fn is_none(&self) -> bool {
+        self.count == 0
+    }
+}
+
+impl AddAssign<&Outages> for Outages {
+    fn add_assign(&mut self, rhs: &Outages) {
+        self.count += rhs.count;
+        self.ns += rhs.ns;
+        self.retried += rhs.retried;
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -69,6 +99,7 @@ impl Snapshot {
             read: strip(&self.read),
             write: strip(&self.write),
             verify_errors: self.verify_errors,
+            outages: self.outages,
         }
     }
 
@@ -97,7 +128,10 @@ impl Snapshot {
 
     /// True when nothing completed or failed in either direction.
     pub fn is_empty(&self) -> bool {
-        self.read.is_empty() && self.write.is_empty() && self.verify_errors == 0
+        self.read.is_empty()
+            && self.write.is_empty()
+            && self.verify_errors == 0
+            && self.outages.is_none()
     }
 
     /// Latency of reads and writes together.
@@ -116,6 +150,7 @@ impl AddAssign<&Snapshot> for Snapshot {
         self.read += &rhs.read;
         self.write += &rhs.write;
         self.verify_errors += rhs.verify_errors;
+        self.outages += &rhs.outages;
     }
 }
 
@@ -153,6 +188,7 @@ pub struct Recorder {
     read: DirRecorder,
     write: DirRecorder,
     verify_errors: u64,
+    outages: Outages,
 }
 
 impl Recorder {
@@ -184,6 +220,16 @@ impl Recorder {
         self.verify_errors += n;
     }
 
+    /// Records one outage of `ns` nanoseconds after which `retried`
+    /// requests were sent again.
+    pub fn record_outage(&mut self, ns: u64, retried: u64) {
+        self.outages += &Outages {
+            count: 1,
+            ns,
+            retried,
+        };
+    }
+
     /// Records one failed I/O.
     #[inline]
     pub fn record_error(&mut self, dir: Dir) {
@@ -197,6 +243,7 @@ impl Recorder {
             && self.write.ios == 0
             && self.write.errors == 0
             && self.verify_errors == 0
+            && self.outages.is_none()
     }
 
     /// This interval's snapshot; the recorder starts a new interval. Only
@@ -206,6 +253,7 @@ impl Recorder {
             read: self.read.take(),
             write: self.write.take(),
             verify_errors: std::mem::take(&mut self.verify_errors),
+            outages: std::mem::take(&mut self.outages),
         }
     }
 }

@@ -117,6 +117,9 @@ workload_flags! {
         /// End the run when an I/O is in flight this long, e.g. 30s (default); 0|none = no limit
         #[arg(alias = "io_timeout", value_name = "DURATION")]
         io_timeout as "io-timeout",
+        /// Ride through a lost connection (NBD): connect again for up to this long, e.g. 60s, and send again what was in flight; 0|none (default) = a lost connection ends the run
+        #[arg(alias = "reconnect_timeout", value_name = "DURATION")]
+        reconnect_timeout as "reconnect-timeout",
         /// Bypass the page cache (O_DIRECT): 0|1
         #[arg(value_name = "0|1")]
         direct,

@@ -319,6 +319,12 @@ pub struct Spec {
     /// zero: no limit. Records without it read as the default.
     #[serde(default = "crate::workload::default_io_timeout", with = "secs")]
     pub io_timeout: Duration,
+    /// A protocol target's lost connection is connected again for up to
+    /// this long, and what was in flight on it sent again (the outage is
+    /// recorded, `crate::io::Outage`); zero (the default): a lost connection
+    /// ends the run.
+    #[serde(default, with = "secs", skip_serializing_if = "Duration::is_zero")]
+    pub reconnect_timeout: Duration,
     /// Verify mode: every written block carries a checked header and every
     /// read is checked (docs/verify.md).
     #[serde(default)]
@@ -533,6 +539,7 @@ pub fn default_spec(label: &str) -> Spec {
         io_limit: None,
         seed: DEFAULT_SEED,
         io_timeout: DEFAULT_IO_TIMEOUT,
+        reconnect_timeout: Duration::ZERO,
         verify: false,
         journal: None,
         steady: None,

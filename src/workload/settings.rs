@@ -175,6 +175,14 @@ pub fn parse_io_timeout(s: &str) -> Result<Duration, SpecError> {
     }
 }
 
+/// Parse a reconnect timeout: a duration, or "none"/"off"/"0" for none.
+pub fn parse_reconnect_timeout(s: &str) -> Result<Duration, SpecError> {
+    match s.trim() {
+        "none" | "off" => Ok(Duration::ZERO),
+        t => parse_duration(t).map_err(|e| SpecError::invalid("reconnect_timeout", s, e)),
+    }
+}
+
 fn parse_bool(key: &str, s: &str) -> Result<bool, SpecError> {
     match s.trim() {
         "1" | "true" => Ok(true),
@@ -382,6 +390,8 @@ settings! {
         io_size: u64 = "io_size" => size;
         /// `io_timeout` (zero: no limit).
         io_timeout: Duration = "io_timeout" => |_, t| parse_io_timeout(t);
+        /// `reconnect_timeout` (zero: no reconnect).
+        reconnect_timeout: Duration = "reconnect_timeout" => |_, t| parse_reconnect_timeout(t);
         /// `direct`.
         direct: bool = "direct" => parse_bool;
         /// `sync`.
@@ -441,6 +451,7 @@ impl Settings {
         }
         set(&mut spec.runtime, self.runtime);
         set(&mut spec.io_timeout, self.io_timeout);
+        set(&mut spec.reconnect_timeout, self.reconnect_timeout);
         set(&mut spec.direct, self.direct);
         set(&mut spec.sync, self.sync);
         set(&mut spec.sqpoll, self.sqpoll);
@@ -595,6 +606,7 @@ mod tests {
         ("interval", "1s"),
         ("io_size", "1m"),
         ("io_timeout", "5s"),
+        ("reconnect_timeout", "3s"),
         ("direct", "1"),
         ("sync", "dsync"),
         ("sqpoll", "1"),

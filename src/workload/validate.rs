@@ -8,6 +8,9 @@ use super::units::{format_duration, format_size};
 use super::{Content, DiskLayout, Group, Job, Rate, Spec};
 use std::time::Duration;
 
+/// The longest `reconnect_timeout`.
+const MAX_RECONNECT: Duration = Duration::from_secs(600);
+
 /// Largest block size storlab issues: beyond this, buffers per slot get silly
 /// and no study uses more than 8 MiB.
 pub const MAX_BS: u64 = 64 << 20;
@@ -256,6 +259,21 @@ pub fn validate(spec: &Spec) -> Result<(), SpecError> {
     }
     if spec.io_limit == Some(0) {
         return Err(SpecError::invalid("io_size", 0, "> 0 when set"));
+    }
+    if !spec.reconnect_timeout.is_zero() {
+        let past_io = !spec.io_timeout.is_zero() && spec.reconnect_timeout >= spec.io_timeout;
+        if past_io || spec.reconnect_timeout > MAX_RECONNECT {
+            return Err(SpecError::invalid(
+                "reconnect_timeout",
+                format_duration(spec.reconnect_timeout),
+                format!(
+                    "0 or none (no reconnect), or a duration shorter than io_timeout ({}) \
+                     and at most {}: an I/O waiting out the outage must not time out first",
+                    format_duration(spec.io_timeout),
+                    format_duration(MAX_RECONNECT)
+                ),
+            ));
+        }
     }
     let min_timeout = crate::workload::MIN_IO_TIMEOUT;
     if !spec.io_timeout.is_zero() && spec.io_timeout < min_timeout {

@@ -290,3 +290,19 @@ fn a_distribution_or_think_time_out_of_range_names_the_range() {
         &["thinktime = 2 min", "0 ..= 1 min"],
     );
 }
+
+#[test]
+fn a_reconnect_timeout_past_the_io_timeout_names_both() {
+    rejects(
+        &["run", "--target", "null:", "--reconnect-timeout", "40s"],
+        &[
+            "reconnect_timeout",
+            "40 s",
+            "shorter than io_timeout (30 s)",
+        ],
+    );
+    rejects(
+        &["run", "--target", "null:", "--reconnect-timeout", "soon"],
+        &["reconnect_timeout", "soon"],
+    );
+}

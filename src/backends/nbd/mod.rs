@@ -24,9 +24,20 @@
 //! A connection that dies makes `commit` or `reap` fail: the requests still in
 //! flight are lost, as the [`Backend`] contract allows; dropping the backend
 //! closes the handles, after which libnbd touches neither buffers nor callbacks.
+//!
+//! **Reconnect.** With [`OpenOptions::reconnect`] (`--reconnect-timeout`) a
+//! dead connection is instead connected again, every 200 ms until the
+//! timeout: what completed before it died stands, and every request that
+//! was in flight on it (or was handed to it since) is sent again on the new
+//! connection once the old handle is closed (so libnbd no longer owns its
+//! buffer). NBD requests are idempotent, so a write the server had done
+//! before it died is simply written again. Each outage is reported once it
+//! ends ([`Backend::take_outages`]); one that outlasts the timeout breaks the
+//! backend, naming the target and how long it waited.
 
 mod sys;
 
+use crate::io::Outage;
 use crate::io::{
     Backend, BackendError, Completion, IoBuf, OpenOptions, Polled, QueueError, Request, Wait,
     reap_polled,
@@ -34,8 +45,11 @@ use crate::io::{
 use crate::target::{NbdAddr, NbdReplies, Target};
 use crate::workload::units::format_size;
 use crate::workload::{Dir, SyncMode};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use sys::{Handle, NbdError};
+
+/// How often a lost connection is tried again.
+const RECONNECT_EVERY: Duration = Duration::from_millis(200);
 
 /// Where a ticket stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +62,8 @@ enum Stage {
     Running,
     /// Write done, its flush in flight (sync writes without FUA).
     Flushing,
+    /// On a lost connection: sent again once it is back (reconnect).
+    Waiting,
 }
 
 /// One request the backend holds.
@@ -80,6 +96,18 @@ struct Conn {
     /// The export as the server names it: its name and size
     /// ([`Backend::identity`]).
     identity: String,
+    /// The target it connects to (again, after a loss).
+    target: Target,
+    /// Lost and not yet back (reconnect).
+    down: Option<Down>,
+}
+
+/// A lost connection being connected again.
+#[derive(Clone, Debug)]
+struct Down {
+    why: String,
+    lost: Instant,
+    next_try: Instant,
 }
 
 /// NBD exports through libnbd: asynchronous, `depth` requests in flight.
@@ -105,6 +133,13 @@ pub struct NbdBackend {
     /// Writes must be durable before they complete.
     sync: bool,
     features: String,
+    /// How the connections were opened (to open them again).
+    opts: OpenOptions,
+    /// Outages ridden through and not yet reported.
+    outages: Vec<Outage>,
+    /// Completions a reconnect collected from the old connection, for the
+    /// next `reap`.
+    done_early: Vec<Completion>,
 }
 
 /// The message of a failed connection attempt.
@@ -195,6 +230,8 @@ fn connect(
         fua,
         running: 0,
         identity: format!("nbd export {export:?} size {size}"),
+        target: target.clone(),
+        down: None,
     })
 }
 
@@ -292,6 +329,9 @@ impl NbdBackend {
             disks,
             sync,
             features,
+            opts: *opts,
+            outages: Vec::new(),
+            done_early: Vec::new(),
         })
     }
 
@@ -311,13 +351,41 @@ impl NbdBackend {
         )
     }
 
+    /// Connection `c` died of `e`: without reconnect that breaks the
+    /// backend; with it, the connection is marked lost (once) and tried
+    /// again from `reap`.
+    fn conn_lost(&mut self, c: usize, e: &NbdError) -> Result<(), BackendError> {
+        if self.opts.reconnect.is_none() {
+            return Err(self.lost(c, e));
+        }
+        let conn = &mut self.conns[c];
+        if conn.down.is_none() {
+            let now = Instant::now();
+            conn.down = Some(Down {
+                why: e.message.clone(),
+                lost: now,
+                next_try: now,
+            });
+        }
+        Ok(())
+    }
+
     /// Hand one queued ticket to libnbd.
     fn start(&mut self, t: u32) -> Result<(), BackendError> {
         let disk = self.tickets[t as usize].req.disk as usize;
         let d = &mut self.disks[disk];
         let c = d.first + d.next;
         d.next = (d.next + 1) % d.n;
+        self.send_on(t, c)
+    }
+
+    /// Hand ticket `t` to connection `c` (a lost one keeps it waiting).
+    fn send_on(&mut self, t: u32, c: usize) -> Result<(), BackendError> {
         self.tickets[t as usize].conn = c as u32;
+        if self.conns[c].down.is_some() {
+            self.tickets[t as usize].stage = Stage::Waiting;
+            return Ok(());
+        }
         let req = &self.tickets[t as usize].req;
         let conn = &mut self.conns[c];
         let fua = self.sync && conn.fua;
@@ -336,7 +404,10 @@ impl NbdBackend {
                 conn.running += 1;
                 self.tickets[t as usize].stage = Stage::Running;
             }
-            Err(e) if conn.h.is_broken() => return Err(self.lost(c, &e)),
+            Err(e) if conn.h.is_broken() => {
+                self.conn_lost(c, &e)?;
+                self.tickets[t as usize].stage = Stage::Waiting;
+            }
             // Refused by libnbd (bounds, alignment): this request fails, the
             // connection goes on.
             Err(e) => self
@@ -372,7 +443,14 @@ impl NbdBackend {
                 message: std::io::Error::from_raw_os_error(err).to_string(),
                 errno: err,
             };
-            return Err(self.lost(c, &e));
+            self.conn_lost(c, &e)?;
+            self.tickets[t as usize].stage = Stage::Waiting;
+            return Ok(false);
+        }
+        if stage == Stage::Waiting {
+            // Failed on a connection already given up and closed: it is
+            // sent again with the others.
+            return Ok(false);
         }
         let conn = &mut self.conns[c];
         if matches!(stage, Stage::Running | Stage::Flushing) {
@@ -385,7 +463,12 @@ impl NbdBackend {
                     self.tickets[t as usize].stage = Stage::Flushing;
                     return Ok(false);
                 }
-                Err(e) if conn.h.is_broken() => return Err(self.lost(c, &e)),
+                Err(e) if conn.h.is_broken() => {
+                    self.conn_lost(c, &e)?;
+                    // The write is sent again, then flushed.
+                    self.tickets[t as usize].stage = Stage::Waiting;
+                    return Ok(false);
+                }
                 Err(e) => err = if e.errno > 0 { e.errno } else { libc::EIO },
             }
         }
@@ -400,7 +483,8 @@ impl NbdBackend {
 
     /// Collect everything the callbacks (and refused submissions) recorded.
     fn take_done(&mut self, out: &mut Vec<Completion>) -> Result<usize, BackendError> {
-        let mut got = 0;
+        let mut got = self.done_early.len();
+        out.append(&mut self.done_early);
         let mut scratch = std::mem::take(&mut self.scratch);
         // A flush started by `finish` may complete inside libnbd at once: loop
         // until nothing new is recorded, so that nothing waits while we poll.
@@ -426,10 +510,17 @@ impl NbdBackend {
     /// Wait up to `timeout` for a socket to be ready and let libnbd act on it.
     /// Returns false when no connection has a command to wait for.
     fn poll_once(&mut self, timeout: Option<Duration>) -> Result<bool, BackendError> {
+        let mut timeout = timeout;
+        if let Some(next) = self.reconnect_due()? {
+            // Wake for the next attempt (and never spin while one is lost).
+            let wait = next.saturating_duration_since(Instant::now());
+            timeout = Some(timeout.map_or(wait, |t| t.min(wait)));
+        }
         self.pollfds.clear();
         self.poll_conn.clear();
-        for (i, conn) in self.conns.iter().enumerate() {
-            if conn.running == 0 {
+        for i in 0..self.conns.len() {
+            let conn = &self.conns[i];
+            if conn.running == 0 || conn.down.is_some() {
                 continue;
             }
             if conn.h.is_broken() {
@@ -437,8 +528,10 @@ impl NbdBackend {
                     message: "the connection is dead".into(),
                     errno: libc::ENOTCONN,
                 };
-                return Err(self.lost(i, &e));
+                self.conn_lost(i, &e)?;
+                continue;
             }
+            let conn = &self.conns[i];
             self.pollfds.push(libc::pollfd {
                 fd: conn.h.fd(),
                 events: conn.h.poll_events(),
@@ -447,6 +540,11 @@ impl NbdBackend {
             self.poll_conn.push(i);
         }
         if self.pollfds.is_empty() {
+            if self.conns.iter().any(|c| c.down.is_some()) {
+                // Only lost connections hold requests: wait for the next try.
+                std::thread::sleep(timeout.unwrap_or(RECONNECT_EVERY));
+                return Ok(true);
+            }
             return Ok(false);
         }
         sys::poll(&mut self.pollfds, timeout).map_err(|e| {
@@ -481,10 +579,113 @@ impl NbdBackend {
                 r => r,
             };
             if let Err(e) = r {
-                return Err(self.lost(c, &e));
+                self.conn_lost(c, &e)?;
             }
         }
         Ok(true)
+    }
+
+    /// Try again every lost connection whose time has come: one back has
+    /// what it completed before the loss collected, its old handle closed
+    /// and every request it held sent again. Returns when the next attempt
+    /// is due (`None`: nothing is lost); a connection lost for longer than
+    /// the reconnect timeout breaks the backend.
+    fn reconnect_due(&mut self) -> Result<Option<Instant>, BackendError> {
+        let Some(limit) = self.opts.reconnect else {
+            return Ok(None);
+        };
+        let mut next: Option<Instant> = None;
+        for c in 0..self.conns.len() {
+            let Some(down) = self.conns[c].down.clone() else {
+                continue;
+            };
+            let now = Instant::now();
+            if now < down.next_try {
+                next = Some(next.map_or(down.next_try, |n| n.min(down.next_try)));
+                continue;
+            }
+            let held = self.held_by(c);
+            if now.duration_since(down.lost) > limit {
+                return Err(BackendError::new(
+                    &self.conns[c].url,
+                    format!(
+                        "connection lost: {}; not back within the reconnect timeout of {} s \
+                         ({held} requests in flight on it are lost)",
+                        down.why,
+                        limit.as_secs_f64()
+                    ),
+                ));
+            }
+            let depth = self.tickets.len() as u32;
+            let target = self.conns[c].target.clone();
+            match connect(&target, &self.opts, depth, self.sync) {
+                Ok(fresh) => self.back(c, fresh, &down)?,
+                Err(_) => {
+                    let at = now + RECONNECT_EVERY;
+                    if let Some(d) = self.conns[c].down.as_mut() {
+                        d.next_try = at;
+                    }
+                    next = Some(next.map_or(at, |n| n.min(at)));
+                }
+            }
+        }
+        Ok(next)
+    }
+
+    /// Tickets connection `c` holds (in flight on it, or waiting for it).
+    fn held_by(&self, c: usize) -> usize {
+        self.tickets
+            .iter()
+            .filter(|t| t.conn as usize == c && t.is_held())
+            .count()
+    }
+
+    /// Connection `c` is back as `fresh`: keep what the old one completed,
+    /// close it, send everything it held again, and record the outage.
+    fn back(&mut self, c: usize, fresh: Conn, down: &Down) -> Result<(), BackendError> {
+        let mut done = Vec::new();
+        self.conns[c].h.take_done(&mut done);
+        let mut out = Vec::new();
+        for (t, err) in done {
+            if err == 0 && self.tickets[t as usize].stage != Stage::Waiting {
+                // Completed before the loss: it stands.
+                if self.finish(t, 0, &mut out)? {
+                    continue;
+                }
+            }
+            self.tickets[t as usize].stage = Stage::Waiting;
+        }
+        self.done_early.append(&mut out);
+        // Closing the old handle retires every command it still had, so no
+        // buffer is touched by it again.
+        self.conns[c] = fresh;
+        let again: Vec<u32> = (0..self.tickets.len() as u32)
+            .filter(|&t| {
+                let tk = &self.tickets[t as usize];
+                tk.conn as usize == c && tk.is_held()
+            })
+            .collect();
+        for &t in &again {
+            self.send_on(t, c)?;
+        }
+        self.outages.push(Outage {
+            target: self.conns[c].url.clone(),
+            why: down.why.clone(),
+            lost: down.lost,
+            back: Instant::now(),
+            retried: again.len() as u32,
+        });
+        Ok(())
+    }
+}
+
+impl Ticket {
+    /// Whether its request is in flight or waiting to be sent again.
+    fn is_held(&self) -> bool {
+        matches!(
+            self.stage,
+            Stage::Running | Stage::Flushing | Stage::Waiting
+        )
     }
 }
 
@@ -532,6 +733,10 @@ unsafe impl Backend for NbdBackend {
 
     fn features(&self) -> String {
         self.features.clone()
+    }
+
+    fn take_outages(&mut self, out: &mut Vec<Outage>) {
+        out.append(&mut self.outages);
     }
 
     fn queue(&mut self, req: Request) -> Result<(), QueueError> {

@@ -38,8 +38,10 @@ use serde::{Deserialize, Serialize};
 /// it is the wire's own [`WireSpec`], with the same JSON. 7: each access
 /// carries its `distribution` (fio's `random_distribution`) and `think`
 /// (thinktime and its burst); an agent of version 6 would run them uniform
-/// and without pauses.
-pub const PROTOCOL_VERSION: u32 = 7;
+/// and without pauses. 8: the spec carries `reconnect_timeout` and each
+/// snapshot its `outages` (connections lost and won back); an agent of
+/// version 7 would end the run at the first lost connection.
+pub const PROTOCOL_VERSION: u32 = 8;
 /// Request header carrying the sender's [`PROTOCOL_VERSION`].
 pub const PROTOCOL_HEADER: &str = "X-Storlab-Protocol";
 /// Request header carrying the sender's storlab version.

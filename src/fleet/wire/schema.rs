@@ -20,7 +20,11 @@ use std::collections::BTreeSet;
 
 /// The schema digest of each protocol version since the wire had its own
 /// types. A new version adds its line; a line is never changed.
-const PINNED: &[(u32, u64)] = &[(6, 0x616c_3cfe_1cf3_ce12), (7, 0x4bed_f2d7_ae45_b27a)];
+const PINNED: &[(u32, u64)] = &[
+    (6, 0x616c_3cfe_1cf3_ce12),
+    (7, 0x4bed_f2d7_ae45_b27a),
+    (8, 0xc9e4_2afc_ea4b_b52b),
+];
 
 /// One message's sample, and whether a JSON value reads as that message.
 struct Sample {
@@ -37,7 +41,7 @@ fn sample<T: Serialize + DeserializeOwned>(name: &'static str, v: T) -> Sample {
     }
 }
 
-/// A snapshot with reads, writes, errors and verify errors.
+/// A snapshot with reads, writes, errors, verify errors and an outage.
 fn snap() -> Snapshot {
     let mut r = Recorder::new();
     for i in 0..20 {
@@ -48,6 +52,11 @@ fn snap() -> Snapshot {
     r.record_error(Dir::Write);
     let mut s = r.take();
     s.verify_errors = 3;
+    s.outages = crate::stats::snapshot::Outages {
+        count: 1,
+        ns: 1_500_000_000,
+        retried: 4,
+    };
     s
 }
 

@@ -71,6 +71,9 @@ pub struct WireSpec {
     /// Per-I/O timeout, seconds (zero: none); 30 s when left out.
     #[serde(default = "default_io_timeout", with = "secs")]
     pub io_timeout: Duration,
+    /// Reconnect timeout, seconds (zero or left out: none).
+    #[serde(default, with = "secs", skip_serializing_if = "Duration::is_zero")]
+    pub reconnect_timeout: Duration,
     /// Verify mode.
     #[serde(default)]
     pub verify: bool,
@@ -304,6 +307,7 @@ impl From<&Spec> for WireSpec {
             io_limit,
             seed,
             io_timeout,
+            reconnect_timeout,
             verify,
             journal,
             steady,
@@ -327,6 +331,7 @@ impl From<&Spec> for WireSpec {
             io_limit: *io_limit,
             seed: *seed,
             io_timeout: *io_timeout,
+            reconnect_timeout: *reconnect_timeout,
             verify: *verify,
             journal: journal.clone(),
             steady: steady.map(Into::into),
@@ -355,6 +360,7 @@ impl From<WireSpec> for Spec {
             io_limit,
             seed,
             io_timeout,
+            reconnect_timeout,
             verify,
             journal,
             steady,
@@ -378,6 +384,7 @@ impl From<WireSpec> for Spec {
             io_limit,
             seed,
             io_timeout,
+            reconnect_timeout,
             verify,
             journal,
             steady: steady.map(Into::into),
@@ -619,6 +626,7 @@ pub(super) mod samples {
             io_limit: Some(1 << 30),
             seed: 42,
             io_timeout: Duration::from_secs(5),
+            reconnect_timeout: Duration::from_secs(3),
             verify: true,
             journal: Some("/srv/journal".into()),
             steady: Some(SteadyGate {
@@ -742,7 +750,7 @@ mod tests {
             "think":{"blocks":4,"time":0.00025,"spin":0.00005}},"disks_per_vm":2,"name":"b",
             "vms":3,"workers_per_vm":2}],"hipri":true,"interval":0.5,"io_limit":1073741824,
             "io_timeout":5.0,"ioengine":"psync","journal":"/srv/journal","label":"every field",
-            "offset":1048576,"ramp":1.5,"runtime":20.0,"seed":42,"size":8388608,"sqpoll":true,
+            "offset":1048576,"ramp":1.5,"reconnect_timeout":3.0,"runtime":20.0,"seed":42,"size":8388608,"sqpoll":true,
             "sqpoll_cpu":1,"steady":{"criterion":{"slope":0.5},"delay":1.0,"metric":"bw",
             "window":4.0},"sync":"dsync","verify":true}"#;
         let small = r#"{"content":"random","direct":false,"disk_layout":"slice","groups":[
