@@ -20,6 +20,7 @@ pub mod import;
 pub mod jobfile;
 pub mod pace;
 pub mod pattern;
+pub mod replay;
 pub mod rng;
 pub mod settings;
 pub mod skew;
