@@ -16,6 +16,7 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
         return super::diff::run_compare(&args);
     }
     let jobs = session::jobs(&args.job)?;
+    super::replay::check_local(&jobs, args.fleet.hosts.is_some())?;
     session::check_outputs(&args.out)?;
     let live = session::live(&args.out, &args.fleet, "storlab compare")?;
     let _temporary = if args.lab {

@@ -49,6 +49,10 @@ pub struct Snapshot {
     /// Verify blocks (512 B) that read back wrong in verify mode (docs/verify.md).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub verify_errors: u64,
+    /// How late each replayed I/O was issued after its due time (a trace
+    /// replay's only, `crate::workload::replay`; empty otherwise).
+    #[serde(default, skip_serializing_if = "LatHist::is_empty")]
+    pub issue_lag: LatHist,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -69,6 +73,7 @@ impl Snapshot {
             read: strip(&self.read),
             write: strip(&self.write),
             verify_errors: self.verify_errors,
+            issue_lag: Default::default(),
         }
     }
 
@@ -116,6 +121,7 @@ impl AddAssign<&Snapshot> for Snapshot {
         self.read += &rhs.read;
         self.write += &rhs.write;
         self.verify_errors += rhs.verify_errors;
+        self.issue_lag += &rhs.issue_lag;
     }
 }
 
@@ -153,6 +159,7 @@ pub struct Recorder {
     read: DirRecorder,
     write: DirRecorder,
     verify_errors: u64,
+    issue_lag: Histogram,
 }
 
 impl Recorder {
@@ -184,6 +191,12 @@ impl Recorder {
         self.verify_errors += n;
     }
 
+    /// Records how late a replayed I/O was issued after its due time.
+    #[inline]
+    pub fn record_issue_lag(&mut self, lag_ns: u64) {
+        self.issue_lag.record(lag_ns);
+    }
+
     /// Records one failed I/O.
     #[inline]
     pub fn record_error(&mut self, dir: Dir) {
@@ -206,6 +219,7 @@ impl Recorder {
             read: self.read.take(),
             write: self.write.take(),
             verify_errors: std::mem::take(&mut self.verify_errors),
+            issue_lag: self.issue_lag.take(),
         }
     }
 }

@@ -307,6 +307,9 @@ impl From<&Spec> for WireSpec {
             verify,
             journal,
             steady,
+            // Not carried: a replay runs in this process only, and the CLI
+            // refuses --replay with --hosts before any agent is asked.
+            replay: _,
         } = s;
         WireSpec {
             label: label.clone(),
@@ -381,6 +384,7 @@ impl From<WireSpec> for Spec {
             verify,
             journal,
             steady: steady.map(Into::into),
+            replay: None,
         }
     }
 }

@@ -19,7 +19,7 @@
 pub mod blkparse;
 pub mod fio;
 
-use super::Dir;
+use super::{Dir, Spec};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs::File;
@@ -367,6 +367,44 @@ impl Reader {
             }));
         }
     }
+}
+
+/// Round a trace's extent up to this for the region each device gets.
+const REGION_ROUND: u64 = 1 << 20;
+
+/// `spec` made to replay `replay` with at most `iodepth` I/Os in flight: one
+/// group `replay` of one VM with one worker and one disk per trace device
+/// (device `k` is disk `k`, so target `k % targets`), buffers as large as
+/// the trace's largest I/O, its share of reads (so a trace of reads opens
+/// its targets read-only), and a region per device that holds the trace's
+/// furthest I/O (`spec.size` when that is larger), rounded up to 1 MiB.
+/// `spec`'s other settings (direct, sync, ioengine, offset, disk_layout,
+/// runtime as a cap) stay as they are.
+pub fn point(mut spec: Spec, replay: Replay, iodepth: u32) -> Spec {
+    let sh = &replay.shape;
+    let mut group = super::default_group("replay");
+    group.disks_per_vm = sh.devices.len().max(1) as u32;
+    let a = &mut group.access;
+    a.bs = super::BlockSizes::one(sh.max_len.max(1) as u64);
+    a.read_pct = match (sh.reads * 100).checked_div(sh.ios) {
+        Some(pct) if sh.reads < sh.ios => pct.min(99) as u8,
+        _ => 100,
+    };
+    a.iodepth = iodepth.max(1);
+    spec.size = spec
+        .size
+        .max(sh.extent.div_ceil(REGION_ROUND) * REGION_ROUND);
+    spec.groups = vec![group];
+    spec.label = format!(
+        "replay {}",
+        replay
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    );
+    spec.replay = Some(replay);
+    spec
 }
 
 /// Read the whole trace once, line by line, checking every line: its format
