@@ -13,3 +13,6 @@ pub mod worker;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod replay_tests;

@@ -631,6 +631,9 @@ pub(super) mod samples {
                 window: Duration::from_secs(4),
                 delay: Duration::from_secs(1),
             }),
+            // The one field the wire does not carry: a replay is refused
+            // with --hosts (`crate::cli`), so no agent is sent one.
+            replay: None,
         }
     }
 
