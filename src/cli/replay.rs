@@ -113,14 +113,10 @@ fn speed(text: Option<&str>) -> Result<f64, CliError> {
     }
 }
 
-/// Refuse a replay on a fleet: the trace is read in this process only.
-pub fn check_local(jobs: &[Job], hosts: bool) -> Result<(), CliError> {
-    if hosts
-        && jobs
-            .iter()
-            .flat_map(|j| &j.points)
-            .any(|p| p.replay.is_some())
-    {
+/// Refuse a replay on a fleet, before the trace is read: it is read in
+/// this process only.
+pub fn check_local(args: &JobArgs, hosts: bool) -> Result<(), CliError> {
+    if hosts && args.replay.is_some() {
         return Err(CliError::input(
             "--replay runs in this process only, not with --hosts (the agents do not read the trace)",
         ));
