@@ -27,8 +27,9 @@ use std::time::{Duration, Instant};
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How close to a replayed I/O's due time the engine stops sleeping and
-/// spins, when nothing is in flight to wake it.
-const REPLAY_SPIN_NS: u64 = 100_000;
+/// spins, when nothing is in flight to wake it (its sleeps end within a µs
+/// of when asked: [`super::replay::precise_sleeps`]).
+const REPLAY_SPIN_NS: u64 = 20_000;
 
 /// What a thread sends to the runner.
 #[derive(Debug)]
@@ -358,6 +359,9 @@ impl<'c, 'a> Engine<'c, 'a> {
                 });
             }
         }
+        if ctx.replay.is_some() {
+            super::replay::precise_sleeps();
+        }
         let interval_ns = ctx.timing.interval_ns;
         let n = slots.len();
         Ok(Engine {
@@ -429,8 +433,8 @@ impl<'c, 'a> Engine<'c, 'a> {
                     .max()
                     .unwrap_or(0)
                     .min(wake);
-                // A sleep overshoots by tens of µs: a trace's next due time
-                // is slept to within REPLAY_SPIN_NS of it, then spun.
+                // A sleep still overshoots by a few µs: a trace's next due
+                // time is slept to within REPLAY_SPIN_NS of it, then spun.
                 let mut sleep_until = wake;
                 if self.workers.iter().any(|w| w.feed.is_some()) {
                     sleep_until = wake.saturating_sub(REPLAY_SPIN_NS);

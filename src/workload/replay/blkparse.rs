@@ -102,8 +102,9 @@ pub fn parse(text: &str) -> Result<Parsed<'_>, String> {
             let offset = sector
                 .checked_mul(SECTOR)
                 .ok_or_else(|| format!("sector {sector} is past the largest offset"))?;
-            let len = u32::try_from(n * SECTOR)
-                .map_err(|_| format!("{n} sectors is too large an I/O"))?;
+            let len = (n.checked_mul(SECTOR))
+                .and_then(|b| u32::try_from(b).ok())
+                .ok_or_else(|| format!("{n} sectors is too large an I/O"))?;
             if rwbs.contains('D') {
                 Action::Trim
             } else if rwbs.contains('R') {
@@ -226,6 +227,10 @@ mod tests {
             "time \"0.1234567890\" is not a number of seconds"
         );
         assert!(err("8,0 1 1 0.1 1 Q X 12 + 8 [a]").starts_with("RWBS field \"X\""));
+        assert_eq!(
+            err("8,0 1 1 0.1 1 Q R 12 + 36028797018963968 [a]"),
+            "36028797018963968 sectors is too large an I/O"
+        );
         assert!(err("8,0 1 1 0.1").starts_with("4 fields"));
         assert!(err("hello world").starts_with("\"hello\" is not a device"));
     }

@@ -569,6 +569,56 @@ mod tests {
         );
     }
 
+    /// Lines cut, spliced and byte-flipped from valid ones never panic a
+    /// parser, and every error is one line.
+    #[test]
+    fn mangled_lines_give_one_line_errors_not_panics() {
+        let seeds = [
+            "872 /dev/vdb write 8192 16384",
+            "/dev/vdb read 4096 512",
+            "/dev/vdb wait 1500 0",
+            "  8,0    1        1     0.000000000  4162  Q  WS 3417048 + 8 [kjournald]",
+            "CPU0 (8,0):",
+        ];
+        let mut rng = crate::workload::rng::Rng::new(7);
+        let noise = [
+            "",
+            " ",
+            "+",
+            ",",
+            ".",
+            "-1",
+            "99999999999999999999999",
+            "Q",
+            "x",
+            "\u{e9}",
+        ];
+        for _ in 0..20_000 {
+            let base = seeds[rng.below(seeds.len() as u64) as usize];
+            let cut = rng.below(base.len() as u64 + 1) as usize;
+            let cut = (0..=cut)
+                .rev()
+                .find(|&c| base.is_char_boundary(c))
+                .unwrap_or(0);
+            let line = format!(
+                "{}{}{}",
+                &base[..cut],
+                noise[rng.below(noise.len() as u64) as usize],
+                &seeds[rng.below(seeds.len() as u64) as usize][cut.min(5)..]
+            );
+            for e in [
+                fio::parse(&line, false).err(),
+                fio::parse(&line, true).err(),
+                blkparse::parse(&line).err(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                assert!(!e.is_empty() && !e.contains('\n'), "{line:?}: {e:?}");
+            }
+        }
+    }
+
     #[test]
     fn speed_scales_due_times() {
         let mut r = Replay {
