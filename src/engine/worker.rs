@@ -29,7 +29,7 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// How close to a replayed I/O's due time the engine stops sleeping and
 /// spins, when nothing is in flight to wake it (its sleeps end within a µs
 /// of when asked: [`super::replay::precise_sleeps`]).
-const REPLAY_SPIN_NS: u64 = 20_000;
+const REPLAY_SPIN_NS: u64 = 50_000;
 
 /// What a thread sends to the runner.
 #[derive(Debug)]
