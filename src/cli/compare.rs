@@ -15,6 +15,7 @@ pub fn run(args: CompareArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
     if !args.runs.is_empty() {
         return super::diff::run_compare(&args);
     }
+    super::replay::check_local(&args.job, args.fleet.hosts.is_some())?;
     let jobs = session::jobs(&args.job)?;
     session::check_outputs(&args.out)?;
     let live = session::live(&args.out, &args.fleet, "storlab compare")?;

@@ -11,6 +11,7 @@ pub mod lab;
 mod media;
 pub mod meta;
 pub mod output;
+mod replay;
 pub mod report;
 pub mod results;
 mod run;
@@ -209,6 +210,14 @@ pub struct JobArgs {
     /// I/O's scheduled time). No value: 10,50,70,80,90,100; off: no curve.
     #[arg(long, value_name = "PCT,...", num_args = 0..=1, default_missing_value = "")]
     pub curve: Option<String>,
+    /// Replay a trace instead of a workload: fio's iolog (v2 or v3) or blkparse's
+    /// text output, each I/O at its trace time, open loop (docs/replay.md).
+    /// Trace device k goes to --target k (mod the targets given).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["workload", "job", "fio", "icf", "curve"])]
+    pub replay: Option<PathBuf>,
+    /// Time runs this many times as fast as the trace's (2: twice as fast, 0.5: half).
+    #[arg(long, value_name = "X", requires = "replay")]
+    pub replay_speed: Option<String>,
 }
 
 /// Where a command that records its runs records them: `run`, `compare`,

@@ -10,6 +10,7 @@ use crate::target::Target;
 
 /// Run `storlab run`.
 pub fn run(args: RunArgs, argv: Vec<String>) -> Result<ExitCode, CliError> {
+    super::replay::check_local(&args.job, args.fleet.hosts.is_some())?;
     let (jobs, imported_targets) = session::jobs_and_targets(&args.job)?;
     // --target wins over the target an imported job file names.
     let target_args = if args.targets.is_empty() {

@@ -25,6 +25,9 @@ pub fn jobs(args: &JobArgs) -> Result<Vec<Job>, CliError> {
 /// so does psync's iodepth 1 ([`Job::one_in_flight`]).
 pub fn jobs_and_targets(args: &JobArgs) -> Result<(Vec<Job>, Vec<String>), CliError> {
     let input = |e: crate::workload::validate::SpecError| CliError::input(e.to_string());
+    if let Some(path) = &args.replay {
+        return Ok((vec![super::replay::job(args, path)?], Vec::new()));
+    }
     let mut targets = Vec::new();
     let imported = match (&args.fio, &args.icf) {
         (Some(path), _) => Some(crate::workload::fio::load(path).map_err(import_error)?),

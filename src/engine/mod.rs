@@ -1,5 +1,5 @@
 //! The load engine: the per-thread loop that drives one [`crate::io::Backend`]
-//! for many light workers, and the per-I/O timeout.
+//! for many light workers, the per-I/O timeout, and a trace replay's feed.
 //!
 //! The engine owns the clock and the statistics. A backend only moves bytes:
 //! it accepts requests, starts them, and reports which have finished. Every
@@ -7,8 +7,12 @@
 //! measured the same way.
 
 pub mod hooks;
+pub mod replay;
 pub mod timeout;
 pub mod worker;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod replay_tests;

@@ -9,6 +9,7 @@
 //! every completion of a reap with the instant just after the reap returned.
 
 use super::hooks::{PointHooks, ThreadHooks};
+use super::replay::{Due, Feed};
 use super::timeout::{self, IoWatch};
 use crate::io::{BufferPool, Completion, Lane, QueueError, Wait};
 use crate::plan::{Disk, ThreadPlan};
@@ -24,6 +25,11 @@ use std::time::{Duration, Instant};
 /// How long the engine waits for in-flight I/O after the end of a run before
 /// giving up on it.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How close to a replayed I/O's due time the engine stops sleeping and
+/// spins, when nothing is in flight to wake it (its sleeps end within a µs
+/// of when asked: [`super::replay::precise_sleeps`]).
+const REPLAY_SPIN_NS: u64 = 50_000;
 
 /// What a thread sends to the runner.
 #[derive(Debug)]
@@ -93,6 +99,9 @@ pub struct ThreadCtx<'a> {
     pub io_timeout: Duration,
     /// Hooks on every I/O (verify mode); `None`: none.
     pub hooks: Option<&'a dyn PointHooks>,
+    /// The trace every worker replays instead of its access pattern
+    /// ([`super::replay`]); `None`: none.
+    pub replay: Option<&'a crate::workload::replay::Replay>,
 }
 
 #[cfg(test)]
@@ -122,6 +131,7 @@ impl<'a> ThreadCtx<'a> {
             tx,
             io_timeout,
             hooks: None,
+            replay: None,
         }
     }
 }
@@ -153,6 +163,8 @@ struct Worker {
     in_flight: u32,
     /// The pause between bursts, if any, and where it stands.
     think: Option<Thinking>,
+    /// The trace it replays instead of its pattern, if any.
+    feed: Option<Feed>,
 }
 
 /// A worker's bursts and pauses ([`crate::workload::Think`]), ns.
@@ -254,7 +266,7 @@ pub fn submit_rhythm(every: usize) -> Option<String> {
 /// Run the thread's share of the point until the end, `stop`, or an error.
 /// Returns `Err` with a message naming the disk and offset on an I/O error.
 pub fn run(ctx: &ThreadCtx, lane: &mut Lane, t0: Instant) -> Result<(), String> {
-    let mut engine = Engine::new(ctx, t0);
+    let mut engine = Engine::new(ctx, t0)?;
     let now = engine.run_until_end(lane);
     engine.ship_last(now);
     engine.drain(lane)?;
@@ -300,8 +312,10 @@ struct Engine<'c, 'a> {
 
 impl<'c, 'a> Engine<'c, 'a> {
     /// Set-up: one `Worker` per worker of the thread and one slot per
-    /// outstanding I/O, each slot on one of its worker's disks in turn.
-    fn new(ctx: &'c ThreadCtx<'a>, t0: Instant) -> Self {
+    /// outstanding I/O, each slot on one of its worker's disks in turn (a
+    /// replaying worker's slots take each I/O's disk from the trace). `Err`:
+    /// the trace to replay cannot be opened.
+    fn new(ctx: &'c ThreadCtx<'a>, t0: Instant) -> Result<Self, String> {
         let mut workers: Vec<Worker> = Vec::with_capacity(ctx.plan.workers.len());
         let mut slots: Vec<Slot> = Vec::new();
         for (wi, w) in ctx.plan.workers.iter().enumerate() {
@@ -316,6 +330,13 @@ impl<'c, 'a> Engine<'c, 'a> {
                         .expect("worker disk on its thread") as u32
                 })
                 .collect();
+            let feed = match ctx.replay {
+                Some(r) => Some(Feed::open(
+                    r,
+                    local.iter().copied().zip(w.bases.iter().copied()).collect(),
+                )?),
+                None => None,
+            };
             workers.push(Worker {
                 index: w.index,
                 pattern: w.generator(),
@@ -325,6 +346,7 @@ impl<'c, 'a> Engine<'c, 'a> {
                 write_seq: 0,
                 in_flight: 0,
                 think: w.access.think.as_ref().map(Thinking::new),
+                feed,
             });
             for j in 0..w.access.iodepth {
                 let wdisk = j % local.len() as u32;
@@ -340,9 +362,12 @@ impl<'c, 'a> Engine<'c, 'a> {
                 });
             }
         }
+        if ctx.replay.is_some() {
+            super::replay::precise_sleeps();
+        }
         let interval_ns = ctx.timing.interval_ns;
         let n = slots.len();
-        Engine {
+        Ok(Engine {
             ctx,
             t0,
             workers,
@@ -370,7 +395,7 @@ impl<'c, 'a> Engine<'c, 'a> {
             verify: ctx.hooks.map(|h| h.thread(&ctx.plan.disks, n)),
             dedupe: matches!(ctx.content, Content::Mixed { dedupe_pct, .. } if dedupe_pct > 0),
             slots,
-        }
+        })
     }
 
     fn now_ns(&self) -> u64 {
@@ -406,16 +431,25 @@ impl<'c, 'a> Engine<'c, 'a> {
                 }
                 // A pause's spun share (thinktime_spin) burns the CPU, as
                 // fio's does; the rest is slept.
-                let spin = (self.workers.iter())
+                let mut spin = (self.workers.iter())
                     .filter_map(|w| w.think.as_ref().and_then(Thinking::spin_until))
                     .max()
                     .unwrap_or(0)
                     .min(wake);
+                // A sleep still overshoots by a few µs: a trace's next due
+                // time is slept to within REPLAY_SPIN_NS of it, then spun.
+                let mut sleep_until = wake;
+                if self.workers.iter().any(|w| w.feed.is_some()) {
+                    sleep_until = wake.saturating_sub(REPLAY_SPIN_NS);
+                    if now >= sleep_until {
+                        spin = wake;
+                    }
+                }
                 while self.now_ns() < spin {
                     std::hint::spin_loop();
                 }
                 std::thread::sleep(Duration::from_nanos(
-                    wake.saturating_sub(self.now_ns()).min(50_000_000),
+                    sleep_until.saturating_sub(self.now_ns()).min(50_000_000),
                 ));
                 now = self.now_ns();
                 self.close_intervals(lane, now);
@@ -451,6 +485,28 @@ impl<'c, 'a> Engine<'c, 'a> {
         while let Some(s) = self.free.pop() {
             let slot = &mut self.slots[s as usize];
             let w = &mut self.workers[slot.worker as usize];
+            // A replayed trace: its next I/O once it is due (open loop: the
+            // trace's time, whatever the target did), on the trace's disk.
+            let mut due: Option<Due> = None;
+            if let Some(feed) = w.feed.as_mut() {
+                match feed.peek() {
+                    Err(e) => {
+                        self.failure = Some(e);
+                        self.free.push(s);
+                        break;
+                    }
+                    Ok(None) => {
+                        self.retired += 1;
+                        continue;
+                    }
+                    Ok(Some(d)) if d.due_ns > now => {
+                        next_due = next_due.min(d.due_ns);
+                        self.waiting.push(s);
+                        continue;
+                    }
+                    Ok(Some(d)) => due = Some(d),
+                }
+            }
             if let Some(t) = w.think.as_mut()
                 && let Err(due) = t.may_issue(w.in_flight, now)
             {
@@ -472,10 +528,11 @@ impl<'c, 'a> Engine<'c, 'a> {
                 self.retired += 1;
                 continue;
             }
-            let io = match self.verify.as_mut() {
+            let io = match (due, self.verify.as_mut()) {
+                (Some(d), _) => d.io,
                 // The hooks may hold a slot back (verify mode: its blocks
                 // are busy); it keeps its I/O and retries (super::hooks).
-                Some(v) => {
+                (None, Some(v)) => {
                     match v.next_io(s, slot.disk, &mut || w.pattern.next(slot.wdisk as usize)) {
                         Some(io) => io,
                         None => {
@@ -485,8 +542,9 @@ impl<'c, 'a> Engine<'c, 'a> {
                         }
                     }
                 }
-                None => w.pattern.next(slot.wdisk as usize),
+                (None, None) => w.pattern.next(slot.wdisk as usize),
             };
+            let disk = due.map_or(slot.disk, |d| d.disk);
             if io.dir == Dir::Write {
                 w.write_seq += 1;
                 // The slot is not in flight, so its buffer is ours to change.
@@ -506,8 +564,9 @@ impl<'c, 'a> Engine<'c, 'a> {
                     content::stamp(data, self.ctx.content, w.write_seq);
                 }
             }
-            match lane.queue(s, slot.disk, io.dir, io.offset, io.len) {
+            match lane.queue(s, disk, io.dir, io.offset, io.len) {
                 Ok(()) => {
+                    slot.disk = disk;
                     slot.dir = io.dir;
                     slot.len = io.len;
                     slot.offset = io.offset;
@@ -516,7 +575,13 @@ impl<'c, 'a> Engine<'c, 'a> {
                     if let Some(t) = w.think.as_mut() {
                         t.left -= 1;
                     }
-                    slot.sched_ns = w.pacer.issued(io.len, now);
+                    slot.sched_ns = match (due, w.feed.as_mut()) {
+                        (Some(d), Some(feed)) => {
+                            feed.take();
+                            d.due_ns
+                        }
+                        _ => w.pacer.issued(io.len, now),
+                    };
                     self.batch.push(s);
                     if self.batch.len() >= self.commit_every {
                         self.commit(lane);
@@ -549,8 +614,13 @@ impl<'c, 'a> Engine<'c, 'a> {
         }
         let t = self.now_ns();
         for &s in &self.batch {
-            self.slots[s as usize].submit_ns = t;
+            let slot = &mut self.slots[s as usize];
+            slot.submit_ns = t;
             self.watch.submitted(s, t);
+            let w = &mut self.workers[slot.worker as usize];
+            if w.feed.is_some() {
+                w.rec.record_issue_lag(t.saturating_sub(slot.sched_ns));
+            }
         }
         self.in_flight += self.batch.len();
         self.batch.clear();

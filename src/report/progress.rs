@@ -56,7 +56,9 @@ pub fn line(job: &str, spec: &Spec, rec: &IntervalRecord, intervals: u32) -> Str
     format!(
         "{job} [{}] {phase} {elapsed:>6.1} s, {}  {:>14}  {:>13}  mean {:>10}{}",
         spec.label,
-        if intervals == u32::MAX {
+        if intervals == u32::MAX && spec.replay.is_some() {
+            "until the trace ends".to_string()
+        } else if intervals == u32::MAX {
             "until io_size".to_string()
         } else {
             format!("{:.0} s left", (total - elapsed).max(0.0))

@@ -106,6 +106,13 @@ pub fn job_summary_with(job: &JobRecord, errors: bool) -> String {
         if let Some(b) = &p.bound {
             let _ = writeln!(out, "{}: bound by {b}", p.label);
         }
+        if let Some(l) = &p.summary.issue_lag {
+            let _ = writeln!(
+                out,
+                "{}: issued behind the trace's times by p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs ({} I/Os)",
+                p.label, l.p50_us, l.p99_us, l.max_us, l.ios
+            );
+        }
     }
     out
 }

@@ -31,11 +31,11 @@ pub(super) fn intervals_in(d: Duration, interval: Duration) -> u32 {
     (d.as_nanos().div_ceil(interval.as_nanos().max(1))) as u32
 }
 
-/// Intervals in a point (ramp + measure). A zero runtime with an `io_limit`
+/// Intervals in a point (ramp + measure). A zero runtime with an `io_limit` or a replay
 /// has no time bound: the point ends when every worker has moved its bytes, so
 /// the count is unbounded (`u32::MAX`, about 136 years of 1 s intervals).
 pub(super) fn total_intervals(spec: &Spec) -> u32 {
-    if spec.runtime.is_zero() && spec.io_limit.is_some() {
+    if spec.open_ended() {
         return u32::MAX;
     }
     intervals_in(spec.ramp, spec.interval).saturating_add(intervals_in(spec.runtime, spec.interval))
@@ -204,6 +204,7 @@ struct EngineThread {
     stop: Arc<AtomicBool>,
     tx: Sender<Msg>,
     start: Receiver<Start>,
+    replay: Option<crate::workload::replay::Replay>,
 }
 
 impl EngineThread {
@@ -225,6 +226,7 @@ impl EngineThread {
             tx: self.tx.clone(),
             io_timeout: self.io_timeout,
             hooks: None,
+            replay: self.replay.as_ref(),
         };
         let pool = worker::make_pool(&ctx);
         let depth: u32 = tp.workers.iter().map(|w| w.access.iodepth).sum();
@@ -418,6 +420,7 @@ impl HostRunner for LocalRunner {
                 stop: Arc::clone(&self.stop),
                 tx: tx.clone(),
                 start: start_rx,
+                replay: spec.replay.clone(),
             };
             let h = std::thread::Builder::new()
                 .name(format!("storlab-engine-{i}"))

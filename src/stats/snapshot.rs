@@ -49,6 +49,10 @@ pub struct Snapshot {
     /// Verify blocks (512 B) that read back wrong in verify mode (docs/verify.md).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub verify_errors: u64,
+    /// How late each replayed I/O was issued after its due time (a trace
+    /// replay's only, `crate::workload::replay`; empty otherwise).
+    #[serde(default, skip_serializing_if = "LatHist::is_empty")]
+    pub issue_lag: LatHist,
     /// Lost connections the backend rode through (`--reconnect-timeout`),
     /// counted in the interval each ended in.
     #[serde(default, skip_serializing_if = "Outages::is_none")]
@@ -100,6 +104,7 @@ impl Snapshot {
             write: strip(&self.write),
             verify_errors: self.verify_errors,
             outages: self.outages,
+            issue_lag: Default::default(),
         }
     }
 
@@ -151,6 +156,7 @@ impl AddAssign<&Snapshot> for Snapshot {
         self.write += &rhs.write;
         self.verify_errors += rhs.verify_errors;
         self.outages += &rhs.outages;
+        self.issue_lag += &rhs.issue_lag;
     }
 }
 
@@ -189,6 +195,7 @@ pub struct Recorder {
     write: DirRecorder,
     verify_errors: u64,
     outages: Outages,
+    issue_lag: Histogram,
 }
 
 impl Recorder {
@@ -230,6 +237,12 @@ impl Recorder {
         };
     }
 
+    /// Records how late a replayed I/O was issued after its due time.
+    #[inline]
+    pub fn record_issue_lag(&mut self, lag_ns: u64) {
+        self.issue_lag.record(lag_ns);
+    }
+
     /// Records one failed I/O.
     #[inline]
     pub fn record_error(&mut self, dir: Dir) {
@@ -254,6 +267,7 @@ impl Recorder {
             write: self.write.take(),
             verify_errors: std::mem::take(&mut self.verify_errors),
             outages: std::mem::take(&mut self.outages),
+            issue_lag: self.issue_lag.take(),
         }
     }
 }

@@ -128,6 +128,42 @@ pub struct Summary {
     pub ms_histogram: Vec<u64>,
     /// CPU cost.
     pub cpu: CpuSummary,
+    /// How late a trace replay issued its I/Os after their due times
+    /// (`crate::workload::replay`); none unless a trace was replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issue_lag: Option<LagSummary>,
+}
+
+/// How far issue times strayed from a trace's: each I/O's issue time less its
+/// due time (its trace time scaled by the replay speed), µs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LagSummary {
+    /// I/Os issued.
+    pub ios: u64,
+    /// Mean lag, µs.
+    pub mean_us: f64,
+    /// Median lag, µs.
+    pub p50_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// 99.9th percentile, µs.
+    pub p999_us: f64,
+    /// Largest lag, µs.
+    pub max_us: f64,
+}
+
+impl LagSummary {
+    /// The figures of `lag`; `None` when it is empty.
+    pub fn of(lag: &LatHist) -> Option<LagSummary> {
+        (!lag.is_empty()).then(|| LagSummary {
+            ios: lag.count(),
+            mean_us: lag.mean_ns() / 1e3,
+            p50_us: us(lag.percentile(50.0)),
+            p99_us: us(lag.percentile(99.0)),
+            p999_us: us(lag.percentile(99.9)),
+            max_us: us(lag.max_ns()),
+        })
+    }
 }
 
 impl Summary {
@@ -168,6 +204,7 @@ impl Summary {
             peak_gbit_s: peak_bytes_s * 8.0 / GBIT,
             ms_histogram: total.lat.ms_buckets(MS_HISTOGRAM_LIMIT),
             cpu,
+            issue_lag: LagSummary::of(&all.issue_lag),
         }
     }
 }

@@ -53,7 +53,7 @@ macro_rules! workload_flags {
             pub const KEYS: &[&str] = &[$(stringify!($key)),+];
 
             /// The flags that were given, as (job-file key, value).
-            fn given(&self) -> Vec<(&'static str, &str)> {
+            pub fn given(&self) -> Vec<(&'static str, &str)> {
                 [$((stringify!($key), &self.$key)),+]
                     .into_iter()
                     .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))

@@ -20,6 +20,7 @@ pub mod import;
 pub mod jobfile;
 pub mod pace;
 pub mod pattern;
+pub mod replay;
 pub mod rng;
 pub mod settings;
 pub mod skew;
@@ -336,6 +337,11 @@ pub struct Spec {
     /// (`ramp` is then the longest ramp); none: the ramp is `ramp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<steady::SteadyGate>,
+    /// A trace replayed instead of the groups' access pattern
+    /// (`--replay`, [`replay`]): its one worker issues each I/O of the trace
+    /// at its due time; none: the groups' pattern.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<replay::Replay>,
 }
 
 impl Spec {
@@ -377,18 +383,28 @@ impl Spec {
             SyncMode::Dsync => m.push_str(", O_DSYNC"),
             SyncMode::Sync => m.push_str(", O_SYNC"),
         }
-        if self.latency_from_schedule() {
+        if self.replay.is_some() {
+            m.push_str(", trace replayed open loop (latency from each I/O's due time)");
+        } else if self.latency_from_schedule() {
             m.push_str(", open-loop rate (latency from scheduled time)");
         }
         m
     }
 
+    /// Whether the point has no time bound of its own (zero runtime): it
+    /// ends once every worker moved its `io_limit` or the replayed trace ends.
+    pub fn open_ended(&self) -> bool {
+        self.runtime.is_zero() && (self.io_limit.is_some() || self.replay.is_some())
+    }
+
     /// Whether latency is measured from each I/O's scheduled time (some group
-    /// has an open-loop rate) rather than from its submission.
+    /// has an open-loop rate, or a trace is replayed) rather than from its submission.
     pub fn latency_from_schedule(&self) -> bool {
-        self.groups
-            .iter()
-            .any(|g| g.access.rate.is_some() && g.access.rate_mode == RateMode::Open)
+        self.replay.is_some()
+            || self
+                .groups
+                .iter()
+                .any(|g| g.access.rate.is_some() && g.access.rate_mode == RateMode::Open)
     }
 
     /// One line describing the access of every group, for jobs without a description.
@@ -543,6 +559,7 @@ pub fn default_spec(label: &str) -> Spec {
         verify: false,
         journal: None,
         steady: None,
+        replay: None,
     }
 }
 

@@ -231,11 +231,11 @@ pub fn validate(spec: &Spec) -> Result<(), SpecError> {
             }
         })?;
     }
-    if spec.runtime.is_zero() && spec.io_limit.is_none() {
+    if spec.runtime.is_zero() && !spec.open_ended() {
         return Err(SpecError::invalid(
             "runtime",
             "0 s",
-            "> 0, or 0 together with io_size",
+            "> 0, or 0 together with io_size or --replay",
         ));
     }
     let (lo, hi) = (Duration::from_millis(10), Duration::from_secs(3600));

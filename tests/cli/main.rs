@@ -8,6 +8,7 @@ mod exit_codes;
 mod fio_json;
 mod imports;
 mod interrupt;
+mod replay;
 mod results_diff;
 mod run_file;
 mod run_null;

@@ -39,8 +39,9 @@ use serde::{Deserialize, Serialize};
 /// carries its `distribution` (fio's `random_distribution`) and `think`
 /// (thinktime and its burst); an agent of version 6 would run them uniform
 /// and without pauses. 8: the spec carries `reconnect_timeout` and each
-/// snapshot its `outages` (connections lost and won back); an agent of
-/// version 7 would end the run at the first lost connection.
+/// snapshot its `outages` (connections lost and won back) and `issue_lag`
+/// (a trace replay's, which a fleet does not run yet); an agent of version
+/// 7 would end the run at the first lost connection.
 pub const PROTOCOL_VERSION: u32 = 8;
 /// Request header carrying the sender's [`PROTOCOL_VERSION`].
 pub const PROTOCOL_HEADER: &str = "X-Storlab-Protocol";

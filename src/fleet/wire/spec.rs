@@ -311,6 +311,9 @@ impl From<&Spec> for WireSpec {
             verify,
             journal,
             steady,
+            // Not carried: a replay runs in this process only, and the CLI
+            // refuses --replay with --hosts before any agent is asked.
+            replay: _,
         } = s;
         WireSpec {
             label: label.clone(),
@@ -388,6 +391,7 @@ impl From<WireSpec> for Spec {
             verify,
             journal,
             steady: steady.map(Into::into),
+            replay: None,
         }
     }
 }
@@ -635,6 +639,9 @@ pub(super) mod samples {
                 window: Duration::from_secs(4),
                 delay: Duration::from_secs(1),
             }),
+            // The one field the wire does not carry: a replay is refused
+            // with --hosts (`crate::cli`), so no agent is sent one.
+            replay: None,
         }
     }
 
