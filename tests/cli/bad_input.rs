@@ -1,21 +1,5 @@
 use crate::common::*;
 
-/// Exit code 2 and one line on stderr that contains every `needle`.
-fn rejects(args: &[&str], needles: &[&str]) {
-    let o = storlab(args);
-    let err = stderr(&o);
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "args {args:?} should be refused; stderr: {err}"
-    );
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "one line expected, got: {err}");
-    for n in needles {
-        assert!(err.contains(n), "error for {args:?} lacks {n:?}: {err}");
-    }
-}
-
 #[test]
 fn unknown_workload_is_named() {
     rejects(

@@ -55,6 +55,22 @@ pub fn storlab(args: &[&str]) -> Output {
     bin().args(args).output().expect("run storlab")
 }
 
+/// Exit code 2 and one line on stderr that contains every `needle`.
+pub fn rejects(args: &[&str], needles: &[&str]) {
+    let o = storlab(args);
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "args {args:?} should be refused; stderr: {err}"
+    );
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line expected, got: {err}");
+    for n in needles {
+        assert!(err.contains(n), "error for {args:?} lacks {n:?}: {err}");
+    }
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }

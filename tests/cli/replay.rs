@@ -5,22 +5,6 @@ use crate::common::*;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Exit code 2 and one line on stderr that contains every `needle`.
-fn rejects(args: &[&str], needles: &[&str]) {
-    let o = storlab(args);
-    let err = stderr(&o);
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "args {args:?} should be refused; stderr: {err}"
-    );
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "one line expected, got: {err}");
-    for n in needles {
-        assert!(err.contains(n), "error for {args:?} lacks {n:?}: {err}");
-    }
-}
-
 /// A fio v3 iolog of `n` I/Os 200 µs apart, every third a write, with a trim
 /// between; its reads, writes and bytes.
 fn iolog(path: &Path, n: u64) -> (u64, u64, u64) {

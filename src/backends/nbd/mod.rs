@@ -604,8 +604,8 @@ impl NbdBackend {
                 next = Some(next.map_or(down.next_try, |n| n.min(down.next_try)));
                 continue;
             }
-            let held = self.held_by(c);
             if now.duration_since(down.lost) > limit {
+                let held = self.held_on(c).len();
                 return Err(BackendError::new(
                     &self.conns[c].url,
                     format!(
@@ -633,11 +633,13 @@ impl NbdBackend {
     }
 
     /// Tickets connection `c` holds (in flight on it, or waiting for it).
-    fn held_by(&self, c: usize) -> usize {
-        self.tickets
-            .iter()
-            .filter(|t| t.conn as usize == c && t.is_held())
-            .count()
+    fn held_on(&self, c: usize) -> Vec<u32> {
+        (0..self.tickets.len() as u32)
+            .filter(|&t| {
+                let tk = &self.tickets[t as usize];
+                tk.conn as usize == c && tk.is_held()
+            })
+            .collect()
     }
 
     /// Connection `c` is back as `fresh`: keep what the old one completed,
@@ -659,12 +661,7 @@ impl NbdBackend {
         // Closing the old handle retires every command it still had, so no
         // buffer is touched by it again.
         self.conns[c] = fresh;
-        let again: Vec<u32> = (0..self.tickets.len() as u32)
-            .filter(|&t| {
-                let tk = &self.tickets[t as usize];
-                tk.conn as usize == c && tk.is_held()
-            })
-            .collect();
+        let again = self.held_on(c);
         for &t in &again {
             self.send_on(t, c)?;
         }
