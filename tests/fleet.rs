@@ -738,6 +738,9 @@ fn prometheus_scrapes_the_controllers_merged_series() {
         );
         std::thread::sleep(Duration::from_millis(500));
     };
+    // Asked while the run still serves its page: once it has ended,
+    // prometheus marks its series stale and an instant query finds none.
+    let info = prom.query("storlab_run_point_info");
     let status = child.wait().unwrap();
     let stderr = rest.join().unwrap();
     assert!(status.success(), "storlab run: {stderr}");
@@ -760,6 +763,5 @@ fn prometheus_scrapes_the_controllers_merged_series() {
         all >= sum - 2.0 * 500.0 * 4.0,
         "fleet {all} trails the hosts' {sum} by more than an interval"
     );
-    let info = prom.query("storlab_run_point_info");
     assert!(info.iter().any(|(m, _)| m["target"] == "null:"), "{info:?}");
 }
